@@ -1,0 +1,97 @@
+"""Explicit, numbered schema migrations, applied in order when a store opens.
+
+A migration is never edited once released: a new schema change is a new function appended to
+``MIGRATIONS``. The ``_migrations`` table records which ones ran, so opening an old store
+brings it forward and opening a current one does nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+import sqlite_utils
+
+TOKEN_COLUMNS = {"uncached_input": int, "cached_input": int, "cache_write": int, "output": int, "reasoning": int}
+
+
+def m001_initial(db: sqlite_utils.Database) -> None:
+    db["suites"].create(
+        {"id": str, "seed_hash": str, "name": str, "version": str, "path": str, "own": str,
+         "settings": str, "created_at": str},
+        pk="id",
+    )
+    db["tasks"].create(
+        {"suite_id": str, "task_id": str, "tier": str, "instruction_hash": str, "verifier": str, "position": int},
+        pk=("suite_id", "task_id"),
+    )
+    db["configurations"].create(
+        {"id": int, "suite_id": str, "key": str, "model": str, "provider": str, "price_key": str,
+         "cli": str, "cli_version": str, "extra_args": str},
+        pk="id",
+    )
+    db["configurations"].create_index(["suite_id", "key"], unique=True)
+    db["runs"].create(
+        {"id": int, "suite_id": str, "seed_hash": str, "status": str, "pid": int, "host": str,
+         "socket": str, "started_at": str, "finished_at": str, "settings": str},
+        pk="id",
+    )
+    db["trials"].create(
+        {"id": int, "run_id": int, "suite_id": str, "task_id": str, "tier": str, "config_id": int,
+         "model": str, "cli": str, "trial_index": int, "attempt": int, "status": str, "reason": str,
+         "passed": int, "quality": float, **TOKEN_COLUMNS, "turns": int, "tool_calls": int,
+         "cost_usd": float, "cost_source": str, "cost_actual_usd": float, "cost_actual_source": str,
+         "flags": str, "exit_code": int, "usage_source": str, "sandbox": str, "host": str, "pid": int,
+         "proc_token": str, "cli_version": str, "workspace": str, "verifier_exit": int,
+         "verifier_output": str, "error": str, "imported": int, "extra": str,
+         "queued_at": str, "started_at": str, "finished_at": str},
+        pk="id",
+        not_null={"suite_id", "task_id", "model", "cli", "trial_index", "status"},
+    )
+    db["trials"].create_index(["suite_id", "task_id", "config_id", "trial_index"])
+    db["trials"].create_index(["status"])
+    # Events are the hot path: a rowid table with one covering index keeps batched inserts
+    # near the raw SQLite floor while windowed reads by (trial, seq) stay index-only.
+    db["events"].create(
+        {"trial_id": int, "seq": int, "ts": float, "kind": str, "stream": str, "text": str, "data": str},
+    )
+    db["events"].create_index(["trial_id", "seq"], unique=True)
+    db["usage"].create(
+        {"trial_id": int, "seq": int, "source": str, "model": str, **TOKEN_COLUMNS,
+         "cost_usd": float, "reported_cost_usd": float},
+    )
+    db["usage"].create_index(["trial_id", "seq"])
+    db["scores"].create(
+        {"id": int, "trial_id": int, "score": int, "note": str, "reviewer": str, "created_at": str},
+        pk="id",
+        not_null={"trial_id", "score", "reviewer", "created_at"},
+    )
+    db["scores"].create_index(["trial_id", "id"])
+    db["notes"].create(
+        {"id": int, "trial_id": int, "text": str, "author": str, "created_at": str},
+        pk="id",
+    )
+    db["audit"].create(
+        {"id": int, "ts": str, "actor": str, "action": str, "trial_id": int, "detail": str},
+        pk="id",
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial]
+
+
+def migrate(db: sqlite_utils.Database) -> list[str]:
+    """Apply pending migrations, each in its own transaction; return the names applied."""
+    if "_migrations" not in db.table_names():
+        db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
+    done = {row["name"] for row in db["_migrations"].rows}
+    applied = []
+    for migration in MIGRATIONS:
+        name = migration.__name__
+        if name in done:
+            continue
+        with db.atomic():
+            migration(db)
+            db["_migrations"].insert({"name": name, "applied_at": datetime.now(timezone.utc).isoformat()})
+        applied.append(name)
+    return applied

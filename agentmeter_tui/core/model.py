@@ -1,0 +1,76 @@
+"""The vocabulary shared by the store, the scheduler, the adapters and the UI:
+trial states, event kinds, and the parsed event an adapter produces from one output line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from enum import StrEnum
+
+from .usage import TokenUsage
+
+
+class TrialStatus(StrEnum):
+    QUEUED = "queued"
+    STARTING = "starting"
+    RUNNING = "running"
+    VERIFYING = "verifying"
+    PASSED = "passed"
+    FAILED = "failed"
+    KILLED = "killed"
+    ERRORED = "errored"
+    INFRA_INVALID = "infra-invalid"
+
+    @property
+    def is_final(self) -> bool:
+        return self in FINAL_STATUSES
+
+
+FINAL_STATUSES = frozenset(
+    {TrialStatus.PASSED, TrialStatus.FAILED, TrialStatus.KILLED, TrialStatus.ERRORED, TrialStatus.INFRA_INVALID}
+)
+ACTIVE_STATUSES = frozenset({TrialStatus.STARTING, TrialStatus.RUNNING, TrialStatus.VERIFYING})
+
+
+class EventKind(StrEnum):
+    SYSTEM = "system"  # init, session ids, model announcements
+    ASSISTANT = "assistant"  # assistant text
+    REASONING = "reasoning"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    USAGE = "usage"
+    ERROR = "error"
+    RAW = "raw"  # a line we could not parse, kept verbatim
+    STATUS = "status"  # written by the runner: state changes, kills, budget crossings, flags
+
+
+@dataclass(slots=True)
+class ParsedEvent:
+    """One normalized transcript item as an adapter sees it.
+
+    ``usage`` is always a *delta* that the caller may add to its running total: adapters whose
+    CLI prints cumulative totals subtract what they already reported, so a meter never
+    double counts. ``reported_cost_usd`` is the CLI's own cumulative cost figure, when it has one.
+    """
+
+    kind: EventKind
+    text: str = ""
+    tool_name: str | None = None
+    tool_key: str | None = None  # name + canonical arguments, for the thrash detector
+    is_error: bool = False
+    usage: TokenUsage | None = None
+    turns: int = 0  # model calls completed by this event
+    model: str | None = None
+    reported_cost_usd: Decimal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KillReason:
+    """Why a trial was stopped: ``operator``, ``budget:time|tokens|usd``, ``thrash``, ``shutdown``."""
+
+    code: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return self.code if not self.detail else f"{self.code} ({self.detail})"

@@ -1,0 +1,214 @@
+"""Trial records: the portable, one-object-per-line form of a finished trial.
+
+``agentmeter export-trials`` writes them and ``agentmeter import-trials`` reads them, so
+results produced elsewhere can be reviewed and reported. The format is documented in
+``docs/trial-record.md``; fields beyond the documented ones are kept on import (``extra``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from .model import TrialStatus
+from .usage import TOKEN_CLASSES, TokenUsage
+
+TIERS = ("easy", "medium", "hard")
+STATUSES = {s.value for s in TrialStatus if s.is_final}
+
+
+@dataclass(slots=True)
+class TrialRecord:
+    suite: str
+    task: str
+    tier: str | None
+    model: str
+    cli: str
+    trial: int
+    status: str
+    passed: bool
+    quality: float
+    tokens: TokenUsage
+    cost_usd: float | None
+    cost_source: str | None
+    turns: int
+    tool_calls: int
+    started_at: str | None
+    finished_at: str | None
+    extra: dict[str, Any] = field(default_factory=dict)
+    id: int | None = None  # store id, when the record came from a store
+
+    @property
+    def config(self) -> tuple[str, str]:
+        return (self.model, self.cli)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "suite": self.suite, "task": self.task, "tier": self.tier, "model": self.model, "cli": self.cli,
+            "trial": self.trial, "status": self.status, "passed": self.passed, "quality": self.quality,
+            "tokens": self.tokens.as_dict(), "cost_usd": self.cost_usd, "cost_source": self.cost_source,
+            "turns": self.turns, "tool_calls": self.tool_calls, "started_at": self.started_at,
+            "finished_at": self.finished_at,
+        }
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
+
+    @classmethod
+    def from_trial_row(cls, row: dict) -> TrialRecord:
+        extra: dict[str, Any] = {}
+        for key in ("reason", "attempt", "cost_actual_usd", "cost_actual_source", "exit_code", "usage_source"):
+            if row.get(key) is not None:
+                extra[key] = row[key]
+        if row.get("flags"):
+            extra["flags"] = orjson.loads(row["flags"])
+        if row.get("extra"):
+            extra.update(orjson.loads(row["extra"]))
+        return cls(
+            suite=row["suite_id"], task=row["task_id"], tier=row.get("tier"), model=row["model"],
+            cli=row["cli"], trial=row["trial_index"], status=row["status"], passed=bool(row.get("passed")),
+            quality=float(row["quality"] or 0.0),
+            tokens=TokenUsage(*(int(row.get(c) or 0) for c in TOKEN_CLASSES)),
+            cost_usd=row.get("cost_usd"), cost_source=row.get("cost_source"), turns=int(row.get("turns") or 0),
+            tool_calls=int(row.get("tool_calls") or 0), started_at=row.get("started_at"),
+            finished_at=row.get("finished_at"), extra=extra, id=row.get("id"),
+        )
+
+
+class RecordError(ValueError):
+    """A malformed trial record, with the file, line and field that are wrong."""
+
+    def __init__(self, source: str, line: int, field_name: str, message: str):
+        self.source, self.line, self.field = source, line, field_name
+        super().__init__(f"{source}:{line}: field '{field_name}': {message}")
+
+
+_REQUIRED: dict[str, tuple[type, ...]] = {
+    "suite": (str,), "task": (str,), "model": (str,), "cli": (str,), "trial": (int,), "status": (str,),
+    "passed": (bool,), "quality": (int, float), "tokens": (dict,), "turns": (int,), "tool_calls": (int,),
+}
+_NULLABLE: dict[str, tuple[type, ...]] = {
+    "tier": (str,), "cost_usd": (int, float), "cost_source": (str,), "started_at": (str,), "finished_at": (str,),
+}
+
+
+def parse_record(obj: Any, source: str = "<input>", line: int = 1) -> TrialRecord:
+    if not isinstance(obj, dict):
+        raise RecordError(source, line, "<record>", "expected a JSON object")
+    for name, types in _REQUIRED.items():
+        if name not in obj:
+            raise RecordError(source, line, name, "missing")
+        value = obj[name]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise RecordError(source, line, name, f"expected {types[0].__name__}, got {type(value).__name__}")
+    for name, types in _NULLABLE.items():
+        value = obj.get(name)
+        if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
+            raise RecordError(source, line, name, f"expected {types[0].__name__} or null")
+    if obj.get("tier") not in (None, *TIERS):
+        raise RecordError(source, line, "tier", f"must be one of {', '.join(TIERS)} or null")
+    if obj["status"] not in STATUSES:
+        raise RecordError(source, line, "status", f"must be one of {', '.join(sorted(STATUSES))}")
+    if obj.get("cost_source") not in (None, "snapshot", "reported"):
+        raise RecordError(source, line, "cost_source", "must be 'snapshot', 'reported' or null")
+    tokens = obj["tokens"]
+    for name in TOKEN_CLASSES:
+        value = tokens.get(name, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise RecordError(source, line, f"tokens.{name}", "expected a non-negative integer")
+    unknown = set(tokens) - set(TOKEN_CLASSES)
+    if unknown:
+        raise RecordError(source, line, f"tokens.{sorted(unknown)[0]}", "unknown token class")
+    quality = float(obj["quality"])
+    if not 0.0 <= quality <= 1.0:
+        raise RecordError(source, line, "quality", "must be within [0, 1]")
+    known = set(_REQUIRED) | set(_NULLABLE)
+    return TrialRecord(
+        suite=obj["suite"], task=obj["task"], tier=obj.get("tier"), model=obj["model"], cli=obj["cli"],
+        trial=obj["trial"], status=obj["status"], passed=obj["passed"], quality=quality,
+        tokens=TokenUsage.from_dict(tokens), cost_usd=obj.get("cost_usd"), cost_source=obj.get("cost_source"),
+        turns=obj["turns"], tool_calls=obj["tool_calls"], started_at=obj.get("started_at"),
+        finished_at=obj.get("finished_at"), extra={k: v for k, v in obj.items() if k not in known},
+    )
+
+
+def read_records(stream: IO[bytes] | IO[str], source: str) -> Iterator[TrialRecord]:
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise RecordError(source, number, "<record>", f"not valid JSON ({exc})") from None
+        yield parse_record(obj, source, number)
+
+
+def write_records(records: Iterable[TrialRecord], stream: IO[bytes]) -> int:
+    count = 0
+    for record in records:
+        stream.write(orjson.dumps(record.to_json()) + b"\n")
+        count += 1
+    return count
+
+
+def load_records(path: str | Path) -> list[TrialRecord]:
+    with open(path, "rb") as handle:
+        return list(read_records(handle, str(path)))
+
+
+def records_from_store(store: Any, suite_id: str | None = None) -> list[TrialRecord]:
+    """Every final trial of a suite (the latest suite when ``suite_id`` is None) as records.
+
+    A trial that was retried after an infra failure appears once per attempt: the reports
+    count every attempt in cost, and pick the countable one per (task, configuration, trial).
+    """
+    if suite_id is None:
+        row = store.suite_row()
+        if row is None:
+            return []
+        suite_id = row["id"]
+    statuses = ",".join(f"'{s}'" for s in sorted(STATUSES))
+    rows = store.db.query(f"select * from trials where suite_id = ? and status in ({statuses}) order by id",
+                          [suite_id])
+    return [TrialRecord.from_trial_row(r) for r in rows]
+
+
+def import_records(store: Any, records: list[TrialRecord]) -> int:
+    """Insert records as imported trials, in one transaction: all of them or none."""
+    db = store.db
+    with db.atomic():
+        for suite_id in sorted({r.suite for r in records}):
+            if store.suite_row(suite_id) is None:
+                db["suites"].insert({"id": suite_id, "name": suite_id, "created_at": records[0].finished_at
+                                     or records[0].started_at})
+        tasks = {(r.suite, r.task): r.tier for r in records}
+        for position, ((suite_id, task_id), tier) in enumerate(sorted(tasks.items())):
+            db["tasks"].insert({"suite_id": suite_id, "task_id": task_id, "tier": tier, "position": position},
+                               pk=("suite_id", "task_id"), ignore=True)
+        config_ids: dict[tuple[str, str, str], int] = {}
+        rows = []
+        for record in records:
+            key = (record.suite, record.model, record.cli)
+            if key not in config_ids:
+                config_ids[key] = store.ensure_configuration(record.suite, record.model, record.cli)
+            tokens = record.tokens.as_dict()
+            extra = dict(record.extra)
+            rows.append({
+                "suite_id": record.suite, "task_id": record.task, "tier": record.tier,
+                "config_id": config_ids[key], "model": record.model, "cli": record.cli,
+                "trial_index": record.trial, "attempt": int(extra.pop("attempt", 0) or 0),
+                "status": record.status, "reason": extra.pop("reason", None), "passed": int(record.passed),
+                "quality": record.quality, **tokens, "turns": record.turns, "tool_calls": record.tool_calls,
+                "cost_usd": record.cost_usd, "cost_source": record.cost_source,
+                "cost_actual_usd": extra.pop("cost_actual_usd", None),
+                "cost_actual_source": extra.pop("cost_actual_source", None),
+                "flags": orjson.dumps(extra.pop("flags")).decode() if "flags" in extra else None,
+                "started_at": record.started_at, "finished_at": record.finished_at, "imported": 1,
+                "extra": orjson.dumps(extra).decode() if extra else None,
+            })
+        db["trials"].insert_all(rows, batch_size=2000)
+    return len(records)

@@ -1,0 +1,211 @@
+"""The SQLite store: one file per project, WAL, migrations on open.
+
+Writers: the runner process owns trial and event writes (through :class:`StoreWriter`);
+reviewers' scores and notes are short append-only transactions from whichever client makes
+them. WAL plus a busy timeout lets those coexist without a second long-lived writer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from .migrations import migrate
+
+DEFAULT_DB = "agentmeter.db"
+
+
+def utcnow() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def connect(path: str | Path) -> sqlite_utils.Database:
+    conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+    db = sqlite_utils.Database(conn)
+    with db.ensure_autocommit_on():
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA busy_timeout=30000")
+    return db
+
+
+class SeedHashChanged(Exception):
+    """A suite id already holds results produced from different task instructions."""
+
+    def __init__(self, suite_id: str, changed: list[str], added: list[str], removed: list[str]):
+        self.suite_id, self.changed, self.added, self.removed = suite_id, changed, added, removed
+        parts = []
+        if changed:
+            parts.append("changed: " + ", ".join(changed))
+        if added:
+            parts.append("added: " + ", ".join(added))
+        if removed:
+            parts.append("removed: " + ", ".join(removed))
+        super().__init__(
+            f"suite '{suite_id}' already has results under a different seed-prompt hash "
+            f"({'; '.join(parts) or 'task order changed'}); give the suite a new id or version "
+            "instead of appending to the old results"
+        )
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    id: int
+    trial_id: int
+    score: int
+    note: str | None
+    reviewer: str
+    created_at: str
+
+
+class Store:
+    """Typed access to the store. Cheap to open; every logical write is one transaction."""
+
+    def __init__(self, path: str | Path = DEFAULT_DB, *, readonly: bool = False):
+        self.path = Path(path)
+        self.db = connect(self.path)
+        if not readonly:
+            migrate(self.db)
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    # -- suites -----------------------------------------------------------------------------
+
+    def check_suite(self, suite_id: str, seed_hash: str, task_hashes: dict[str, str]) -> None:
+        """Raise :class:`SeedHashChanged` if ``suite_id`` holds results of other instructions."""
+        if "suites" not in self.db.table_names():
+            return
+        row = next(self.db.query("select seed_hash from suites where id = ?", [suite_id]), None)
+        if row is None or row["seed_hash"] in (None, seed_hash):
+            return
+        old = {r["task_id"]: r["instruction_hash"]
+               for r in self.db.query("select task_id, instruction_hash from tasks where suite_id = ?", [suite_id])}
+        changed = sorted(t for t in task_hashes if t in old and old[t] != task_hashes[t])
+        added = sorted(set(task_hashes) - set(old))
+        removed = sorted(set(old) - set(task_hashes))
+        raise SeedHashChanged(suite_id, changed, added, removed)
+
+    def register_suite(self, suite: Any) -> None:
+        """Record a loaded suite, its tasks and configurations (idempotent)."""
+        task_hashes = {t.id: t.instruction_hash for t in suite.tasks}
+        self.check_suite(suite.id, suite.seed_hash, task_hashes)
+        with self.db.atomic():
+            self.db["suites"].upsert(
+                {"id": suite.id, "seed_hash": suite.seed_hash, "name": suite.name, "version": suite.version,
+                 "path": str(suite.path), "own": suite.own, "created_at": utcnow()},
+                pk="id",
+            )
+            for position, task in enumerate(suite.tasks):
+                self.db["tasks"].upsert(
+                    {"suite_id": suite.id, "task_id": task.id, "tier": task.tier,
+                     "instruction_hash": task.instruction_hash, "verifier": task.verifier.kind,
+                     "position": position},
+                    pk=("suite_id", "task_id"),
+                )
+            for config in suite.configurations():
+                self.ensure_configuration(suite.id, config.model.id, config.cli.adapter, config.model.provider,
+                                          config.model.price_key, config.cli.version, config.cli.args)
+
+    def ensure_configuration(self, suite_id: str, model: str, cli: str, provider: str | None = None,
+                             price_key: str | None = None, cli_version: str | None = None,
+                             extra_args: list[str] | None = None) -> int:
+        key = f"{model}|{cli}"
+        row = next(self.db.query("select id from configurations where suite_id = ? and key = ?",
+                                 [suite_id, key]), None)
+        if row:
+            return row["id"]
+        return self.db["configurations"].insert(
+            {"suite_id": suite_id, "key": key, "model": model, "provider": provider, "price_key": price_key,
+             "cli": cli, "cli_version": cli_version, "extra_args": json.dumps(extra_args or [])}
+        ).last_pk
+
+    def suite_ids(self) -> list[str]:
+        return [r["id"] for r in self.db.query("select id from suites order by created_at")]
+
+    def suite_row(self, suite_id: str | None = None) -> dict | None:
+        if suite_id is None:
+            return next(self.db.query("select * from suites order by created_at desc limit 1"), None)
+        return next(self.db.query("select * from suites where id = ?", [suite_id]), None)
+
+    # -- trials -----------------------------------------------------------------------------
+
+    def trial(self, trial_id: int) -> dict | None:
+        return next(self.db.query("select * from trials where id = ?", [trial_id]), None)
+
+    def trials(self, suite_id: str | None = None, where: str = "", params: Iterable = ()) -> list[dict]:
+        sql = "select * from trials"
+        clauses, args = [], []
+        if suite_id is not None:
+            clauses.append("suite_id = ?")
+            args.append(suite_id)
+        if where:
+            clauses.append(where)
+            args.extend(params)
+        if clauses:
+            sql += " where " + " and ".join(clauses)
+        return list(self.db.query(sql + " order by id", args))
+
+    # -- events -----------------------------------------------------------------------------
+
+    def event_count(self, trial_id: int) -> int:
+        return self.db.execute("select count(*) from events where trial_id = ?", [trial_id]).fetchone()[0]
+
+    def events(self, trial_id: int, start: int = 0, limit: int = -1) -> Iterator[tuple]:
+        """Rows ``(seq, ts, kind, stream, text, data)`` from ``start`` in sequence order."""
+        cursor = self.db.execute(
+            "select seq, ts, kind, stream, text, data from events where trial_id = ? and seq >= ? "
+            "order by seq limit ?", [trial_id, start, limit])
+        yield from cursor
+
+    # -- scores and notes (append-only) -----------------------------------------------------
+
+    def add_score(self, trial_id: int, score: int, reviewer: str, note: str | None = None) -> ScoreRow:
+        if score not in (0, 1, 2, 3):
+            raise ValueError(f"score must be 0, 1, 2 or 3, not {score!r}")
+        if self.trial(trial_id) is None:
+            raise KeyError(f"no trial {trial_id}")
+        now = utcnow()
+        with self.db.atomic():
+            pk = self.db["scores"].insert(
+                {"trial_id": trial_id, "score": score, "note": note, "reviewer": reviewer, "created_at": now}
+            ).last_pk
+            self.audit("score", reviewer, trial_id, {"score": score, "note": note})
+        return ScoreRow(pk, trial_id, score, note, reviewer, now)
+
+    def latest_scores(self, suite_id: str | None = None) -> dict[int, ScoreRow]:
+        """The current score of every scored trial: the latest edit wins, history stays."""
+        sql = ("select s.* from scores s join (select trial_id, max(id) as id from scores group by trial_id) m "
+               "on s.id = m.id")
+        if suite_id is not None:
+            sql += " join trials t on t.id = s.trial_id where t.suite_id = ?"
+        rows = self.db.query(sql, [suite_id] if suite_id is not None else [])
+        return {r["trial_id"]: ScoreRow(**r) for r in rows}
+
+    def score_history(self, trial_id: int) -> list[ScoreRow]:
+        return [ScoreRow(**r) for r in self.db.query("select * from scores where trial_id = ? order by id",
+                                                      [trial_id])]
+
+    def add_note(self, trial_id: int, text: str, author: str) -> int:
+        with self.db.atomic():
+            pk = self.db["notes"].insert(
+                {"trial_id": trial_id, "text": text, "author": author, "created_at": utcnow()}).last_pk
+            self.audit("note", author, trial_id, {"text": text})
+        return pk
+
+    def audit(self, action: str, actor: str, trial_id: int | None = None, detail: Any = None) -> None:
+        self.db["audit"].insert({"ts": utcnow(), "actor": actor, "action": action, "trial_id": trial_id,
+                                 "detail": json.dumps(detail, default=str) if detail is not None else None})
+
+
+def sha256_text(text: str | bytes) -> str:
+    data = text.encode() if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()

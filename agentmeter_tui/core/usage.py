@@ -1,0 +1,82 @@
+"""Token usage in the five disjoint classes of SPEC section 4.
+
+Every adapter normalizes its CLI's reporting into :class:`TokenUsage`; nothing downstream
+ever sees a CLI's raw semantics (inclusive input, output with reasoning inside, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+TOKEN_CLASSES: tuple[str, ...] = ("uncached_input", "cached_input", "cache_write", "output", "reasoning")
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Disjoint token counts: their sum is the trial's raw tokens."""
+
+    uncached_input: int = 0
+    cached_input: int = 0
+    cache_write: int = 0
+    output: int = 0
+    reasoning: int = 0
+
+    @property
+    def raw(self) -> int:
+        return self.uncached_input + self.cached_input + self.cache_write + self.output + self.reasoning
+
+    @property
+    def fresh(self) -> int:
+        """Tokens that are not cache reads: what a burn-rate meter should show."""
+        return self.raw - self.cached_input
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.uncached_input + other.uncached_input,
+            self.cached_input + other.cached_input,
+            self.cache_write + other.cache_write,
+            self.output + other.output,
+            self.reasoning + other.reasoning,
+        )
+
+    def __sub__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.uncached_input - other.uncached_input,
+            self.cached_input - other.cached_input,
+            self.cache_write - other.cache_write,
+            self.output - other.output,
+            self.reasoning - other.reasoning,
+        )
+
+    def __bool__(self) -> bool:
+        return self.raw != 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> TokenUsage:
+        if not data:
+            return cls()
+        return cls(**{name: int(data.get(name) or 0) for name in TOKEN_CLASSES})
+
+    @classmethod
+    def from_inclusive(
+        cls,
+        *,
+        input_tokens: int,
+        cached: int = 0,
+        cache_write: int = 0,
+        output_tokens: int = 0,
+        reasoning: int = 0,
+        output_includes_reasoning: bool = True,
+    ) -> TokenUsage:
+        """OpenAI-style figures: input counts cache reads and writes, output may count reasoning."""
+        output = output_tokens - reasoning if output_includes_reasoning else output_tokens
+        return cls(
+            uncached_input=max(0, input_tokens - cached - cache_write),
+            cached_input=cached,
+            cache_write=cache_write,
+            output=max(0, output),
+            reasoning=reasoning,
+        )
