@@ -1,0 +1,27 @@
+"""Harness adapters, one module per agent CLI, looked up by name and imported lazily.
+
+Adding a CLI is one new module and one line here.
+"""
+
+from __future__ import annotations
+
+from ..registry import LazyRegistry
+from .base import AgentOutcome, HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
+
+ADAPTERS: LazyRegistry[HarnessAdapter] = LazyRegistry("adapter", {
+    "reference": "agentmeter_tui.core.harnesses.reference:ReferenceAdapter",
+    "claude-code": "agentmeter_tui.core.harnesses.claude_code:ClaudeCodeAdapter",
+    "codex": "agentmeter_tui.core.harnesses.codex:CodexAdapter",
+    "qwen-code": "agentmeter_tui.core.harnesses.qwen_code:QwenCodeAdapter",
+    "gemini-cli": "agentmeter_tui.core.harnesses.gemini_cli:GeminiCliAdapter",
+    "kimi-cli": "agentmeter_tui.core.harnesses.kimi_cli:KimiCliAdapter",
+    "opencode": "agentmeter_tui.core.harnesses.opencode:OpencodeAdapter",
+})
+
+
+def get_adapter(name: str) -> HarnessAdapter:
+    return ADAPTERS.get(name)()
+
+
+__all__ = ["ADAPTERS", "AgentOutcome", "HarnessAdapter", "InstallSpec", "LaunchContext", "Recovery",
+           "StreamParser", "get_adapter"]

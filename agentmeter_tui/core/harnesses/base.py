@@ -1,0 +1,172 @@
+"""The harness adapter interface: everything the runner must know about one agent CLI.
+
+An adapter builds the command line, environment and HOME files for (model, instruction,
+workspace); its :class:`StreamParser` turns the CLI's output lines into normalized events
+following that CLI's real token semantics; it decides whether the run errored (the exit
+code alone is not trusted), and recovers usage from the CLI's session files after a kill.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from ..model import EventKind, ParsedEvent
+from ..usage import TokenUsage
+
+Protocol = Literal["chat", "anthropic", "responses", "gemini"]
+
+
+@dataclass(frozen=True)
+class InstallSpec:
+    """How ``agentmeter install-clis`` gets the CLI: an npm package or a PyPI package in its own venv."""
+
+    registry: Literal["npm", "pypi", "bundled"]
+    package: str
+    version: str
+    bin: str  # the executable's name
+    python: str | None = None  # pypi: the interpreter the venv needs (e.g. "3.13")
+    size_hint: str = ""
+
+    @property
+    def hint(self) -> str:
+        if self.registry == "bundled":
+            return "ships with agentmeter"
+        return f"agentmeter install-clis --only {self.package}@{self.version}"
+
+
+@dataclass
+class LaunchContext:
+    """What an adapter needs to build one trial's launch; paths are in the sandbox's terms."""
+
+    model_name: str  # the model name the CLI sends to its provider
+    instruction: str
+    workspace: str
+    home: str
+    base_url: str  # the provider's base URL, without a trailing /v1
+    api_key: str
+    clis_root: str  # where install-clis put the CLIs (inside the sandbox)
+    python: str = "python3"  # the interpreter for Python agents
+    extra_args: list[str] = field(default_factory=list)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    price: dict[str, str] | None = None  # per-million prices, for CLIs that want them in config
+
+
+@dataclass
+class AgentOutcome:
+    """The adapter's verdict on a finished (or killed) agent process."""
+
+    errored: bool
+    error: str | None = None
+
+
+class StreamParser(ABC):
+    """Stateful parser of one trial's output. Never raises on bad input: unparsable lines
+    become ``raw`` events. Totals are kept so usage deltas never double count."""
+
+    def __init__(self) -> None:
+        self.usage = TokenUsage()
+        self.reported_cost_usd: Decimal | None = None
+        self.turns = 0
+        self.tool_calls = 0
+        self.errors: list[str] = []
+        self.final_seen = False  # the CLI printed its end-of-run record
+
+    @abstractmethod
+    def feed(self, stream: str, line: bytes) -> list[ParsedEvent]: ...
+
+    def outcome(self, exit_code: int | None, killed: bool) -> AgentOutcome:
+        if killed:
+            return AgentOutcome(False)
+        if self.errors:
+            return AgentOutcome(True, self.errors[-1])
+        if exit_code not in (0, None):
+            return AgentOutcome(True, f"exit code {exit_code}")
+        return AgentOutcome(False)
+
+    # Helpers for subclasses -----------------------------------------------------------------
+
+    def add_usage(self, delta: TokenUsage, model: str | None = None, turns: int = 1) -> ParsedEvent:
+        self.usage = self.usage + delta
+        self.turns += turns
+        return ParsedEvent(EventKind.USAGE, _usage_text(delta), usage=delta, turns=turns, model=model)
+
+    def set_total(self, total: TokenUsage, model: str | None = None, turns: int | None = None) -> ParsedEvent | None:
+        """Record a cumulative total: emit only the growth over what was already counted."""
+        delta = total - self.usage
+        new_turns = 0 if turns is None else max(0, turns - self.turns)
+        if not delta and not new_turns:
+            return None
+        if min(delta.as_dict().values()) < 0:
+            # The CLI's total disagrees with the per-call figures seen so far; trust the total,
+            # which is what the CLI bills, and say so in the event.
+            self.errors_seen_total = True
+        self.usage = total
+        self.turns += new_turns
+        return ParsedEvent(EventKind.USAGE, _usage_text(delta), usage=delta, turns=new_turns, model=model)
+
+    def raw(self, line: bytes) -> ParsedEvent:
+        return ParsedEvent(EventKind.RAW, line.decode("utf-8", "replace")[:2000])
+
+
+def _usage_text(u: TokenUsage) -> str:
+    return (f"in {u.uncached_input} cached {u.cached_input} write {u.cache_write} "
+            f"out {u.output} reasoning {u.reasoning}")
+
+
+@dataclass
+class Recovery:
+    """Usage found in a CLI's session files after its stdout fell short (a kill, or Kimi)."""
+
+    usage: TokenUsage
+    turns: int
+    source: str  # e.g. "session:.codex/sessions/.../rollout-x.jsonl"
+
+
+class HarnessAdapter(ABC):
+    name: ClassVar[str]
+    protocol: ClassVar[Protocol]
+    install: ClassVar[InstallSpec]
+    #: whether the CLI's reported cost, if any, is the provider's bill when it talks to
+    #: ``provider_kind`` (Claude Code on Anthropic); anywhere else it is kept as "actual" only
+    reports_cost_for: ClassVar[frozenset[str]] = frozenset()
+    #: glob patterns under HOME where the CLI keeps per-call usage (for recovery after a kill)
+    session_globs: ClassVar[list[str]] = []
+    #: token classes this CLI cannot tell apart, e.g. {"reasoning": "output"} when reasoning is
+    #: folded into output; tests and the UI use it to compare like with like
+    merged_classes: ClassVar[dict[str, str]] = {}
+
+    @property
+    def version(self) -> str:
+        return self.install.version
+
+    def executable(self, clis_root: str) -> str:
+        if self.install.registry == "npm":
+            return f"{clis_root}/node_modules/.bin/{self.install.bin}"
+        if self.install.registry == "pypi":
+            return f"{clis_root}/{self.name}/bin/{self.install.bin}"
+        return self.install.bin
+
+    def is_installed(self, clis_root: Path) -> bool:
+        return Path(self.executable(str(clis_root))).exists()
+
+    @abstractmethod
+    def command(self, ctx: LaunchContext) -> list[str]: ...
+
+    def environment(self, ctx: LaunchContext) -> dict[str, str]:
+        """Variables on top of the sandbox's base (PATH, HOME, PWD, LANG, TMPDIR)."""
+        return {}
+
+    def home_files(self, ctx: LaunchContext) -> dict[str, bytes]:
+        """Config files to write under the fresh HOME before launch, by relative path."""
+        return {}
+
+    @abstractmethod
+    def new_parser(self) -> StreamParser: ...
+
+    def recover(self, files: dict[str, bytes]) -> Recovery | None:
+        """Usage from session files fetched with ``session_globs``; None when there is none."""
+        return None

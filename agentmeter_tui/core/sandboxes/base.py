@@ -1,0 +1,126 @@
+"""The sandbox interface: one :class:`Sandbox` per kind per runner, one
+:class:`SandboxSession` per trial.
+
+A session owns a fresh workspace (the task's seed files) and a fresh HOME, both addressed in
+the sandbox's own terms (a local path, a path inside a container, a path on a remote host).
+Everything an adapter or verifier needs goes through the session, so neither knows where
+the trial runs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from ..suites import Suite, Task
+
+# (stream name, complete lines without their newline). Called on the runner's event loop.
+OutputCallback = Callable[[str, list[bytes]], None]
+
+
+@dataclass(frozen=True)
+class KillPolicy:
+    """The signal ladder: SIGINT, then SIGTERM after ``int_grace``, SIGKILL after ``grace``.
+
+    SIGINT goes first because Claude Code, Codex and Qwen Code then flush their usage and
+    stop their tools; SIGKILL is always the fallback because opencode and Gemini CLI ignore
+    the polite signals in some states.
+    """
+
+    int_grace: float = 1.0
+    grace: float = 5.0
+
+
+@dataclass
+class LaunchSpec:
+    argv: list[str]
+    env: dict[str, str]  # the complete environment: nothing is inherited from the runner
+    cwd: str | None = None  # default: the session's workspace
+
+
+@dataclass
+class ExecResult:
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    duration: float
+    timed_out: bool = False
+
+
+@dataclass
+class TrialSlot:
+    """Where a trial runs: filled in by the sandbox when a session opens."""
+
+    sandbox: str
+    host: str = "local"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class AgentHandle(ABC):
+    pid: int | None
+
+    @abstractmethod
+    async def wait(self) -> int:
+        """Wait for the agent process to exit and for its output to be drained; return its exit code."""
+
+
+class SandboxSession(ABC):
+    workspace: str
+    home: str
+    slot: TrialSlot
+
+    @abstractmethod
+    async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> AgentHandle:
+        """Start the agent in its own session, stdin from /dev/null, output line by line."""
+
+    @abstractmethod
+    async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
+                   timeout: float | None = None) -> ExecResult:
+        """Run a short command (a verifier, a probe) in the sandbox and wait for it."""
+
+    @abstractmethod
+    async def kill(self, policy: KillPolicy) -> None:
+        """Stop the agent and every process it started; return when none is left."""
+
+    @abstractmethod
+    async def write_files(self, base: str, files: dict[str, bytes]) -> None:
+        """Write files under ``base`` ("home" or "workspace"), creating folders."""
+
+    @abstractmethod
+    async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
+        """Files under ``base`` matching glob ``patterns`` (relative), e.g. a CLI's session files."""
+
+    @abstractmethod
+    async def collect_workspace(self, dest: Path) -> Path:
+        """A local copy (or the local path) of the workspace, for verifiers that run on the runner."""
+
+    @abstractmethod
+    async def cleanup(self, keep: bool = False) -> None:
+        """Remove the workspace and HOME unless ``keep``; make sure no process is left either way."""
+
+
+class Sandbox(ABC):
+    """A kind of sandbox. ``open`` makes a fresh session for one trial."""
+
+    name: ClassVar[str]
+
+    def __init__(self, suite: Suite, settings: dict[str, Any] | None = None):
+        self.suite = suite
+        self.settings = settings or {}
+
+    def capacity(self) -> int:
+        """How many trials this sandbox can run at once (its hosts' slots)."""
+        return self.suite.concurrency
+
+    async def preflight(self) -> None:
+        """Check the sandbox can run trials at all (engine answering, hosts reachable)."""
+
+    @abstractmethod
+    async def open(self, task: Task, trial_id: int, token: str) -> SandboxSession: ...
+
+    async def close(self) -> None:
+        """Release shared resources (connections, networks) when the runner stops."""

@@ -1,0 +1,354 @@
+"""Suites and tasks: loading ``suite.toml`` and task folders, validation, the seed-prompt hash.
+
+A task folder follows the Harbor / Terminal-Bench layout (``task.toml``, ``instruction.md``,
+``environment/``, ``tests/``) plus an optional ``workspace/`` of seed files, so existing task
+folders load unchanged. Every error names file, line and field (:class:`InputError`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .tomlerrors import InputError, load_toml, validate
+
+Tier = Literal["easy", "medium", "hard"]
+TIERS: tuple[str, ...] = ("easy", "medium", "hard")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Budget(Strict):
+    """Per-trial limits; crossing one kills the trial with reason ``budget:<name>``."""
+
+    wall_seconds: float | None = Field(None, gt=0)
+    tokens: int | None = Field(None, gt=0)
+    usd: float | None = Field(None, gt=0)
+
+    def merged(self, override: Budget | None) -> Budget:
+        if override is None:
+            return self
+        return Budget(**{**self.model_dump(), **override.model_dump(exclude_none=True)})
+
+
+class Budgets(Strict):
+    default: Budget = Budget(wall_seconds=1800)
+    easy: Budget | None = None
+    medium: Budget | None = None
+    hard: Budget | None = None
+
+
+class ModelEntry(Strict):
+    id: str
+    provider: str = "scripted"
+    price_key: str | None = None  # key into the price snapshot; default: the model id
+    cli_names: dict[str, str] = {}  # adapter -> the model name that CLI must send (e.g. a slug it knows)
+
+    @property
+    def price_ref(self) -> str:
+        return self.price_key or self.id
+
+
+class CliEntry(Strict):
+    adapter: str
+    version: str | None = None  # pinned version; default: the adapter's own pin
+    args: list[str] = []
+    env: dict[str, str] = {}
+
+
+class Provider(Strict):
+    """Where a model is served. ``scripted``: the project's scripted model server."""
+
+    kind: Literal["scripted", "anthropic", "openai", "openai-chat", "gemini"] = "scripted"
+    base_url: str | None = None
+    api_key_env: str | None = None  # name of the variable holding the key; the key itself is never stored
+    scenarios: str = "scenarios"
+
+
+class Scoring(BaseModel):
+    """AgentMeter metric settings; ``agentmeter calibrate --write`` fills grids, tau and tiers."""
+
+    model_config = ConfigDict(extra="forbid")
+    alpha: float = Field(0.6, ge=0, le=1)
+    grids: dict[Tier, list[float]] | None = None
+    tau: dict[Tier, float] | None = None
+    tiers: dict[str, Tier] | None = None  # task id -> calibrated tier
+
+
+class SandboxSection(BaseModel):
+    """``kind`` picks the sandbox; the other keys are validated by that sandbox kind."""
+
+    model_config = ConfigDict(extra="allow")
+    kind: str = "local"
+
+
+class SuiteSection(Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    version: str = "1"
+    name: str | None = None
+    description: str = ""
+    trials: int = Field(1, ge=1, le=100)
+    concurrency: int = Field(4, ge=1, le=512)
+    tasks: list[str] | None = None  # explicit order; default: every folder with a task.toml, sorted
+    own: str | None = None  # the suite author's own configuration ("model|cli") or CLI: the honesty gate
+    keep_workspaces: bool = False
+    max_retries: int = Field(2, ge=0, le=10)
+    kill_on_thrash: bool = False
+    thrash_repeats: int = Field(8, ge=2)
+    kill_grace: float = Field(5.0, gt=0)
+    pricing: str | None = None  # price snapshot, relative to the suite folder
+    proxy: bool = False  # meter through the metering proxy
+
+
+class SuiteFile(Strict):
+    suite: SuiteSection
+    models: list[ModelEntry] = Field(min_length=1)
+    clis: list[CliEntry] = Field(min_length=1)
+    providers: dict[str, Provider] = {"scripted": Provider()}
+    budgets: Budgets = Budgets()
+    scoring: Scoring = Scoring()
+    sandbox: SandboxSection = SandboxSection()
+
+    @field_validator("models")
+    @classmethod
+    def _unique_models(cls, models: list[ModelEntry]) -> list[ModelEntry]:
+        ids = [m.id for m in models]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"model ids must be unique: {', '.join(dupes)}")
+        return models
+
+
+class TaskSection(Strict):
+    id: str | None = None
+    tier: Tier | None = None
+    description: str = ""
+
+
+class AgentSection(BaseModel):
+    model_config = ConfigDict(extra="allow")  # Harbor keeps more agent settings here
+    timeout_sec: float | None = Field(None, gt=0)
+
+
+class VerifierSection(BaseModel):
+    """``kind`` picks the verifier; kind-specific keys are validated by that verifier."""
+
+    model_config = ConfigDict(extra="allow")
+    kind: str = "command"
+    command: str | None = None  # default: "sh {tests}/test.sh" when tests/test.sh exists
+    timeout_sec: float = Field(600, gt=0)
+
+
+class TaskFile(Strict):
+    version: str | None = None  # Harbor's schema version
+    schema_version: str | None = None
+    task: TaskSection = TaskSection()
+    metadata: dict[str, Any] = {}
+    agent: AgentSection = AgentSection()
+    verifier: VerifierSection = VerifierSection()
+    environment: dict[str, Any] = {}
+    solution: dict[str, Any] = {}
+    budgets: Budget | None = None
+
+
+@dataclass
+class Task:
+    id: str
+    path: Path
+    tier: str | None
+    instruction: str
+    spec: TaskFile
+
+    @cached_property
+    def instruction_hash(self) -> str:
+        return hashlib.sha256(self.instruction.encode()).hexdigest()
+
+    @property
+    def verifier(self) -> VerifierSection:
+        return self.spec.verifier
+
+    @property
+    def workspace_seed(self) -> Path | None:
+        seed = self.path / "workspace"
+        return seed if seed.is_dir() else None
+
+    @property
+    def tests_dir(self) -> Path | None:
+        tests = self.path / "tests"
+        return tests if tests.is_dir() else None
+
+
+@dataclass(frozen=True)
+class Configuration:
+    model: ModelEntry
+    cli: CliEntry
+
+    @property
+    def key(self) -> str:
+        return f"{self.model.id}|{self.cli.adapter}"
+
+
+@dataclass
+class Suite:
+    path: Path
+    spec: SuiteFile
+    tasks: list[Task]
+
+    @property
+    def id(self) -> str:
+        return self.spec.suite.id
+
+    @property
+    def name(self) -> str:
+        return self.spec.suite.name or self.id
+
+    @property
+    def version(self) -> str:
+        return self.spec.suite.version
+
+    @property
+    def own(self) -> str | None:
+        return self.spec.suite.own
+
+    @property
+    def concurrency(self) -> int:
+        return self.spec.suite.concurrency
+
+    @cached_property
+    def seed_hash(self) -> str:
+        """sha256 over every task's id and instruction, in task-id order: the suite's contract."""
+        digest = hashlib.sha256()
+        for task in sorted(self.tasks, key=lambda t: t.id):
+            digest.update(f"{task.id}\0{task.instruction_hash}\n".encode())
+        return digest.hexdigest()
+
+    def configurations(self) -> list[Configuration]:
+        return [Configuration(m, c) for m in self.spec.models for c in self.spec.clis]
+
+    def task(self, task_id: str) -> Task:
+        for task in self.tasks:
+            if task.id == task_id:
+                return task
+        raise KeyError(task_id)
+
+    def budget_for(self, task: Task) -> Budget:
+        budgets = self.spec.budgets
+        budget = budgets.default
+        if task.tier:
+            budget = budget.merged(getattr(budgets, task.tier))
+        if task.spec.agent.timeout_sec:
+            budget = budget.merged(Budget(wall_seconds=task.spec.agent.timeout_sec))
+        return budget.merged(task.spec.budgets)
+
+    def provider(self, model: ModelEntry) -> Provider:
+        return self.spec.providers[model.provider]
+
+    def scenario_for(self, model: ModelEntry, task: Task) -> Path | None:
+        """The scripted scenario a model plays on a task (scripted providers only)."""
+        provider = self.provider(model)
+        if provider.kind != "scripted":
+            return None
+        root = self.path / provider.scenarios
+        for candidate in (task.path / "scenarios" / f"{model.id}.toml", root / model.id / f"{task.id}.toml",
+                          root / f"{model.id}.toml"):
+            if candidate.is_file():
+                return candidate
+        return None
+
+
+def load_task(folder: Path) -> Task:
+    toml_path = folder / "task.toml"
+    data, text = load_toml(toml_path)
+    spec: TaskFile = validate(TaskFile, data, toml_path, text)
+    instruction_path = folder / "instruction.md"
+    if not instruction_path.is_file():
+        raise InputError(instruction_path, None, "instruction", "missing instruction file (instruction.md)")
+    try:
+        instruction = instruction_path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(instruction_path, None, "instruction", f"not UTF-8 text ({exc.reason})") from None
+    if not instruction.strip():
+        raise InputError(instruction_path, 1, "instruction", "the instruction is empty")
+    tier = spec.task.tier
+    if tier is None and str(spec.metadata.get("difficulty", "")).lower() in TIERS:
+        tier = str(spec.metadata["difficulty"]).lower()
+    _check_kind_settings(spec, toml_path, text)
+    return Task(id=spec.task.id or folder.name, path=folder, tier=tier, instruction=instruction, spec=spec)
+
+
+def _check_kind_settings(spec: TaskFile, path: Path, text: str) -> None:
+    from .verifiers import VERIFIERS
+    from .registry import UnknownName
+
+    try:
+        verifier_cls = VERIFIERS.get(spec.verifier.kind)
+    except UnknownName as exc:
+        raise InputError(path, _line(text, ("verifier", "kind")), "verifier.kind", str(exc)) from None
+    settings_model = getattr(verifier_cls, "Settings", None)
+    if settings_model is not None:
+        validate(settings_model, spec.verifier.model_dump(), path, text, prefix=("verifier",))
+
+
+def _line(text: str, loc: tuple) -> int | None:
+    from .tomlerrors import locate
+
+    return locate(text, loc)
+
+
+def load_suite(folder: str | Path) -> Suite:
+    """Load and validate a suite folder; raises :class:`InputError` on the first problem."""
+    folder = Path(folder)
+    if (folder / "suite.toml").is_file() is False and (folder.parent / "suites" / str(folder)).is_dir():
+        folder = folder.parent / "suites" / str(folder)
+    toml_path = folder / "suite.toml"
+    data, text = load_toml(toml_path)
+    spec: SuiteFile = validate(SuiteFile, data, toml_path, text)
+    for index, model in enumerate(spec.models):
+        if model.provider not in spec.providers:
+            raise InputError(toml_path, _line(text, ("models", index, "provider")), f"models[{index}].provider",
+                             f"no provider '{model.provider}' in [providers]")
+    _check_adapters(spec, toml_path, text)
+    names = spec.suite.tasks
+    if names is None:
+        names = sorted(p.name for p in folder.iterdir() if (p / "task.toml").is_file())
+    tasks = []
+    for name in names:
+        task_folder = folder / name
+        if not (task_folder / "task.toml").is_file():
+            raise InputError(toml_path, _line(text, ("suite", "tasks")), "suite.tasks",
+                             f"no task folder '{name}' with a task.toml")
+        tasks.append(load_task(task_folder))
+    if not tasks:
+        raise InputError(toml_path, None, "suite.tasks", "the suite has no tasks")
+    ids = [t.id for t in tasks]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise InputError(toml_path, None, "suite.tasks", f"task ids must be unique: {', '.join(dupes)}")
+    suite = Suite(path=folder, spec=spec, tasks=tasks)
+    for model in spec.models:
+        for task in tasks:
+            if suite.provider(model).kind == "scripted" and suite.scenario_for(model, task) is None:
+                raise InputError(toml_path, None, f"models.{model.id}",
+                                 f"scripted model '{model.id}' has no scenario for task '{task.id}' "
+                                 f"(looked for {task.path.name}/scenarios/{model.id}.toml and "
+                                 f"{spec.providers[model.provider].scenarios}/{model.id}[/{task.id}].toml)")
+    if spec.suite.pricing and not (folder / spec.suite.pricing).is_file():
+        raise InputError(toml_path, _line(text, ("suite", "pricing")), "suite.pricing",
+                         f"price snapshot '{spec.suite.pricing}' not found")
+    return suite
+
+
+def _check_adapters(spec: SuiteFile, path: Path, text: str) -> None:
+    from .harnesses import ADAPTERS
+
+    for index, cli in enumerate(spec.clis):
+        if cli.adapter not in ADAPTERS:
+            raise InputError(path, _line(text, ("clis", index, "adapter")), f"clis[{index}].adapter",
+                             f"unknown adapter '{cli.adapter}'; known: {', '.join(ADAPTERS.names())}")
