@@ -95,15 +95,16 @@ class StreamParser(ABC):
         return ParsedEvent(EventKind.USAGE, _usage_text(delta), usage=delta, turns=turns, model=model)
 
     def set_total(self, total: TokenUsage, model: str | None = None, turns: int | None = None) -> ParsedEvent | None:
-        """Record a cumulative total: emit only the growth over what was already counted."""
+        """Record a cumulative total: emit only the difference from what was already counted.
+
+        The difference may be negative in a class when the CLI's per-call figures were wrong
+        (Claude Code's per-message output count): the total is what the CLI bills, so the
+        event corrects the running sum to it rather than adding the total on top.
+        """
         delta = total - self.usage
         new_turns = 0 if turns is None else max(0, turns - self.turns)
-        if not delta and not new_turns:
+        if not new_turns and not any(delta.as_dict().values()):
             return None
-        if min(delta.as_dict().values()) < 0:
-            # The CLI's total disagrees with the per-call figures seen so far; trust the total,
-            # which is what the CLI bills, and say so in the event.
-            self.errors_seen_total = True
         self.usage = total
         self.turns += new_turns
         return ParsedEvent(EventKind.USAGE, _usage_text(delta), usage=delta, turns=new_turns, model=model)

@@ -69,8 +69,9 @@ class AgentHandle(ABC):
 
 
 class SandboxSession(ABC):
-    workspace: str
-    home: str
+    workspace: str  # the agent's working folder (a fresh copy of the task's seed files)
+    home: str  # a fresh HOME: the CLIs keep their config and session files there
+    scratch: str  # ours, outside the workspace: verifier tests, reward file
     slot: TrialSlot
 
     @abstractmethod

@@ -1,0 +1,94 @@
+"""The runner's control socket: JSON lines over a Unix socket beside the store.
+
+Requests are one JSON object per line with an ``op``; replies are one object per line.
+``subscribe`` turns the connection into a feed: a ``snapshot`` first, then a ``tick`` about
+every 100 ms with new transcript events per running trial, the meters that changed, the
+trials that finished and the progress; ``finished`` when the schedule ends. A client that
+is slow, crashes or quits is dropped without the runner noticing beyond that.
+
+Ops: ``hello``, ``status``, ``subscribe``, ``kill`` {trial, reason?}, ``pause``, ``resume``,
+``budget`` {trial?: id, wall_seconds?, tokens?, usd?}, ``stop``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .paths import socket_path
+
+MAX_LINE = 64 << 20
+
+
+class ControlError(Exception):
+    pass
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    return orjson.dumps(message) + b"\n"
+
+
+class ControlClient:
+    """A blocking client for scripts and commands (``status``, ``kill``, ``attach``)."""
+
+    def __init__(self, db: str | Path, timeout: float | None = 10.0):
+        self.path = socket_path(Path(db))
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.connect(str(self.path))
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            self.sock.close()
+            raise ControlError(f"no runner is listening for {db} ({exc.strerror})") from None
+        self.reader = self.sock.makefile("rb")
+
+    def close(self) -> None:
+        try:
+            self.reader.close()
+        finally:
+            self.sock.close()
+
+    def __enter__(self) -> ControlClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        self.sock.sendall(encode({"op": op, **fields}))
+        line = self.reader.readline()
+        if not line:
+            raise ControlError("the runner closed the connection")
+        reply = orjson.loads(line)
+        if not reply.get("ok", False):
+            raise ControlError(reply.get("error", "request failed"))
+        return reply
+
+    def subscribe(self) -> Iterator[dict[str, Any]]:
+        self.sock.sendall(encode({"op": "subscribe"}))
+        self.sock.settimeout(None)
+        for line in self.reader:
+            yield orjson.loads(line)
+
+
+async def open_async(db: str | Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """An asyncio connection for clients that live in an event loop (the TUI)."""
+    try:
+        return await asyncio.open_unix_connection(str(socket_path(Path(db))), limit=MAX_LINE)
+    except (FileNotFoundError, ConnectionRefusedError) as exc:
+        raise ControlError(f"no runner is listening for {db} ({exc.strerror})") from None
+
+
+def runner_alive(db: str | Path) -> bool:
+    try:
+        with ControlClient(db, timeout=2) as client:
+            client.request("hello")
+        return True
+    except (ControlError, OSError, json.JSONDecodeError):
+        return False

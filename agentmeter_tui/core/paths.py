@@ -1,0 +1,46 @@
+"""Where things live: the agent CLIs' install root, the runner's socket and lock files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+SOURCE_ROOT = PACKAGE_ROOT.parent
+
+
+def default_clis_root() -> Path:
+    """``$AGENTMETER_CLIS_DIR``, else ``.clis`` in a source checkout, else the user's data dir."""
+    configured = os.environ.get("AGENTMETER_CLIS_DIR")
+    if configured:
+        return Path(configured).resolve()
+    if (SOURCE_ROOT / "pyproject.toml").is_file():
+        return SOURCE_ROOT / ".clis"
+    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return data / "agentmeter" / "clis"
+
+
+def suites_root() -> Path:
+    return SOURCE_ROOT / "suites"
+
+
+def lock_path(db: Path) -> Path:
+    return db.with_name(db.name + ".lock")
+
+
+def socket_path(db: Path) -> Path:
+    """The control socket beside the DB, or (when that path is too long for AF_UNIX, 107
+    bytes) a private folder under the temp dir keyed by the DB's absolute path."""
+    candidate = db.resolve().with_name(db.name + ".sock")
+    if len(str(candidate).encode()) < 100:
+        return candidate
+    digest = hashlib.sha256(str(db.resolve()).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"agentmeter-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder / f"{digest}.sock"
+
+
+def runner_log_path(db: Path) -> Path:
+    return db.with_name(db.name + ".runner.log")

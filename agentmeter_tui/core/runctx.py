@@ -1,0 +1,117 @@
+"""What every trial of a run shares: the suite, the store writer, the sandbox, prices, the
+scripted model server, and the hooks through which trials tell the runner they changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .harnesses import LaunchContext
+from .pricing import PriceSnapshot
+from .usage import TokenUsage
+from .writer import StoreWriter
+
+if TYPE_CHECKING:
+    from .sandboxes.base import Sandbox, SandboxSession
+    from .suites import ModelEntry, Suite
+    from .trial import TrialRun
+
+DIVERGENCE = Decimal("0.05")  # reported vs comparable cost: flag beyond 5 %
+
+
+class RunContext:
+    def __init__(self, suite: Suite, writer: StoreWriter, sandbox: Sandbox, *, run_id: int | None,
+                 clis_root: Path, mock_url: str | None = None, log: Callable[[str], None] | None = None):
+        self.suite, self.writer, self.sandbox = suite, writer, sandbox
+        self.run_id = run_id
+        self.clis_root = clis_root
+        self.mock_url = mock_url
+        self.prices = PriceSnapshot.load(suite.path / suite.spec.suite.pricing) if suite.spec.suite.pricing \
+            else PriceSnapshot.empty()
+        self._log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+        self.live_enabled = True
+        self.on_trial_changed: Callable[[TrialRun], None] = lambda trial: None
+
+    # -- store --------------------------------------------------------------------------------
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.wrap_future(self.writer.call(fn, *args))
+
+    def call_nowait(self, fn: Callable[..., Any], *args: Any) -> None:
+        self.writer.call(fn, *args)
+
+    def log(self, text: str) -> None:
+        self._log(text)
+
+    def trial_changed(self, trial: TrialRun) -> None:
+        self.on_trial_changed(trial)
+
+    # -- prices -------------------------------------------------------------------------------
+
+    def price(self, model: ModelEntry, usage: TokenUsage) -> Decimal | None:
+        return self.prices.cost_usd(model.price_ref, usage)
+
+    def cost_fields(self, trial: TrialRun) -> dict[str, Any]:
+        """Comparable and actual cost with their sources (SPEC section 4).
+
+        The CLI's own figure is comparable only where it bills its own provider's prices
+        (Claude Code on Anthropic); anywhere else it is kept as the actual figure only.
+        """
+        model = trial.plan.config.model
+        provider = self.suite.provider(model)
+        reported = trial.parser.reported_cost_usd
+        comparable, source = trial.cost, "snapshot" if trial.cost is not None else None
+        if reported is not None and provider.kind in trial.adapter.reports_cost_for:
+            comparable, source = reported, "reported"
+        if reported is not None and trial.cost is not None and trial.cost > 0:
+            if abs(reported - trial.cost) / trial.cost > DIVERGENCE:
+                trial.flags.add("cost-divergence")
+        return {"cost_usd": None if comparable is None else float(comparable), "cost_source": source,
+                "cost_actual_usd": None if reported is None else float(reported),
+                "cost_actual_source": f"{trial.adapter.name}:reported" if reported is not None else None,
+                "usage_source": "session" if "usage-recovered" in trial.flags else "stdout",
+                "flags": _flags(trial.flags)}
+
+    # -- launch -------------------------------------------------------------------------------
+
+    async def launch_context(self, trial: TrialRun, session: SandboxSession) -> LaunchContext:
+        plan = trial.plan
+        model = plan.config.model
+        provider = self.suite.provider(model)
+        if provider.kind == "scripted":
+            if self.mock_url is None:
+                raise RuntimeError("the scripted model server is not running")
+            from .mockllm.client import register_session
+
+            api_key = f"am-{trial.token}"
+            scenario = self.suite.scenario_for(model, plan.task)
+            await asyncio.to_thread(register_session, self.mock_url, api_key, str(scenario))
+            base_url = self.mock_url
+        else:
+            base_url = provider.base_url or ""
+            api_key = os.environ.get(provider.api_key_env or "", "")
+            if not api_key:
+                raise RuntimeError(f"provider '{model.provider}' needs its key in ${provider.api_key_env}")
+        price = self.prices.find(model.price_ref)
+        return LaunchContext(
+            model_name=model.cli_names.get(plan.config.cli.adapter, model.id),
+            instruction=plan.task.instruction, workspace=session.workspace, home=session.home,
+            base_url=getattr(session, "translate_url", lambda u: u)(base_url), api_key=api_key,
+            clis_root=str(getattr(session, "clis_root", self.clis_root)),
+            python=getattr(session, "python", sys.executable), extra_args=list(plan.config.cli.args),
+            price={k: str(v) for k, v in price[1].model_dump(include={"input", "cached_input", "cache_write",
+                                                                      "output"}).items() if v is not None}
+            if price else None,
+        )
+
+
+def _flags(flags: set[str]) -> str | None:
+    import orjson
+
+    return orjson.dumps(sorted(flags)).decode() if flags else None

@@ -1,0 +1,230 @@
+"""The runner: the process that owns a run's schedule and the store writer.
+
+It outlives its clients. ``agentmeter run`` starts it in its own session; the headless
+progress printer and the TUI are clients on its control socket, so quitting or crashing
+either never stops paid trials. ``python -m agentmeter_tui.core.runner --suite S --db D``.
+
+Exit codes: 0 schedule finished, 2 bad suite, 4 seed-prompt hash changed, 5 another runner
+holds the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import os
+import signal
+import socket as socketlib
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .control import encode
+from .feed import Feed
+from .model import KillReason
+from .paths import default_clis_root, lock_path, socket_path
+from .procs import become_subreaper, reap_orphans
+from .runctx import RunContext
+from .sandboxes import SANDBOXES
+from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
+from .store import SeedHashChanged, utcnow
+from .suites import Suite, load_suite
+from .tomlerrors import InputError
+from .writer import StoreWriter
+
+
+class Runner:
+    def __init__(self, suite: Suite, db: Path, *, clis_root: Path | None = None):
+        self.suite, self.db = suite, db
+        self.clis_root = clis_root or default_clis_root()
+        self.scheduler: Scheduler | None = None
+        self.feed = Feed(self)
+        self.run_id: int | None = None
+        self.mock = None
+        self.started = time.time()
+
+    def log(self, text: str) -> None:
+        print(f"[{utcnow()}] {text}", file=sys.stderr, flush=True)
+
+    async def main(self) -> int:
+        lock = open(lock_path(self.db), "w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.log(f"another runner is using {self.db}")
+            return 5
+        become_subreaper()
+        writer = StoreWriter(self.db)
+        try:
+            return await self._run(writer)
+        finally:
+            writer.close()
+            lock.close()
+
+    async def _run(self, writer: StoreWriter) -> int:
+        suite = self.suite
+        call = lambda fn, *a: asyncio.wrap_future(writer.call(fn, *a))  # noqa: E731
+        try:
+            await call(lambda store: store.register_suite(suite))
+        except SeedHashChanged as exc:
+            self.log(str(exc))
+            return 4
+        lost = await call(recover_previous, suite.id)
+        if lost:
+            self.log(f"{lost} trial(s) left running by a previous runner marked infra-invalid")
+        self.run_id = await call(lambda store: store.db["runs"].insert(
+            {"suite_id": suite.id, "seed_hash": suite.seed_hash, "status": "running", "pid": os.getpid(),
+             "host": socketlib.gethostname(), "socket": str(socket_path(self.db)), "started_at": utcnow()}
+        ).last_pk)
+        config_ids = await call(lambda store: {
+            c.key: store.ensure_configuration(suite.id, c.model.id, c.cli.adapter) for c in suite.configurations()})
+        if any(suite.provider(m).kind == "scripted" for m in suite.spec.models):
+            from .mockllm.client import start_server_process
+
+            self.mock = await asyncio.to_thread(start_server_process)
+        sandbox_cls = SANDBOXES.get(suite.spec.sandbox.kind)
+        sandbox = sandbox_cls(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+        await sandbox.preflight()
+        ctx = RunContext(suite, writer, sandbox, run_id=self.run_id, clis_root=self.clis_root,
+                         mock_url=self.mock.base_url if self.mock else None, log=self.log)
+        plans = await call(lambda store: pending_plans(store, ctx, plan_cells(ctx, config_ids),
+                                                       suite.spec.suite.max_retries))
+        concurrency = min(suite.concurrency, sandbox.capacity())
+        self.scheduler = scheduler = Scheduler(ctx, plans, concurrency=concurrency,
+                                               max_retries=suite.spec.suite.max_retries)
+        ctx.on_trial_changed = self.feed.trial_changed
+        scheduler.on_finished = self.feed.trial_finished
+        done_before = await call(lambda store: store.db.execute(
+            "select count(*) from trials where suite_id = ? and status in ('passed','failed','killed','errored')",
+            [suite.id]).fetchone()[0])
+        self.feed.done_before = done_before
+        server = await self._serve()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+        loop.add_signal_handler(signal.SIGHUP, lambda: None)
+        ticker = asyncio.create_task(self.feed.run())
+        reaper = asyncio.create_task(self._reap())
+        self.log(f"run {self.run_id}: {len(plans)} trial(s) to go, concurrency {concurrency}")
+        try:
+            await scheduler.run()
+        finally:
+            status = "stopped" if scheduler.stopping else "finished"
+            await call(lambda store: store.db["runs"].update(self.run_id, {"status": status,
+                                                                            "finished_at": utcnow()}))
+            await self.feed.finish(status)
+            ticker.cancel()
+            reaper.cancel()
+            server.close()
+            socket_path(self.db).unlink(missing_ok=True)
+            await sandbox.close()
+            if self.mock:
+                self.mock.stop()
+        self.log(f"run {self.run_id} {status}")
+        return 0
+
+    async def _reap(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            running = {t.pid for t in self.scheduler.running.values() if t.pid}
+            reap_orphans(running)
+
+    def stop(self) -> None:
+        """Stop starting trials and stop the running ones; they become infra-invalid and
+        run again when the suite is run again."""
+        scheduler = self.scheduler
+        if scheduler is None or scheduler.stopping:
+            return
+        scheduler.stopping = True
+        scheduler.resume()
+        for trial in list(scheduler.running.values()):
+            trial.request_kill(KillReason("shutdown"))
+
+    async def _serve(self) -> asyncio.AbstractServer:
+        path = socket_path(self.db)
+        path.unlink(missing_ok=True)
+        old_umask = os.umask(0o177)  # owner-only from the moment the socket exists
+        try:
+            server = await asyncio.start_unix_server(self._client, str(path), limit=1 << 20)
+        finally:
+            os.umask(old_umask)
+        os.chmod(path, 0o600)
+        return server
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        import orjson
+
+        try:
+            while line := await reader.readline():
+                try:
+                    request = orjson.loads(line)
+                    op = request.get("op")
+                except (orjson.JSONDecodeError, AttributeError):
+                    writer.write(encode({"ok": False, "error": "requests are JSON objects, one per line"}))
+                    continue
+                if op == "subscribe":
+                    await self.feed.subscribe(writer)
+                    return
+                writer.write(encode(self.handle(op, request)))
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    def handle(self, op: str | None, request: dict[str, Any]) -> dict[str, Any]:
+        scheduler = self.scheduler
+        if op == "hello":
+            return {"ok": True, "run_id": self.run_id, "suite": self.suite.id, "pid": os.getpid(),
+                    "db": str(self.db)}
+        if op == "status":
+            return {"ok": True, **self.feed.snapshot()}
+        if op == "kill":
+            trial = scheduler.trial(int(request.get("trial", -1)))
+            if trial is None:
+                return {"ok": False, "error": f"trial {request.get('trial')} is not running"}
+            trial.request_kill(KillReason(request.get("reason") or "operator", request.get("detail") or ""))
+            return {"ok": True, "trial": trial.id}
+        if op == "pause":
+            scheduler.pause()
+            return {"ok": True, "paused": True}
+        if op == "resume":
+            scheduler.resume()
+            return {"ok": True, "paused": False}
+        if op == "budget":
+            limits = {k: request.get(k) for k in ("wall_seconds", "tokens", "usd")}
+            if request.get("trial") is not None:
+                trial = scheduler.trial(int(request["trial"]))
+                if trial is None:
+                    return {"ok": False, "error": f"trial {request['trial']} is not running"}
+                trial.raise_budget(**limits)
+                return {"ok": True, "trial": trial.id, "budget": trial.budget.model_dump()}
+            scheduler.set_default_budget(**limits)
+            for trial in scheduler.running.values():
+                trial.raise_budget(**limits)
+            return {"ok": True}
+        if op == "stop":
+            self.stop()
+            return {"ok": True}
+        return {"ok": False, "error": f"unknown op {op!r}"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="agentmeter-runner")
+    parser.add_argument("--suite", required=True)
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--clis-root")
+    args = parser.parse_args(argv)
+    try:
+        suite = load_suite(args.suite)
+    except InputError as exc:
+        print(f"agentmeter: {exc}", file=sys.stderr)
+        return 2
+    runner = Runner(suite, Path(args.db), clis_root=Path(args.clis_root) if args.clis_root else None)
+    return asyncio.run(runner.main())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

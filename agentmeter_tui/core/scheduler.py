@@ -1,0 +1,137 @@
+"""The grid schedule: every (task x configuration x trial) cell, interleaved, bounded, resumable.
+
+Cells are ordered trial round first, then task, then configuration, so the first results
+cover every configuration of every task before any cell gets its second trial. A cell is
+done once it has a countable final trial (passed, failed, killed, errored); infra-invalid
+attempts are retried up to ``max_retries`` and stay in the store for cost accounting. On a
+restart the same rule applies to what the store already holds, so no finished trial runs
+twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable
+
+from .model import ACTIVE_STATUSES, TrialStatus
+from .procs import sweep
+from .runctx import RunContext
+from .trial import TrialPlan, TrialRun
+
+COUNTABLE = frozenset({TrialStatus.PASSED, TrialStatus.FAILED, TrialStatus.KILLED, TrialStatus.ERRORED})
+
+
+def plan_cells(ctx: RunContext, config_ids: dict[str, int]) -> list[TrialPlan]:
+    suite = ctx.suite
+    plans = []
+    for trial_index in range(1, suite.spec.suite.trials + 1):
+        for task in suite.tasks:
+            for config in suite.configurations():
+                plans.append(TrialPlan(task, config, config_ids[config.key], trial_index))
+    return plans
+
+
+def recover_previous(store, suite_id: str) -> int:
+    """Trials a dead runner left active become infra-invalid, and their processes are killed."""
+    statuses = ",".join(f"'{s.value}'" for s in ACTIVE_STATUSES | {TrialStatus.QUEUED})
+    stale = list(store.db.query(f"select id, proc_token from trials where suite_id = ? and status in ({statuses})",
+                                [suite_id]))
+    for row in stale:
+        if row["proc_token"]:
+            sweep(row["proc_token"])
+    with store.db.atomic():
+        for row in stale:
+            store.db["trials"].update(row["id"], {"status": TrialStatus.INFRA_INVALID.value,
+                                                  "reason": "infra: runner lost (restarted)"})
+    return len(stale)
+
+
+def pending_plans(store, ctx: RunContext, plans: list[TrialPlan], max_retries: int) -> list[TrialPlan]:
+    attempts: dict[tuple, int] = defaultdict(int)
+    done: set[tuple] = set()
+    for row in store.db.query("select task_id, config_id, trial_index, status from trials where suite_id = ?",
+                              [ctx.suite.id]):
+        cell = (row["task_id"], row["config_id"], row["trial_index"])
+        if row["status"] in COUNTABLE:
+            done.add(cell)
+        elif row["status"] == TrialStatus.INFRA_INVALID:
+            attempts[cell] += 1
+    out = []
+    for plan in plans:
+        cell = (plan.task.id, plan.config_id, plan.trial_index)
+        if cell in done or attempts[cell] > max_retries:
+            continue
+        plan.attempt = attempts[cell]
+        out.append(plan)
+    return out
+
+
+class Scheduler:
+    def __init__(self, ctx: RunContext, plans: list[TrialPlan], *, concurrency: int, max_retries: int):
+        self.ctx = ctx
+        self.queue: list[TrialPlan] = list(plans)
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.running: dict[int, TrialRun] = {}
+        self.finished = 0
+        self.total = len(plans)
+        self.paused = asyncio.Event()
+        self.paused.set()  # set = running; cleared = paused
+        self.stopping = False
+        self.on_finished: Callable[[TrialRun], None] = lambda trial: None
+        self._budget_overrides: dict[str, float] = {}
+
+    def pause(self) -> None:
+        self.paused.clear()
+
+    def resume(self) -> None:
+        self.paused.set()
+
+    def set_default_budget(self, **limits: float | None) -> None:
+        self._budget_overrides.update({k: v for k, v in limits.items() if v is not None})
+
+    async def run(self) -> None:
+        slots = asyncio.Semaphore(self.concurrency)
+        tasks: set[asyncio.Task] = set()
+        while True:
+            if self.stopping:
+                self.queue.clear()
+            if not self.queue and not tasks:
+                return
+            if self.queue:
+                await self.paused.wait()
+                await slots.acquire()
+                if self.stopping or not self.queue:
+                    slots.release()
+                    continue
+                plan = self.queue.pop(0)
+                task = asyncio.create_task(self._one(plan, slots))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            else:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+
+    async def _one(self, plan: TrialPlan, slots: asyncio.Semaphore) -> None:
+        trial = TrialRun(self.ctx, plan)
+        if self._budget_overrides:
+            trial.raise_budget(**self._budget_overrides)
+        try:
+            key = id(trial)
+            self.running[key] = trial
+            status = await trial.execute()
+        finally:
+            self.running.pop(key, None)
+            slots.release()
+        if status == TrialStatus.INFRA_INVALID and plan.attempt < self.max_retries and not self.stopping:
+            retry = TrialPlan(plan.task, plan.config, plan.config_id, plan.trial_index, plan.attempt + 1)
+            self.queue.append(retry)
+            self.total += 1
+        self.finished += 1
+        self.on_finished(trial)
+
+    def trial(self, trial_id: int) -> TrialRun | None:
+        for trial in self.running.values():
+            if trial.id == trial_id:
+                return trial
+        return None

@@ -1,0 +1,286 @@
+"""One trial, from a fresh sandbox to its final row: launch, meter, budget, kill, verify.
+
+:class:`TrialRun` is driven by the scheduler. Output lines arrive in batches from the
+sandbox; each is parsed by the adapter into events, which go to the store writer and to the
+live feed, while usage deltas update the meter and the budgets are checked. Whatever ends
+the trial (the agent, a budget, the operator, the thrash detector, a crash on our side), the
+final row is committed before the trial counts as done, with every token seen so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+import traceback
+from collections import Counter
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .harnesses import AgentOutcome, LaunchContext, get_adapter
+from .model import EventKind, KillReason, ParsedEvent, TrialStatus
+from .sandboxes.base import KillPolicy, LaunchSpec, SandboxSession
+from .store import utcnow
+from .usage import TokenUsage
+from .verifiers import VERIFIERS
+
+if TYPE_CHECKING:
+    from .runctx import RunContext
+    from .suites import Budget, Configuration, Task
+
+LIVE_TEXT = 2000  # characters of an event's text sent to live clients; the store keeps it all
+
+
+@dataclass
+class TrialPlan:
+    task: Task
+    config: Configuration
+    config_id: int
+    trial_index: int
+    attempt: int = 0
+
+    @property
+    def cell(self) -> tuple[str, str, int]:
+        return (self.task.id, self.config.key, self.trial_index)
+
+
+class TrialRun:
+    def __init__(self, ctx: RunContext, plan: TrialPlan):
+        self.ctx, self.plan = ctx, plan
+        self.adapter = get_adapter(plan.config.cli.adapter)
+        self.parser = self.adapter.new_parser()
+        self.token = secrets.token_hex(8)
+        self.id: int | None = None
+        self.status = TrialStatus.QUEUED
+        self.reason: str | None = None
+        self.budget: Budget = ctx.suite.budget_for(plan.task)
+        self.usage = TokenUsage()
+        self.cost: Decimal | None = Decimal(0)
+        self.turns = 0
+        self.tool_calls = 0
+        self.flags: set[str] = set()
+        self.seq = 0
+        self.started_at = self.finished_at = None
+        self.started = time.monotonic()
+        self.kill_reason: KillReason | None = None
+        self._kill = asyncio.Event()
+        self._tool_counts: Counter[str] = Counter()
+        self.live: list[list[Any]] = []  # events not yet sent to live clients
+        self.session: SandboxSession | None = None
+        self.pid: int | None = None
+
+    # -- control -----------------------------------------------------------------------------
+
+    def request_kill(self, reason: KillReason) -> None:
+        if self.kill_reason is None and not self.status.is_final:
+            self.kill_reason = reason
+            self._kill.set()
+
+    def raise_budget(self, **limits: float | None) -> None:
+        from .suites import Budget
+
+        self.budget = self.budget.merged(Budget(**{k: v for k, v in limits.items() if v is not None}))
+
+    def meter(self) -> dict[str, Any]:
+        elapsed = (time.monotonic() - self.started) if self.status in (TrialStatus.RUNNING, TrialStatus.STARTING,
+                                                                       TrialStatus.VERIFYING) else None
+        return {"id": self.id, "task": self.plan.task.id, "model": self.plan.config.model.id,
+                "cli": self.plan.config.cli.adapter, "trial": self.plan.trial_index, "status": self.status.value,
+                "reason": self.reason, "tokens": self.usage.as_dict(), "cost_usd": _float(self.cost),
+                "reported_cost_usd": _float(self.parser.reported_cost_usd), "turns": self.turns,
+                "tool_calls": self.tool_calls, "flags": sorted(self.flags), "elapsed": elapsed,
+                "budget": self.budget.model_dump(), "events": self.seq}
+
+    # -- output handling (event loop, hot path) ------------------------------------------------
+
+    def on_output(self, stream: str, lines: list[bytes]) -> None:
+        ts = time.time()
+        rows = []
+        feed = self.parser.feed
+        trial_id = self.id
+        for line in lines:
+            data: bytes | None = line
+            for event in feed(stream, line):
+                self.seq += 1
+                rows.append((trial_id, self.seq, ts, event.kind, stream, event.text, data))
+                data = None  # the raw line is stored once, with the first event it produced
+                if event.usage is not None or event.tool_key is not None:
+                    self._account(event)
+        self.ctx.writer.add_events(rows)
+        if self.ctx.live_enabled:
+            self.live.extend([r[1], r[2], r[3], r[4], r[5][:LIVE_TEXT]] for r in rows)
+        self._check_budgets()
+
+    def _account(self, event: ParsedEvent) -> None:
+        if event.usage is not None:
+            self.usage = self.usage + event.usage
+            self.turns += event.turns
+            cost = self.ctx.price(self.plan.config.model, event.usage)
+            if cost is None:
+                self.flags.add("unpriced")
+                self.cost = None
+            elif self.cost is not None:
+                self.cost += cost
+            self.ctx.writer.add_usage((self.id, self.seq, "stdout", event.model, *event.usage.as_dict().values(),
+                                       _float(cost), _float(event.reported_cost_usd)))
+        if event.tool_key is not None:
+            self.tool_calls += 1
+            self._tool_counts[event.tool_key] += 1
+            if self._tool_counts[event.tool_key] >= self.ctx.suite.spec.suite.thrash_repeats and \
+                    "thrash" not in self.flags:
+                self.flags.add("thrash")
+                self.note(f"thrashing: the same tool call repeated {self._tool_counts[event.tool_key]} times")
+                if self.ctx.suite.spec.suite.kill_on_thrash:
+                    self.request_kill(KillReason("thrash", event.tool_key[:200]))
+
+    def _check_budgets(self) -> None:
+        budget = self.budget
+        if budget.tokens is not None and self.usage.raw >= budget.tokens:
+            self.request_kill(KillReason("budget:tokens", f"{self.usage.raw} >= {budget.tokens}"))
+        elif budget.usd is not None and self.cost is not None and self.cost >= Decimal(str(budget.usd)):
+            self.request_kill(KillReason("budget:usd", f"${self.cost:.4f} >= ${budget.usd}"))
+
+    def note(self, text: str, kind: EventKind = EventKind.STATUS) -> None:
+        """A runner-side event in the transcript (state changes, kills, flags)."""
+        self.seq += 1
+        row = (self.id, self.seq, time.time(), kind, "runner", text, None)
+        self.ctx.writer.add_events([row])
+        if self.ctx.live_enabled:
+            self.live.append([row[1], row[2], row[3], row[4], text])
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def execute(self) -> TrialStatus:
+        plan, ctx = self.plan, self.ctx
+        self.started_at = utcnow()
+        self.id = await ctx.call(_insert_trial, self._row(status=TrialStatus.STARTING, started_at=self.started_at,
+                                                          queued_at=self.started_at))
+        self._set_status(TrialStatus.STARTING)
+        try:
+            final = await self._run()
+        except Exception as exc:  # our side failed: never lose the trial, record why
+            ctx.log(f"trial {self.id} infra error: {exc!r}\n{traceback.format_exc()}")
+            final = (TrialStatus.INFRA_INVALID, f"infra: {exc}", None)
+        status, reason, verdict = final
+        await self._finish(status, reason, verdict)
+        return status
+
+    async def _run(self):
+        plan, ctx = self.plan, self.ctx
+        if not self.adapter.is_installed(ctx.clis_root):
+            return (TrialStatus.INFRA_INVALID, f"infra: {self.adapter.name} is not installed; "
+                    f"run: {self.adapter.install.hint}", None)
+        self.session = session = await ctx.sandbox.open(plan.task, self.id, self.token)
+        launch = await ctx.launch_context(self, session)
+        await session.write_files("home", self.adapter.home_files(launch))
+        spec = LaunchSpec(self.adapter.command(launch), {**self.adapter.environment(launch),
+                                                         **plan.config.cli.env})
+        agent = await session.start(spec, self.on_output)
+        self.pid = agent.pid
+        self._set_status(TrialStatus.RUNNING, pid=agent.pid, sandbox=session.slot.sandbox, host=session.slot.host,
+                         workspace=session.workspace)
+        wait_task = asyncio.ensure_future(agent.wait())
+        kill_task = asyncio.ensure_future(self._kill.wait())
+        wall = self.budget.wall_seconds
+        timer = asyncio.get_running_loop().call_later(
+            wall, self.request_kill, KillReason("budget:time", f"{wall:g} s")) if wall else None
+        await asyncio.wait({wait_task, kill_task}, return_when=asyncio.FIRST_COMPLETED)
+        if timer:
+            timer.cancel()
+        killed = self.kill_reason is not None
+        if killed:
+            self.note(f"killing: {self.kill_reason}")
+            await session.kill(KillPolicy(grace=ctx.suite.spec.suite.kill_grace))
+        exit_code = await wait_task
+        kill_task.cancel()
+        await self._recover_usage(session, killed)
+        outcome: AgentOutcome = self.parser.outcome(exit_code, killed)
+        self._exit_code = exit_code
+        if killed:
+            return (TrialStatus.KILLED, self.kill_reason.code, None)
+        if outcome.errored:
+            return (TrialStatus.ERRORED, outcome.error, None)
+        self._set_status(TrialStatus.VERIFYING)
+        verifier = VERIFIERS.get(plan.task.verifier.kind)(plan.task)
+        verdict = await verifier.verify(session)
+        if verdict.infra_error:
+            return (TrialStatus.INFRA_INVALID, f"infra: {verdict.infra_error}", verdict)
+        return (TrialStatus.PASSED if verdict.passed else TrialStatus.FAILED, None, verdict)
+
+    async def _recover_usage(self, session: SandboxSession, killed: bool) -> None:
+        """After a kill (or for CLIs that print no usage), read the CLI's session files."""
+        if not self.adapter.session_globs or (self.parser.final_seen and not killed and self.usage):
+            return
+        try:
+            files = await session.fetch_files("home", self.adapter.session_globs)
+            recovery = self.adapter.recover(files) if files else None
+        except Exception as exc:
+            self.note(f"usage recovery failed: {exc!r}", EventKind.ERROR)
+            return
+        if recovery is None or recovery.usage.raw <= self.usage.raw:
+            return
+        delta = recovery.usage - self.usage
+        self.seq += 1
+        event = ParsedEvent(EventKind.USAGE, f"recovered from {recovery.source}", usage=delta,
+                            turns=max(0, recovery.turns - self.turns))
+        self.ctx.writer.add_events([(self.id, self.seq, time.time(), EventKind.USAGE, "runner", event.text, None)])
+        self._account(event)
+        self.flags.add("usage-recovered")
+
+    def _set_status(self, status: TrialStatus, **fields: Any) -> None:
+        self.status = status
+        self.ctx.call_nowait(_update_trial, self.id, {"status": status.value, **fields})
+        self.ctx.trial_changed(self)
+
+    async def _finish(self, status: TrialStatus, reason: str | None, verdict) -> None:
+        ctx = self.ctx
+        self.status, self.reason = status, reason
+        self.finished_at = utcnow()
+        cost_fields = ctx.cost_fields(self)
+        if reason:
+            self.note(f"{status.value}: {reason}")
+        row = self._row(status=status, reason=reason, finished_at=self.finished_at,
+                        passed=int(bool(verdict and verdict.passed and status == TrialStatus.PASSED)),
+                        quality=float(verdict.quality) if verdict else 0.0,
+                        verifier_exit=verdict.exit_code if verdict else None,
+                        verifier_output=verdict.output if verdict else None,
+                        extra=orjson.dumps({"verifier": verdict.details}).decode() if verdict and verdict.details
+                        else None,
+                        exit_code=getattr(self, "_exit_code", None), **cost_fields)
+        await ctx.call(_update_trial, self.id, row)  # committed before anyone sees the trial as done
+        ctx.trial_changed(self)
+        if self.session is not None:
+            try:
+                await self.session.cleanup(keep=ctx.suite.spec.suite.keep_workspaces)
+            except Exception as exc:
+                ctx.log(f"trial {self.id} cleanup failed: {exc!r}")
+
+    def _row(self, **fields: Any) -> dict[str, Any]:
+        plan = self.plan
+        row = {"run_id": self.ctx.run_id, "suite_id": self.ctx.suite.id, "task_id": plan.task.id,
+               "tier": plan.task.tier, "config_id": plan.config_id, "model": plan.config.model.id,
+               "cli": plan.config.cli.adapter, "trial_index": plan.trial_index, "attempt": plan.attempt,
+               "proc_token": self.token, "cli_version": self.adapter.version,
+               **self.usage.as_dict(), "turns": self.turns, "tool_calls": self.tool_calls,
+               "flags": orjson.dumps(sorted(self.flags)).decode() if self.flags else None}
+        row.update(fields)
+        if isinstance(row.get("status"), TrialStatus):
+            row["status"] = row["status"].value
+        return row
+
+
+def _insert_trial(store, row: dict) -> int:
+    with store.db.atomic():
+        return store.db["trials"].insert(row).last_pk
+
+
+def _update_trial(store, trial_id: int, fields: dict) -> None:
+    with store.db.atomic():
+        store.db["trials"].update(trial_id, fields)
+
+
+def _float(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)

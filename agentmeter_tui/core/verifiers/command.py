@@ -1,0 +1,74 @@
+"""The ``command`` verifier: run the task's tests in the sandbox after the agent stops.
+
+Exit 0 is a pass. The tests may write a reward in [0, 1] to ``$AGENTMETER_REWARD_FILE``
+(a number, or JSON ``{"reward": x}``) to give a quality R finer than pass/fail; without one,
+R is 1.0 for a pass and 0.0 otherwise. The tests are copied in only now, so the agent never
+sees them.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from pathlib import Path
+
+import orjson
+
+from .base import Verifier, VerifierResult
+
+MAX_OUTPUT = 64 * 1024
+
+
+def _tests_files(tests_dir: Path | None) -> dict[str, bytes]:
+    if tests_dir is None:
+        return {}
+    return {str(p.relative_to(tests_dir.parent)): p.read_bytes() for p in sorted(tests_dir.rglob("*")) if p.is_file()}
+
+
+def parse_reward(data: bytes) -> float:
+    text = data.decode("utf-8", "replace").strip()
+    value = orjson.loads(text)["reward"] if text.startswith("{") else float(text)
+    value = float(value)
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"reward {value!r} is not a number in [0, 1]")
+    return value
+
+
+class CommandVerifier(Verifier):
+    kind = "command"
+
+    async def verify(self, session) -> VerifierResult:
+        spec = self.task.verifier
+        files = _tests_files(self.task.tests_dir)
+        await session.write_files("scratch", files)
+        tests = f"{session.scratch}/tests"
+        command = spec.command or ("sh {tests}/test.sh" if "tests/test.sh" in files else None)
+        if command is None:
+            return VerifierResult(False, 0.0, infra_error=f"task '{self.task.id}' has no verifier command "
+                                  "and no tests/test.sh")
+        argv = ["/bin/sh", "-c", command.replace("{tests}", shlex.quote(tests))]
+        reward_file = f"{session.scratch}/reward.txt"
+        env = {"AGENTMETER_WORKSPACE": session.workspace, "AGENTMETER_TESTS": tests,
+               "AGENTMETER_REWARD_FILE": reward_file}
+        result = await session.exec(argv, env=env, timeout=spec.timeout_sec)
+        output = (result.stdout + result.stderr)[-MAX_OUTPUT:].decode("utf-8", "replace")
+        if result.timed_out:
+            output += f"\n[verifier timed out after {spec.timeout_sec:g} s]"
+        passed = result.exit_code == 0 and not result.timed_out
+        quality = 1.0 if passed else 0.0
+        found = await session.fetch_files("scratch", ["reward.txt"])
+        if "reward.txt" in found:
+            try:
+                quality = parse_reward(found["reward.txt"])
+            except (ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
+                output += f"\n[reward file ignored: {exc}]"
+        return VerifierResult(passed, quality, output, result.exit_code)
+
+
+class NoVerifier(Verifier):
+    """For tasks judged only by hand: the trial ends ``failed`` with quality 0 unless scored."""
+
+    kind = "none"
+
+    async def verify(self, session) -> VerifierResult:
+        return VerifierResult(False, 0.0, "no automatic verifier: judge this trial by hand")

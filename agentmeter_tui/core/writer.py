@@ -1,0 +1,108 @@
+"""The runner's single store writer: a thread that owns the write connection.
+
+Events arrive far faster than one transaction each could commit, so they are appended to a
+pending batch that the thread flushes at least every ``FLUSH_SECONDS`` (a crash loses at
+most that fraction of a second). Everything else (trial rows, run rows) goes through
+:meth:`StoreWriter.call`, which first flushes the pending events, so the store never shows a
+trial as finished without the events that led there. sqlite3 releases the GIL while it
+steps, so the writer's inserts run on the second core while the event loop parses output.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from .store import Store
+
+FLUSH_SECONDS = 0.1
+EVENT_SQL = "insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, ?, ?, ?, ?, ?)"
+USAGE_SQL = ("insert into usage (trial_id, seq, source, model, uncached_input, cached_input, cache_write, output, "
+             "reasoning, cost_usd, reported_cost_usd) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+class StoreWriter:
+    def __init__(self, path: str | Path):
+        self.store = Store(path)
+        self._events: list[tuple] = []
+        self._usage: list[tuple] = []
+        self._lock = threading.Lock()
+        self._calls: queue.Queue[tuple[Callable, tuple, Future] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
+        self.events_written = 0
+        self._thread.start()
+
+    # -- producer side (event loop thread) --------------------------------------------------
+
+    def add_events(self, rows: list[tuple]) -> None:
+        with self._lock:
+            self._events.extend(rows)
+
+    def add_usage(self, row: tuple) -> None:
+        with self._lock:
+            self._usage.append(row)
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Future:
+        """Run ``fn(store, *args)`` on the writer thread after flushing pending events."""
+        future: Future = Future()
+        self._calls.put((fn, args, future))
+        return future
+
+    def close(self) -> None:
+        self._calls.put(None)
+        self._thread.join()
+        self.store.close()
+
+    # -- writer thread ----------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        with self._lock:
+            events, self._events = self._events, []
+            usage, self._usage = self._usage, []
+        if not events and not usage:
+            return
+        conn = self.store.db.conn
+        with self.store.db.atomic():
+            if events:
+                conn.executemany(EVENT_SQL, events)
+            if usage:
+                conn.executemany(USAGE_SQL, usage)
+        self.events_written += len(events)
+
+    def _loop(self) -> None:
+        next_flush = time.monotonic() + FLUSH_SECONDS
+        while True:
+            timeout = max(0.0, next_flush - time.monotonic())
+            try:
+                item = self._calls.get(timeout=timeout)
+            except queue.Empty:
+                item = ...
+            if item is ... or time.monotonic() >= next_flush:
+                self._flush_safely()
+                next_flush = time.monotonic() + FLUSH_SECONDS
+            if item is None:
+                self._flush_safely()
+                return
+            if item is ...:
+                continue
+            fn, args, future = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                self._flush()
+                future.set_result(fn(self.store, *args))
+            except BaseException as exc:  # the caller decides; the writer keeps going
+                future.set_exception(exc)
+
+    def _flush_safely(self) -> None:
+        try:
+            self._flush()
+        except Exception as exc:  # a failed batch must not kill the writer; say so loudly
+            import sys
+
+            print(f"agentmeter: store write failed: {exc!r}", file=sys.stderr, flush=True)

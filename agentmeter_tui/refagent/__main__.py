@@ -1,0 +1,5 @@
+import sys
+
+from .agent import main
+
+sys.exit(main())
