@@ -31,7 +31,7 @@ class ControlError(Exception):
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    return orjson.dumps(message) + b"\n"
+    return orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS) + b"\n"
 
 
 class ControlClient:

@@ -120,9 +120,12 @@ class Feed:
                 self._finished.clear()
                 self._final_events.clear()
                 continue
-            message = self._tick_message()
-            if message:
-                self._broadcast(message)
+            try:
+                message = self._tick_message()
+                if message:
+                    self._broadcast(message)
+            except Exception as exc:  # the feed is a courtesy to clients: never let it stop the run
+                self.runner.log(f"live feed error: {exc!r}")
 
     async def finish(self, status: str) -> None:
         message = self._tick_message()

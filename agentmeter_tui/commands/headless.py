@@ -1,0 +1,73 @@
+"""Headless progress: a line per finished trial and a live summary, printed with rich."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from ..core.control import ControlClient, ControlError
+
+STATUS_STYLE = {"passed": "green", "failed": "yellow", "killed": "magenta", "errored": "red",
+                "infra-invalid": "red dim"}
+
+
+def trial_line(meter: dict) -> Text:
+    tokens = meter.get("tokens") or {}
+    raw = sum(tokens.values())
+    cost = meter.get("cost_usd")
+    usd = "unpriced" if cost is None else f"${cost:.4f}"
+    status = meter.get("status", "?")
+    line = Text()
+    line.append(f"#{meter.get('id')} ", style="dim")
+    line.append(f"{meter.get('task')} · {meter.get('model')} × {meter.get('cli')} · t{meter.get('trial')}  ")
+    line.append(f"{status:<13}", style=STATUS_STYLE.get(status, ""))
+    line.append(f" {raw:>9,} tok  {usd:>10}")
+    if meter.get("reason"):
+        line.append(f"  {meter['reason']}", style="dim")
+    flags = [f for f in meter.get("flags") or [] if f != "unpriced"]
+    if flags:
+        line.append(f"  [{', '.join(flags)}]", style="bold")
+    return line
+
+
+def summary(progress: dict, totals: dict) -> Text:
+    text = Text()
+    text.append(f"{progress.get('done', 0)}/{progress.get('total', 0)} done", style="bold")
+    text.append(f" · {progress.get('running', 0)} running · {progress.get('queued', 0)} queued")
+    text.append(f" · {totals['tokens']:,} tokens · ${totals['usd']:.4f}")
+    if progress.get("paused"):
+        text.append(" · PAUSED", style="bold yellow")
+    return text
+
+
+def follow_headless(db: Path) -> int:
+    console = Console(highlight=False)
+    totals = {"tokens": 0, "usd": 0.0}
+    status = "lost"
+    with ControlClient(db) as client:
+        feed = client.subscribe()
+        snapshot = next(feed)
+        progress = snapshot.get("progress", {})
+        with Live(summary(progress, totals), console=console, transient=True, auto_refresh=False) as live:
+            try:
+                for message in feed:
+                    kind = message.get("type")
+                    progress = message.get("progress", progress)
+                    for meter in message.get("finished", ()):
+                        totals["tokens"] += sum((meter.get("tokens") or {}).values())
+                        totals["usd"] += meter.get("cost_usd") or 0.0
+                        live.console.print(trial_line(meter))
+                    live.update(summary(progress, totals), refresh=True)
+                    if kind == "finished":
+                        status = message.get("status", "finished")
+                        break
+            except (ControlError, ConnectionError):
+                pass
+    console.print(summary(progress, totals))
+    if status == "lost":
+        console.print("[red]lost the connection to the runner[/red]")
+        return 1
+    return 0
