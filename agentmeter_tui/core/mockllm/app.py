@@ -1,0 +1,274 @@
+"""The aiohttp application of the scripted model server.
+
+Routes: every wire protocol's model-call endpoints (answered from the caller's session),
+token counting and model listings (answered without taking a turn), and the control
+endpoints under ``/_scripted/`` (register a session, read its served usage and request log,
+health). Any other path answers 404 and is logged, so unknown endpoints of a CLI show up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from ..tomlerrors import InputError
+from .anthropic import AnthropicMessages
+from .chat import ChatCompletions
+from .gemini import Gemini, split_target
+from .responses import Responses
+from .scenario import Scenario, load_scenario
+from .session import Session, Sessions, finish_entry, log_entry
+from .wire import Protocol, WireRequest
+
+SESSIONS = web.AppKey("sessions", Sessions)
+CHAT, ANTHROPIC, RESPONSES, GEMINI = ChatCompletions(), AnthropicMessages(), Responses(), Gemini()
+DEFAULT_MODELS = ("scripted-model",)
+NO_SESSION = ("no scripted session for this API key: register it with POST /_scripted/sessions "
+              "(key, scenario) or start the server with --scenario FILE")
+
+
+def api_key(request: web.Request) -> str | None:
+    auth = request.headers.get("Authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip() or None
+    for header in ("x-api-key", "x-goog-api-key", "api-key"):
+        if request.headers.get(header):
+            return request.headers[header]
+    return request.query.get("key") or None
+
+
+def json_body(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(data), status=status, headers=headers,
+                        content_type="application/json")
+
+
+async def _send(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+    # Prepared and finished here, not by aiohttp after we return, so a vanished client is seen.
+    await response.prepare(request)
+    await response.write_eof()
+    return response
+
+
+class _Call:
+    """One logged request: the session it belongs to, its log entry, and how it ended."""
+
+    def __init__(self, request: web.Request, protocol: str | None, raw: bytes):
+        self.sessions = request.app[SESSIONS]
+        self.entry = log_entry(request, raw, protocol, time.time())
+        self.session: Session | None = self.sessions.lookup(api_key(request))
+        if self.session is not None:
+            self.session.requests_seen += 1
+        self.status, self.answer, self.outcome, self.first_byte = 0, None, "completed", None
+
+    def done(self) -> None:
+        entry = finish_entry(self.entry, self.status, self.answer, self.outcome, self.first_byte)
+        self.sessions.record(self.session, entry)
+
+
+async def model_call(request: web.Request, protocol: Protocol) -> web.StreamResponse:
+    raw = await request.read()
+    call = _Call(request, protocol.name, raw)
+    try:
+        try:
+            body = orjson.loads(raw) if raw else {}
+        except orjson.JSONDecodeError:
+            body = None
+        if not isinstance(body, dict):
+            call.status, call.answer = 400, "bad request"
+            return await _send(request, json_body(protocol.error_body(400, "request body is not a JSON object"), 400))
+        if call.session is None:
+            call.status, call.answer = 401, "no session"
+            return await _send(request, json_body(protocol.error_body(401, NO_SESSION), 401))
+        req = WireRequest(body, request.query, request.match_info)
+        reply = call.session.next_reply(protocol.offered_tools(body), protocol.name)
+        served = call.session.calls[-1]
+        call.answer, call.entry["call"] = reply.label, served.call
+        if reply.delay_ms:
+            await asyncio.sleep(reply.delay_ms / 1000)
+        headers = protocol.response_headers(reply)
+        if reply.error is not None:
+            error = reply.error
+            call.status = error.status
+            if error.retry_after is not None:
+                headers["retry-after"] = f"{error.retry_after:g}"
+            return await _send(request, json_body(protocol.error_body(error.status, error.message, error.type),
+                                                  error.status, headers))
+        model = protocol.model(req)
+        call.status = 200
+        if protocol.wants_stream(req):
+            response = web.StreamResponse(headers={**protocol.sse_headers, **headers})
+            await response.prepare(request)
+            for number, frame in enumerate(protocol.stream(reply, model, req)):
+                await response.write(frame)
+                if number == 0:
+                    call.first_byte = time.monotonic()
+                    if reply.stall_ms:
+                        await asyncio.sleep(reply.stall_ms / 1000)
+            await response.write_eof()
+        else:
+            if reply.stall_ms:  # nothing to hold mid-body: a stall just delays the whole answer
+                await asyncio.sleep(reply.stall_ms / 1000)
+            response = await _send(request, json_body(protocol.complete(reply, model, req), 200, headers))
+        served.completed = True
+        return response
+    except (asyncio.CancelledError, ConnectionResetError):
+        call.outcome = "client disconnected"
+        raise
+    finally:
+        call.done()
+
+
+def count_tokens(raw: bytes) -> int:
+    """A deterministic stand-in for a tokenizer: a token per four bytes of request body."""
+    return max(1, len(raw) // 4)
+
+
+async def _side_endpoint(request: web.Request, protocol: str, answer: str, data: Any,
+                         status: int = 200) -> web.StreamResponse:
+    call = _Call(request, protocol, await request.read())
+    call.status, call.answer = status, answer
+    try:
+        return await _send(request, json_body(data, status))
+    except (asyncio.CancelledError, ConnectionResetError):
+        call.outcome = "client disconnected"
+        raise
+    finally:
+        call.done()
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    return await model_call(request, CHAT)
+
+
+async def messages(request: web.Request) -> web.StreamResponse:
+    return await model_call(request, ANTHROPIC)
+
+
+async def messages_count_tokens(request: web.Request) -> web.StreamResponse:
+    return await _side_endpoint(request, ANTHROPIC.name, "count tokens",
+                                {"input_tokens": count_tokens(await request.read())})
+
+
+async def responses(request: web.Request) -> web.StreamResponse:
+    return await model_call(request, RESPONSES)
+
+
+async def gemini_post(request: web.Request) -> web.StreamResponse:
+    model, action = split_target(request.match_info["target"])
+    if action in ("generateContent", "streamGenerateContent"):
+        return await model_call(request, GEMINI)
+    if action == "countTokens":
+        return await _side_endpoint(request, GEMINI.name, "count tokens",
+                                    {"totalTokens": count_tokens(await request.read())})
+    return await not_found(request)
+
+
+async def list_models(request: web.Request) -> web.StreamResponse:
+    # One listing that satisfies both OpenAI's and Anthropic's shape.
+    data = [{"id": name, "object": "model", "created": 0, "owned_by": "agentmeter", "type": "model",
+             "display_name": name, "created_at": "2026-01-01T00:00:00Z"} for name in DEFAULT_MODELS]
+    return await _side_endpoint(request, None, "model list", {
+        "object": "list", "data": data, "has_more": False, "first_id": data[0]["id"], "last_id": data[-1]["id"]})
+
+
+def _gemini_model(name: str) -> dict[str, Any]:
+    return {"name": f"models/{name}", "displayName": name, "inputTokenLimit": 1048576, "outputTokenLimit": 65536,
+            "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"]}
+
+
+async def gemini_models(request: web.Request) -> web.StreamResponse:
+    return await _side_endpoint(request, GEMINI.name, "model list",
+                                {"models": [_gemini_model(name) for name in DEFAULT_MODELS]})
+
+
+async def gemini_model(request: web.Request) -> web.StreamResponse:
+    return await _side_endpoint(request, GEMINI.name, "model info", _gemini_model(request.match_info["target"]))
+
+
+async def not_found(request: web.Request) -> web.StreamResponse:
+    message = f"the scripted model server has no endpoint {request.method} {request.path}"
+    return await _side_endpoint(request, None, "unknown endpoint", {"error": {"message": message}}, 404)
+
+
+# Control endpoints -------------------------------------------------------------------------------
+
+async def health(request: web.Request) -> web.Response:
+    return json_body({"ok": True, "sessions": len(request.app[SESSIONS].by_key)})
+
+
+async def register(request: web.Request) -> web.Response:
+    try:
+        data = await request.json(loads=orjson.loads)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("key"), str) or not data["key"]:
+        return json_body({"error": "expected a JSON object with \"key\" and \"scenario\""}, 400)
+    path = data.get("scenario")
+    if not isinstance(path, str) or not path:
+        return json_body({"error": "\"scenario\" must be the path of a scenario TOML file"}, 400)
+    try:
+        scenario = load_scenario(path)
+    except InputError as exc:
+        return json_body({"error": str(exc), "file": exc.path, "line": exc.line, "field": exc.field}, 400)
+    label = data.get("label") if isinstance(data.get("label"), str) else None
+    session = request.app[SESSIONS].register(data["key"], scenario, path, label)
+    return json_body({"label": session.label, "scenario": path, "turns": len(scenario.turns)})
+
+
+def _session_or_404(request: web.Request) -> Session | web.Response:
+    session = request.app[SESSIONS].by_key.get(request.match_info["key"])
+    return session if session is not None else json_body({"error": "no session with this key"}, 404)
+
+
+async def session_info(request: web.Request) -> web.Response:
+    session = _session_or_404(request)
+    return session if isinstance(session, web.Response) else json_body(session.info())
+
+
+async def session_requests(request: web.Request) -> web.Response:
+    session = _session_or_404(request)
+    return session if isinstance(session, web.Response) else json_body({"requests": list(session.log)})
+
+
+async def session_delete(request: web.Request) -> web.Response:
+    session = _session_or_404(request)
+    if isinstance(session, web.Response):
+        return session
+    del request.app[SESSIONS].by_key[session.key]
+    return json_body({"deleted": session.label})
+
+
+async def unmatched_requests(request: web.Request) -> web.Response:
+    return json_body({"requests": list(request.app[SESSIONS].unmatched)})
+
+
+def create_app(scenario: str | Path | None = None, log_dir: str | Path | None = None) -> web.Application:
+    """The server; ``scenario`` plays for keys nobody registered (else they get 401)."""
+    default: Scenario | None = load_scenario(scenario) if scenario else None
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app[SESSIONS] = Sessions(default, str(scenario) if scenario else None, Path(log_dir) if log_dir else None)
+    add = app.router.add_route
+    add("GET", "/_scripted/health", health)
+    add("POST", "/_scripted/sessions", register)
+    add("GET", "/_scripted/requests", unmatched_requests)
+    add("GET", "/_scripted/sessions/{key}", session_info)
+    add("DELETE", "/_scripted/sessions/{key}", session_delete)
+    add("GET", "/_scripted/sessions/{key}/requests", session_requests)
+    for prefix in ("/v1", ""):  # base URLs are given with and without /v1
+        add("POST", f"{prefix}/chat/completions", chat_completions)
+        add("POST", f"{prefix}/responses", responses)
+        add("POST", f"{prefix}/messages", messages)
+        add("POST", f"{prefix}/messages/count_tokens", messages_count_tokens)
+        add("GET", f"{prefix}/models", list_models)
+    for version in ("v1beta", "v1alpha"):
+        add("GET", f"/{version}/models", gemini_models)
+        add("GET", f"/{version}/models/{{target}}", gemini_model)
+        add("POST", f"/{version}/models/{{target}}", gemini_post)
+    add("POST", "/v1/models/{target}", gemini_post)
+    add("*", "/{tail:.*}", not_found)
+    return app

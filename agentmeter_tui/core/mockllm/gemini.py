@@ -1,0 +1,104 @@
+"""Gemini (``POST /v1beta/models/{model}:generateContent``, ``:streamGenerateContent`` and
+``:countTokens``).
+
+Used by Gemini CLI. Usage semantics (``usageMetadata``): ``promptTokenCount`` includes
+``cachedContentTokenCount``; ``candidatesTokenCount`` excludes ``thoughtsTokenCount``;
+``totalTokenCount`` = prompt + candidates + thoughts. Gemini has no field for cache writes,
+so they are reported inside ``promptTokenCount`` (a client sees them as uncached input).
+Thoughts are parts with ``thought: true``; tool calls are ``functionCall`` parts.
+``streamGenerateContent`` answers SSE with ``alt=sse`` and a JSON array without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..usage import TokenUsage
+from .replies import OfferedTool, Reply, text_pieces
+from .wire import Protocol, WireRequest, sse
+
+_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+           429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+
+
+def gemini_usage(usage: TokenUsage) -> dict[str, Any]:
+    prompt = usage.uncached_input + usage.cached_input + usage.cache_write
+    total = prompt + usage.output + usage.reasoning
+    metadata = {"promptTokenCount": prompt, "candidatesTokenCount": usage.output, "totalTokenCount": total}
+    if usage.cached_input:
+        metadata["cachedContentTokenCount"] = usage.cached_input
+    if usage.reasoning:
+        metadata["thoughtsTokenCount"] = usage.reasoning
+    return metadata
+
+
+def split_target(target: str) -> tuple[str, str]:
+    """``gemini-2.5-pro:streamGenerateContent`` -> (model, action)."""
+    model, _, action = target.rpartition(":")
+    return (model, action) if model else (target, "")
+
+
+class Gemini(Protocol):
+    name = "gemini"
+
+    def offered_tools(self, body: dict[str, Any]) -> list[OfferedTool]:
+        tools = []
+        for group in body.get("tools") or []:
+            if not isinstance(group, dict):
+                continue
+            for decl in group.get("functionDeclarations") or group.get("function_declarations") or []:
+                if isinstance(decl, dict) and decl.get("name"):
+                    schema = decl.get("parametersJsonSchema") or decl.get("parameters")
+                    tools.append(OfferedTool(decl["name"], schema))
+        return tools
+
+    def model(self, req: WireRequest) -> str:
+        return split_target(req.match.get("target", ""))[0] or "scripted-model"
+
+    @staticmethod
+    def action(req: WireRequest) -> str:
+        return split_target(req.match.get("target", ""))[1]
+
+    def wants_stream(self, req: WireRequest) -> bool:
+        return self.action(req) == "streamGenerateContent" and req.query.get("alt") == "sse"
+
+    @staticmethod
+    def _parts(reply: Reply, streamed: bool) -> list[dict[str, Any]]:
+        def cut(text: str | None) -> list[str]:
+            return text_pieces(text or "") if streamed else ([text] if text else [])
+
+        parts: list[dict[str, Any]] = [{"text": piece, "thought": True} for piece in cut(reply.reasoning)]
+        parts += [{"text": piece} for piece in cut(reply.text)]
+        if reply.tool_call is not None:
+            call = reply.tool_call
+            parts.append({"functionCall": {"id": call.call_id, "name": call.name, "args": call.arguments}})
+        return parts or [{"text": ""}]
+
+    def chunks(self, reply: Reply, model: str) -> list[dict[str, Any]]:
+        """Streamed chunks: a part each; the last carries finishReason and usageMetadata."""
+        chunks = [self._chunk(reply, model, [part]) for part in self._parts(reply, streamed=True)]
+        self._finish(chunks[-1], reply)
+        return chunks
+
+    @staticmethod
+    def _finish(chunk: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        chunk["candidates"][0]["finishReason"] = "STOP"
+        chunk["usageMetadata"] = gemini_usage(reply.usage)
+        return chunk
+
+    @staticmethod
+    def _chunk(reply: Reply, model: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}],
+                "modelVersion": model, "responseId": f"resp_{reply.message_id}"}
+
+    def stream(self, reply: Reply, model: str, req: WireRequest) -> list[bytes]:
+        return [sse(chunk) for chunk in self.chunks(reply, model)]
+
+    def complete(self, reply: Reply, model: str, req: WireRequest) -> Any:
+        if self.action(req) == "streamGenerateContent":  # without alt=sse: a JSON array of chunks
+            return self.chunks(reply, model)
+        return self._finish(self._chunk(reply, model, self._parts(reply, streamed=False)), reply)
+
+    def error_body(self, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
+        code = error_type or _STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+        return {"error": {"code": status, "message": message, "status": code}}

@@ -1,0 +1,14 @@
+"""Command-line options of ``serve``, kept apart from the server so that registering the
+``agentmeter mockllm`` command imports nothing but argparse."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scenario", metavar="FILE",
+                        help="scenario played for API keys nobody registered (otherwise they get 401)")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (0 = any free port; default)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--log", metavar="DIR", help="also write every request as JSONL, a file per session")

@@ -1,0 +1,122 @@
+"""What one model call answers, independent of the wire protocol.
+
+A session turns a scenario turn into a :class:`Reply` (reasoning, text, at most one tool
+call, usage in the five classes, timing, or an HTTP error); each protocol module renders a
+Reply in its own shape. The shell tool is found among the tools the request offers, by the
+names the real CLIs use, and its arguments are filled from the tool's own JSON schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..usage import TokenUsage
+from .scenario import ScriptedError, Turn
+
+# The shell tools of the CLIs we drive, in the order we prefer them when several are offered.
+SHELL_TOOL_NAMES: tuple[str, ...] = (
+    "Bash",  # Claude Code: {command}
+    "exec_command",  # Codex: {cmd}
+    "run_shell_command",  # Qwen Code, Gemini CLI: {command}
+    "bash",  # opencode: {command, description}
+    "Shell",  # Kimi CLI: {command}
+    "shell",  # the reference agent: {command}
+)
+_COMMAND_PROPERTIES = ("command", "cmd")
+_FILLER = "run the scripted command"  # for other required strings, e.g. opencode's `description`
+
+
+@dataclass(frozen=True, slots=True)
+class OfferedTool:
+    """A tool the request offers: its name, JSON schema of the arguments, and wire kind."""
+
+    name: str
+    schema: dict[str, Any] | None = None
+    kind: str = "function"  # "custom" for freeform tools of the Responses API
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+    call_id: str
+    kind: str = "function"
+
+
+@dataclass(slots=True)
+class Reply:
+    """One answer. ``kind``: turn | side (no tools offered) | exhausted (after the last turn)."""
+
+    kind: str
+    turn: int | None = None  # 1-based index of the scenario turn that answered
+    reasoning: str | None = None
+    text: str | None = None
+    tool_call: ToolCall | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    delay_ms: int = 0
+    stall_ms: int = 0
+    error: ScriptedError | None = None
+    message_id: str = "msg"
+
+    @property
+    def label(self) -> str:
+        if self.kind == "turn":
+            return f"turn {self.turn}"
+        return {"side": "side call", "exhausted": "after last turn"}.get(self.kind, self.kind)
+
+
+def find_shell_tool(tools: list[OfferedTool]) -> OfferedTool | None:
+    by_name = {tool.name: tool for tool in tools}
+    for name in SHELL_TOOL_NAMES:
+        if name in by_name:
+            return by_name[name]
+    return None
+
+
+def shell_arguments(tool: OfferedTool, command: str) -> dict[str, Any]:
+    """Arguments for ``tool`` that run ``command``: the command goes into the required string
+    property (``command`` or ``cmd`` first), any other required string gets a short filler."""
+    schema = tool.schema or {}
+    properties = schema.get("properties") or {}
+    required = [name for name in schema.get("required") or [] if _is_string(properties.get(name))]
+    preferred = [name for name in _COMMAND_PROPERTIES if name in required or name in properties]
+    target = (preferred or required or ["command"])[0]
+    arguments: dict[str, Any] = {target: command}
+    for name in required:
+        arguments.setdefault(name, _FILLER)
+    return arguments
+
+
+def _is_string(prop: Any) -> bool:
+    if not isinstance(prop, dict):
+        return False
+    kind = prop.get("type")
+    return kind == "string" or (isinstance(kind, list) and "string" in kind) or kind == "STRING"
+
+
+def reply_for_turn(turn: Turn, number: int, tools: list[OfferedTool], call_id: str) -> Reply:
+    reply = Reply(kind="turn", turn=number, reasoning=turn.reasoning, text=turn.text,
+                  usage=turn.tokens(), delay_ms=turn.delay_ms, stall_ms=turn.stall_ms,
+                  error=turn.error)
+    if turn.error is not None:
+        return reply
+    if turn.shell is not None:
+        shell = find_shell_tool(tools)
+        if shell is None:
+            reply.text = turn.text or f"No shell tool was offered, so I cannot run: {turn.shell}"
+        else:
+            reply.tool_call = ToolCall(shell.name, shell_arguments(shell, turn.shell), call_id, shell.kind)
+    elif turn.tool is not None:
+        offered = {tool.name: tool for tool in tools}.get(turn.tool.name)
+        kind = offered.kind if offered else "function"
+        reply.tool_call = ToolCall(turn.tool.name, dict(turn.tool.arguments), call_id, kind)
+    return reply
+
+
+def text_pieces(text: str, count: int = 3) -> list[str]:
+    """``text`` cut into up to ``count`` pieces that join back exactly (for streamed deltas)."""
+    if not text:
+        return []
+    size = max(1, -(-len(text) // count))
+    return [text[i:i + size] for i in range(0, len(text), size)]

@@ -1,0 +1,63 @@
+"""What every wire protocol module provides, and the SSE framing they share.
+
+A protocol reads the offered tools and the streaming flag from a request body and renders a
+:class:`~.replies.Reply` as SSE frames (streaming), one JSON body (non-streaming) or an error
+body in its own shape. The aiohttp app (``app.py``) does the rest: sessions, timing, logging.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .replies import OfferedTool, Reply
+
+
+def sse(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n".encode() if event else b""
+    return head + b"data: " + orjson.dumps(data) + b"\n\n"
+
+
+def now() -> int:
+    return int(time.time())
+
+
+@dataclass(frozen=True, slots=True)
+class WireRequest:
+    """A model call as a protocol sees it: JSON body, query string and path parameters."""
+
+    body: dict[str, Any]
+    query: Mapping[str, str] = field(default_factory=dict)
+    match: Mapping[str, str] = field(default_factory=dict)
+
+
+class Protocol:
+    """Base class; one subclass per wire protocol."""
+
+    name = "protocol"
+    sse_headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+    def offered_tools(self, body: dict[str, Any]) -> list[OfferedTool]:
+        raise NotImplementedError
+
+    def wants_stream(self, req: WireRequest) -> bool:
+        return bool(req.body.get("stream"))
+
+    def model(self, req: WireRequest) -> str:
+        return str(req.body.get("model") or "scripted-model")
+
+    def stream(self, reply: Reply, model: str, req: WireRequest) -> list[bytes]:
+        raise NotImplementedError
+
+    def complete(self, reply: Reply, model: str, req: WireRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def error_body(self, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def response_headers(self, reply: Reply | None) -> dict[str, str]:
+        return {}
