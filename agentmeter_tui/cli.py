@@ -31,7 +31,8 @@ COMMAND_MODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentmeter", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="agentmeter", description="Run, watch, meter and hand-score coding-agent benchmarks over a model x CLI grid.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:

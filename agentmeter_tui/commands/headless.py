@@ -43,11 +43,32 @@ def summary(progress: dict, totals: dict) -> Text:
     return text
 
 
+def last_run_status(db: Path) -> str | None:
+    from ..core.store import Store
+
+    if not db.exists():
+        return None
+    store = Store(db, readonly=True)
+    try:
+        row = next(store.db.query("select status from runs order by id desc limit 1"), None)
+        return row["status"] if row else None
+    finally:
+        store.close()
+
+
 def follow_headless(db: Path) -> int:
     console = Console(highlight=False)
     totals = {"tokens": 0, "usd": 0.0}
     status = "lost"
-    with ControlClient(db) as client:
+    try:
+        client = ControlClient(db)
+    except ControlError:
+        # The runner already finished (a suite with nothing left to run ends at once).
+        if last_run_status(db) in ("finished", "stopped"):
+            console.print("the run has finished; nothing left to follow")
+            return 0
+        raise
+    with client:
         feed = client.subscribe()
         snapshot = next(feed)
         progress = snapshot.get("progress", {})
@@ -67,6 +88,8 @@ def follow_headless(db: Path) -> int:
             except (ControlError, ConnectionError):
                 pass
     console.print(summary(progress, totals))
+    if status == "lost" and last_run_status(db) in ("finished", "stopped"):
+        status = "finished"
     if status == "lost":
         console.print("[red]lost the connection to the runner[/red]")
         return 1

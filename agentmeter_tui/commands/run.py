@@ -91,6 +91,8 @@ def spawn_runner(suite_path: Path, db: Path, clis_root: str | None) -> int | Non
                                    start_new_session=True, cwd=os.getcwd())
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
+        if process.poll() == 0:
+            return None  # it had nothing left to do and already finished
         if process.poll() is not None:
             tail = log_path.read_text(errors="replace").splitlines()[-10:]
             print("agentmeter: the runner stopped:\n  " + "\n  ".join(tail), file=sys.stderr)

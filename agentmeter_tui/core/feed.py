@@ -61,15 +61,16 @@ class Feed:
 
     # -- delivery ---------------------------------------------------------------------------
 
-    async def subscribe(self, writer: asyncio.StreamWriter) -> None:
+    async def subscribe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Send the snapshot, then ticks until the client hangs up (or the run ends)."""
         writer.write(encode({"ok": True, **self.snapshot()}))
         self.subscribers.add(writer)
         self.runner.scheduler.ctx.live_enabled = True
         try:
             await writer.drain()
-            while not writer.is_closing():
-                await asyncio.sleep(0.5)
-        except ConnectionError:
+            while await reader.read(4096):
+                pass  # a subscriber only listens; anything it sends is ignored
+        except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
             self.subscribers.discard(writer)

@@ -93,6 +93,8 @@ class RunContext:
             scenario = self.suite.scenario_for(model, plan.task)
             await asyncio.to_thread(register_session, self.mock_url, api_key, str(scenario))
             base_url = self.mock_url
+        elif provider.kind == "none":
+            base_url, api_key = "", ""
         else:
             base_url = provider.base_url or ""
             api_key = os.environ.get(provider.api_key_env or "", "")

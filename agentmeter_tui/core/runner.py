@@ -165,11 +165,11 @@ class Runner:
                     writer.write(encode({"ok": False, "error": "requests are JSON objects, one per line"}))
                     continue
                 if op == "subscribe":
-                    await self.feed.subscribe(writer)
+                    await self.feed.subscribe(reader, writer)
                     return
                 writer.write(encode(self.handle(op, request)))
                 await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
         finally:
             writer.close()

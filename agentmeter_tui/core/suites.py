@@ -64,9 +64,10 @@ class CliEntry(Strict):
 
 
 class Provider(Strict):
-    """Where a model is served. ``scripted``: the project's scripted model server."""
+    """Where a model is served. ``scripted``: the project's scripted model server; ``none``: no
+    model at all (agents that need none, e.g. the ``command`` adapter in load tests)."""
 
-    kind: Literal["scripted", "anthropic", "openai", "openai-chat", "gemini"] = "scripted"
+    kind: Literal["scripted", "anthropic", "openai", "openai-chat", "gemini", "none"] = "scripted"
     base_url: str | None = None
     api_key_env: str | None = None  # name of the variable holding the key; the key itself is never stored
     scenarios: str = "scenarios"

@@ -10,6 +10,7 @@ from .base import AgentOutcome, HarnessAdapter, InstallSpec, LaunchContext, Reco
 
 ADAPTERS: LazyRegistry[HarnessAdapter] = LazyRegistry("adapter", {
     "reference": "agentmeter_tui.core.harnesses.reference:ReferenceAdapter",
+    "command": "agentmeter_tui.core.harnesses.command:CommandAdapter",
     "claude-code": "agentmeter_tui.core.harnesses.claude_code:ClaudeCodeAdapter",
     "codex": "agentmeter_tui.core.harnesses.codex:CodexAdapter",
     "qwen-code": "agentmeter_tui.core.harnesses.qwen_code:QwenCodeAdapter",

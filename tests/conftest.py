@@ -1,0 +1,44 @@
+"""Shared fixtures: paths, a CLI runner, and the CI rule that integration tests never skip."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def need(condition: bool, reason: str) -> None:
+    """Skip when a prerequisite is missing, except in CI, where it must be there."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"CI=true but {reason}")
+    pytest.skip(reason)
+
+
+def agentmeter(*args: str, cwd: Path | None = None, timeout: float = 120, env: dict | None = None,
+               check: bool = False) -> subprocess.CompletedProcess:
+    """Run the real ``agentmeter`` command line in a subprocess."""
+    result = subprocess.run([sys.executable, "-m", "agentmeter_tui", *args], cwd=cwd, capture_output=True,
+                            text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    if check and result.returncode != 0:
+        raise AssertionError(f"agentmeter {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
+    return result
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "agentmeter.db"
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Trials' workspaces go under the test's temp dir, not the shared system temp.
+    monkeypatch.setenv("AGENTMETER_SANDBOX_ROOT", str(tmp_path_factory.getbasetemp() / "sandboxes"))
