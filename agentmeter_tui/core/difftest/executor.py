@@ -1,0 +1,199 @@
+"""Case executors: build one side of a differential test (oracle or candidate) and run cases.
+
+An executor owns one side. ``build`` installs the tool from a source folder with the task's
+install command (the funnel's Build); ``run`` executes one case in a fresh workspace made from
+the case's files, with a fresh HOME and TMPDIR, and returns the exit code, stdout, stderr, wall
+time and the side effects on the workspace. Both sides of a test get executors made with the
+same settings, so they differ only in the tool they run.
+
+:class:`LocalExecutor` runs on this machine, each case in a new temporary folder. A docker-backed
+executor implements the same three methods with a container per side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import shutil
+import signal
+import sys
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+from .cases import Case, FileSpec, place_files
+from .snapshot import SideEffects, snapshot
+
+OUTPUT_LIMIT = 1 << 20  # bytes of stdout/stderr kept per case; a runaway printer is cut off here
+
+
+@dataclass
+class BuildResult:
+    ok: bool
+    exit_code: int | None = None
+    output: str = ""  # the install command's output, for the reviewer
+    duration: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "exit_code": self.exit_code, "output": self.output[-4000:],
+                "duration": round(self.duration, 4)}
+
+
+@dataclass
+class CaseRun:
+    exit_code: int | None  # None: timed out
+    stdout: str = ""
+    stderr: str = ""
+    duration: float = 0.0
+    side_effects: SideEffects = field(default_factory=SideEffects)
+    timed_out: bool = False
+
+    def behaviour(self) -> tuple:
+        """What must repeat for a case to be stable: exit code, stdout, side effects."""
+        return (self.exit_code, self.stdout, self.side_effects.as_dict())
+
+
+@dataclass(frozen=True)
+class ToolCommand:
+    """How a side is installed and invoked. ``{tool}`` and ``{python}`` are filled in per side."""
+
+    run: str
+    install: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    case_timeout: float = 10.0
+    build_timeout: float = 300.0
+
+    def fill(self, template: str, tool: Path) -> str:
+        return template.replace("{tool}", shlex.quote(str(tool))).replace("{python}", shlex.quote(sys.executable))
+
+
+class CaseExecutor(ABC):
+    """One side of a differential test."""
+
+    @abstractmethod
+    async def build(self, source: Path) -> BuildResult: ...
+
+    @abstractmethod
+    async def run(self, case: Case, files: list[FileSpec]) -> CaseRun: ...
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what the side holds (temporary folders, a container)."""
+
+
+async def _read_capped(stream: asyncio.StreamReader, limit: int = OUTPUT_LIMIT) -> bytes:
+    kept = bytearray()
+    while chunk := await stream.read(1 << 16):
+        if len(kept) < limit:
+            kept += chunk[: limit - len(kept)]
+    return bytes(kept)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin: bytes | None,
+                      timeout: float, shell: bool = False) -> tuple[int | None, bytes, bytes, float]:
+    """Run to completion in its own process group; on timeout kill the group. Exit 127 if not found."""
+    started = time.perf_counter()
+    try:
+        if shell:
+            proc = await asyncio.create_subprocess_shell(
+                argv[0], cwd=cwd, env=env, start_new_session=True, stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        else:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, cwd=cwd, env=env, start_new_session=True, stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    except (FileNotFoundError, PermissionError) as exc:
+        return 127, b"", f"{exc}\n".encode(), time.perf_counter() - started
+    assert proc.stdin and proc.stdout and proc.stderr
+
+    async def feed() -> None:
+        try:
+            if stdin:
+                proc.stdin.write(stdin)
+                await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the tool did not read its input: that is its business
+        finally:
+            proc.stdin.close()
+
+    gathered = asyncio.gather(feed(), _read_capped(proc.stdout), _read_capped(proc.stderr), proc.wait())
+    try:
+        _, out, err, code = await asyncio.wait_for(gathered, timeout)
+        return code, out, err, time.perf_counter() - started
+    except asyncio.TimeoutError:
+        elapsed = time.perf_counter() - started
+        _kill_group(proc.pid)
+        await proc.wait()
+        return None, b"", b"timed out\n", elapsed
+
+
+class LocalExecutor(CaseExecutor):
+    """Runs a side on this machine under ``root``: the installed tool in ``root/tool``, each case
+    in ``root/cases/N`` (its workspace, HOME and TMPDIR), removed when the case ends."""
+
+    def __init__(self, root: Path, command: ToolCommand):
+        self.root = root
+        self.command = command
+        self.tool = root / "tool"
+        self._numbers = count()
+
+    def _env(self, home: Path, tmp: Path) -> dict[str, str]:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TMPDIR": str(tmp),
+               "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", "PYTHONHASHSEED": "0",
+               "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1", "TERM": "dumb"}
+        env.update(dict(self.command.env))
+        return env
+
+    async def build(self, source: Path) -> BuildResult:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.tool.exists():
+            shutil.rmtree(self.tool)
+        if not source.is_dir():
+            return BuildResult(ok=False, output=f"no tool folder: {source.name or source}")
+        await asyncio.to_thread(shutil.copytree, source, self.tool, symlinks=True)
+        if not self.command.install:
+            return BuildResult(ok=True)
+        home = self.root / "build-home"
+        home.mkdir(exist_ok=True)
+        script = self.command.fill(self.command.install, self.tool)
+        code, out, err, took = await run_process([script], cwd=self.tool, env=self._env(home, home),
+                                                 stdin=None, timeout=self.command.build_timeout, shell=True)
+        text = (out + err).decode("utf-8", "replace")
+        return BuildResult(ok=code == 0, exit_code=code, output=text if code is not None else "install timed out",
+                           duration=took)
+
+    async def run(self, case: Case, files: list[FileSpec]) -> CaseRun:
+        base = self.root / "cases" / str(next(self._numbers))
+        work, home, tmp = base / "work", base / "home", base / "tmp"
+        for folder in (work, home, tmp):
+            folder.mkdir(parents=True)
+        try:
+            await asyncio.to_thread(place_files, work, files)
+            before = await asyncio.to_thread(snapshot, work)
+            argv = shlex.split(self.command.fill(self.command.run, self.tool)) + list(case.argv)
+            stdin = case.stdin.encode() if case.stdin is not None else None
+            code, out, err, took = await run_process(argv, cwd=work, env=self._env(home, tmp), stdin=stdin,
+                                                     timeout=self.command.case_timeout)
+            after = await asyncio.to_thread(snapshot, work)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, base, True)
+        return CaseRun(exit_code=code, stdout=self._neutral(out, work), stderr=self._neutral(err, work),
+                       duration=took, side_effects=SideEffects.between(before, after), timed_out=code is None)
+
+    def _neutral(self, data: bytes, work: Path) -> str:
+        """Decode, and name the per-case folders by role: their absolute paths differ between sides."""
+        text = data.decode("utf-8", "replace")
+        return text.replace(str(work), "$WORKSPACE").replace(str(self.tool), "$TOOL")
+
+    async def close(self) -> None:
+        await asyncio.to_thread(shutil.rmtree, self.root, True)
