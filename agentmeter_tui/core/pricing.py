@@ -24,9 +24,14 @@ MILLION = Decimal(1_000_000)
 
 
 def _decimal(value: Any) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, Decimal)):
+        raise ValueError(f"expected a price (a number or a decimal string), got {value!r}")
     if isinstance(value, float):
         value = repr(value)  # 0.3 -> "0.3", not the binary expansion
-    return Decimal(str(value))
+    try:
+        return Decimal(str(value))
+    except ArithmeticError:
+        raise ValueError(f"{value!r} is not a number") from None
 
 
 class PriceTier(BaseModel):

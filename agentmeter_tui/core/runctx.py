@@ -106,7 +106,8 @@ class RunContext:
             instruction=plan.task.instruction, workspace=session.workspace, home=session.home,
             base_url=getattr(session, "translate_url", lambda u: u)(base_url), api_key=api_key,
             clis_root=str(getattr(session, "clis_root", self.clis_root)),
-            python=getattr(session, "python", sys.executable), extra_args=list(plan.config.cli.args),
+            python=getattr(session, "python", sys.executable), suite_dir=str(self.suite.path.resolve()),
+            extra_args=list(plan.config.cli.args),
             price={k: str(v) for k, v in price[1].model_dump(include={"input", "cached_input", "cache_write",
                                                                       "output"}).items() if v is not None}
             if price else None,

@@ -50,6 +50,7 @@ class LaunchContext:
     api_key: str
     clis_root: str  # where install-clis put the CLIs (inside the sandbox)
     python: str = "python3"  # the interpreter for Python agents
+    suite_dir: str = ""  # the suite folder, for agents shipped with a suite
     extra_args: list[str] = field(default_factory=list)
     extra_env: dict[str, str] = field(default_factory=dict)
     price: dict[str, str] | None = None  # per-million prices, for CLIs that want them in config

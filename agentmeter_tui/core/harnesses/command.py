@@ -1,6 +1,7 @@
 """Adapter for any program that speaks the reference agent's JSONL events.
 
-``[[clis]] adapter = "command"`` with ``args = ["prog", "arg", ...]`` runs that program in the
+``[[clis]] adapter = "command"`` with ``args = ["prog", "arg", ...]`` (``{python}`` and ``{suite}``
+are replaced by the runner's Python and the suite folder) runs that program in the
 workspace with the instruction in ``$AGENTMETER_INSTRUCTION`` (and the provider's address in
 ``$REFAGENT_BASE_URL`` / ``$REFAGENT_API_KEY``). Lines in the reference format become events;
 anything else is kept verbatim as raw events. Useful for home-grown agents, and for load
@@ -26,7 +27,7 @@ class CommandAdapter(HarnessAdapter):
     def command(self, ctx: LaunchContext) -> list[str]:
         if not ctx.extra_args:
             raise ValueError("the command adapter needs the program to run in the CLI entry's args")
-        return [arg.replace("{python}", ctx.python) for arg in ctx.extra_args]
+        return [arg.replace("{python}", ctx.python).replace("{suite}", ctx.suite_dir) for arg in ctx.extra_args]
 
     def environment(self, ctx: LaunchContext) -> dict[str, str]:
         return {**ReferenceAdapter().environment(ctx), "AGENTMETER_INSTRUCTION": ctx.instruction,

@@ -13,6 +13,7 @@ import shlex
 from pathlib import Path
 
 import orjson
+from pydantic import BaseModel, ConfigDict, Field
 
 from .base import Verifier, VerifierResult
 
@@ -34,8 +35,18 @@ def parse_reward(data: bytes) -> float:
     return value
 
 
+class CommandSettings(BaseModel):
+    """The ``[verifier]`` keys of a command verifier; anything else is a typo, and an error."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str = "command"
+    command: str | None = None
+    timeout_sec: float = Field(600, gt=0)
+
+
 class CommandVerifier(Verifier):
     kind = "command"
+    Settings = CommandSettings
 
     async def verify(self, session) -> VerifierResult:
         spec = self.task.verifier
@@ -69,6 +80,7 @@ class NoVerifier(Verifier):
     """For tasks judged only by hand: the trial ends ``failed`` with quality 0 unless scored."""
 
     kind = "none"
+    Settings = CommandSettings
 
     async def verify(self, session) -> VerifierResult:
         return VerifierResult(False, 0.0, "no automatic verifier: judge this trial by hand")
