@@ -60,22 +60,20 @@ async def post(server: TestServer, path: str, body: dict[str, Any], key: str | N
     headers = {}
     if key is not None:
         headers[header] = f"Bearer {key}" if header == "authorization" else key
-    async with aiohttp.ClientSession() as client:
-        async with client.post(server.make_url(path), json=body, headers=headers) as response:
-            return response.status, {k.lower(): v for k, v in response.headers.items()}, await response.text()
+    async with aiohttp.ClientSession() as client, \
+            client.post(server.make_url(path), json=body, headers=headers) as response:
+        return response.status, {k.lower(): v for k, v in response.headers.items()}, await response.text()
 
 
 async def get_json(server: TestServer, path: str) -> tuple[int, Any]:
-    async with aiohttp.ClientSession() as client:
-        async with client.get(server.make_url(path)) as response:
-            return response.status, await response.json()
+    async with aiohttp.ClientSession() as client, client.get(server.make_url(path)) as response:
+        return response.status, await response.json()
 
 
 async def register(server: TestServer, key: str, scenario: Path) -> tuple[int, Any]:
-    async with aiohttp.ClientSession() as client:
-        async with client.post(server.make_url("/_scripted/sessions"),
-                               json={"key": key, "scenario": str(scenario)}) as response:
-            return response.status, await response.json()
+    async with aiohttp.ClientSession() as client, client.post(server.make_url("/_scripted/sessions"),
+                           json={"key": key, "scenario": str(scenario)}) as response:
+        return response.status, await response.json()
 
 
 def chat_body(stream: bool = True, tools: bool = True, **extra: Any) -> dict[str, Any]:

@@ -10,17 +10,33 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import aiohttp
 import pytest
 
-from agentmeter_tui.core.mockllm.client import (ServerError, register_session, run_in_thread, session_info,
-                                                session_requests, start_server_process)
+from agentmeter_tui.core.mockllm.client import (
+    ServerError,
+    register_session,
+    run_in_thread,
+    session_info,
+    session_requests,
+    start_server_process,
+)
 from agentmeter_tui.core.mockllm.replies import OfferedTool, find_shell_tool, shell_arguments
 from agentmeter_tui.core.mockllm.scenario import DEFAULT_USAGE, SIDE_CALL_USAGE, load_scenario
 from agentmeter_tui.core.tomlerrors import InputError
-from tests.core.mockllm_support import (TURN1, TWO_TURNS, chat_body, get_json, parse_sse, post, register, start_server,
-                             write_scenario)
+from tests.core.mockllm_support import (
+    TURN1,
+    TWO_TURNS,
+    chat_body,
+    get_json,
+    parse_sse,
+    post,
+    register,
+    start_server,
+    write_scenario,
+)
 
 
 @pytest.fixture
@@ -184,9 +200,9 @@ async def test_reregistering_starts_over_and_delete_forgets(server, tmp_path):
     await register(server, "k1", path)
     _, info = await get_json(server, "/_scripted/sessions/k1")
     assert info["calls"] == 0 and info["next_turn"] == 1
-    async with aiohttp.ClientSession() as client:
-        async with client.delete(server.make_url("/_scripted/sessions/k1")) as response:
-            assert response.status == 200
+    async with aiohttp.ClientSession() as client, \
+            client.delete(server.make_url("/_scripted/sessions/k1")) as response:
+        assert response.status == 200
     assert (await get_json(server, "/_scripted/sessions/k1"))[0] == 404
 
 
@@ -234,13 +250,13 @@ async def test_delay_holds_the_response(server, tmp_path):
 
 async def test_stall_holds_the_stream_after_the_first_chunk(server, tmp_path):
     await register(server, "k1", write_scenario(tmp_path, '[[turns]]\ntext = "stuck"\nstall_ms = 60000\n'))
-    async with aiohttp.ClientSession() as client:
-        async with client.post(server.make_url("/v1/chat/completions"), json=chat_body(),
-                               headers={"Authorization": "Bearer k1"}) as response:
-            first = await response.content.readuntil(b"\n\n")
-            assert json.loads(first[6:])["choices"][0]["delta"]["role"] == "assistant"
-            with pytest.raises(asyncio.TimeoutError):
-                await asyncio.wait_for(response.content.readuntil(b"\n\n"), 0.3)
+    async with aiohttp.ClientSession() as client, \
+            client.post(server.make_url("/v1/chat/completions"), json=chat_body(),
+                        headers={"Authorization": "Bearer k1"}) as response:
+        first = await response.content.readuntil(b"\n\n")
+        assert json.loads(first[6:])["choices"][0]["delta"]["role"] == "assistant"
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(response.content.readuntil(b"\n\n"), 0.3)
     # The client went away mid-stall: the call is logged as such and its usage was never delivered.
     for _ in range(100):
         _, log = await get_json(server, "/_scripted/sessions/k1/requests")
@@ -287,7 +303,7 @@ def test_serve_command_prints_one_line_and_exits_0_on_sigterm(tmp_path):
 def test_serve_with_a_bad_scenario_exits_2_naming_the_line(tmp_path):
     scenario = write_scenario(tmp_path, '[[turns]]\ntext = "a"\nrepeat = 0\n')
     result = subprocess.run([sys.executable, "-m", "agentmeter_tui.core.mockllm", "serve", "--scenario",
-                             str(scenario)], capture_output=True, text=True, timeout=30)
+                             str(scenario)], capture_output=True, text=True, timeout=30, check=False)
     assert result.returncode == 2 and result.stdout == ""
     assert f"{scenario}:3: field 'turns[0].repeat'" in result.stderr
 
@@ -323,3 +339,11 @@ def test_run_in_thread(tmp_path):
                                          headers={"x-api-key": "anything"})
         with urllib.request.urlopen(request, timeout=10) as response:
             assert json.loads(response.read())["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_fixture_scenarios_load():
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "scenarios"
+    names = sorted(path.name for path in folder.glob("*.toml"))
+    assert {"shell-then-done.toml", "loop.toml", "error-400.toml", "stall.toml"} <= set(names)
+    for name in names:
+        assert load_scenario(folder / name).turns

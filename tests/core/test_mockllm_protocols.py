@@ -8,8 +8,17 @@ import json
 
 import pytest
 
-from tests.core.mockllm_support import (SHELL_SCHEMA, TURN1, TWO_TURNS, chat_body, parse_sse, post, register, start_server,
-                             write_scenario)
+from tests.core.mockllm_support import (
+    SHELL_SCHEMA,
+    TURN1,
+    TWO_TURNS,
+    chat_body,
+    parse_sse,
+    post,
+    register,
+    start_server,
+    write_scenario,
+)
 
 SHELL = {"command": "echo hi > out.txt"}
 CMD_SCHEMA = {"type": "object", "properties": {"cmd": {"type": "string"}, "login": {"type": "boolean"}},

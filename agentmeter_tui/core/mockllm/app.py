@@ -159,7 +159,7 @@ async def responses(request: web.Request) -> web.StreamResponse:
 
 
 async def gemini_post(request: web.Request) -> web.StreamResponse:
-    model, action = split_target(request.match_info["target"])
+    _, action = split_target(request.match_info["target"])
     if action in ("generateContent", "streamGenerateContent"):
         return await model_call(request, GEMINI)
     if action == "countTokens":

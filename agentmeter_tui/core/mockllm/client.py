@@ -21,7 +21,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[3]  # the folder holding agentmeter_tui/
 READY_PREFIX = "listening on "
@@ -53,7 +53,7 @@ class ServerProcess:
             self.process.stdout.close()
         return self.process.returncode
 
-    def __enter__(self) -> ServerProcess:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

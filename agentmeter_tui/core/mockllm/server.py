@@ -16,6 +16,7 @@ import socket
 import sys
 import threading
 from pathlib import Path
+from typing import Self
 
 from aiohttp import web
 
@@ -88,7 +89,7 @@ class ThreadedServer:
         asyncio.set_event_loop(self._loop)
         try:
             self._runner, self.port = self._loop.run_until_complete(_start(self.app, self._host, self._port))
-        except BaseException as exc:  # reported to the constructor's thread
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the constructor's thread
             self._error = exc
             self._ready.set()
             return
@@ -102,7 +103,7 @@ class ThreadedServer:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> ThreadedServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -20,7 +20,7 @@ from ..usage import TokenUsage
 from .replies import OfferedTool, Reply, reply_for_turn
 from .scenario import DEFAULT_USAGE, SIDE_CALL_USAGE, Scenario
 
-LOG_LIMIT = 1000  # requests kept in memory per session; older ones stay only in --log files
+LOG_LIMIT = 200  # requests kept in memory per session (bodies can be 100+ KB); --log files keep all
 REDACTED = "[redacted]"
 _SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "set-cookie"}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -39,7 +39,7 @@ class Protocol:
     """Base class; one subclass per wire protocol."""
 
     name = "protocol"
-    sse_headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    sse_headers: ClassVar[dict[str, str]] = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
     def offered_tools(self, body: dict[str, Any]) -> list[OfferedTool]:
         raise NotImplementedError
