@@ -1,0 +1,90 @@
+"""``agentmeter report``: the Table-2 style report of a suite, with rubric, rank validation and charts.
+
+Exit codes: 0 written; 1 no such store or suite; 2 bad input (a task list, a suite's
+[scoring]); 3 the honesty gate failed (``--rubric`` on a suite that names its own tool),
+in which case nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from . import add_db_argument
+
+EXIT_MISSING, EXIT_BAD_INPUT, EXIT_GATE = 1, 2, 3
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("report", help="success, token, cost and AgentMeter Score tables for a suite")
+    add_db_argument(parser)
+    parser.add_argument("--suite", metavar="ID", help="suite id in the store (default: the latest suite)")
+    parser.add_argument("--format", choices=("md", "csv", "json"), default="md", help="output format (default md)")
+    parser.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    parser.add_argument("--select", choices=("latest", "median"), default="latest",
+                        help="trial per cell: latest completed (the paper's rule, default) or the median trial")
+    parser.add_argument("--rubric", action="store_true",
+                        help="add the 0-3 rubric table and winrates; enforce the suite's honesty gate")
+    parser.add_argument("--validate", metavar="TASKLIST",
+                        help="rank validation against a subset: a file of task ids, one per line (# comments)")
+    parser.add_argument("--charts", metavar="DIR", help="also write the charts (SVG and PNG) into DIR")
+    parser.add_argument("--detail", action="store_true", help="JSON: add SR, CBQ, CostAUBQC, EFR per tier")
+    parser.set_defaults(handler=report_command)
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"agentmeter report: {message}", file=sys.stderr)
+    return code
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename, so a reader never sees half a report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from ..core.reporting import read_task_list, render, report_from_store
+    from ..core.store import Store
+    from ..core.tomlerrors import InputError
+
+    db = Path(args.db)
+    if not db.is_file():
+        return _fail(f"no store at {db} (run a suite or `agentmeter import-trials` first)", EXIT_MISSING)
+    try:
+        subset = read_task_list(args.validate) if args.validate else None
+        store = Store(db)
+        try:
+            report = report_from_store(store, args.suite, selection=args.select, rubric=args.rubric,
+                                       subset=subset, subset_source=args.validate)
+        finally:
+            store.close()
+    except (InputError, ValueError) as exc:
+        return _fail(str(exc), EXIT_BAD_INPUT)
+    except LookupError as exc:
+        return _fail(str(exc), EXIT_MISSING)
+    gate = report.rubric.gate if report.rubric is not None else None
+    if gate is not None and not gate.passed:
+        return _fail(gate.message + " Nothing was written.", EXIT_GATE)
+    text = render(report, args.format, detail=args.detail)
+    if args.out:
+        write_atomically(Path(args.out), text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    if args.charts:
+        from ..core.charts import write_charts
+
+        for path in write_charts(report, Path(args.charts)):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0

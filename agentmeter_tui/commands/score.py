@@ -1,0 +1,61 @@
+"""``agentmeter score TRIAL_ID SCORE``: record a 0-3 rubric score for a trial, for scripts.
+
+Scores are append-only: a new score for the same trial becomes the current one and the
+earlier ones stay in the history. The reviewer is ``--by``, else ``$AGENTMETER_REVIEWER``,
+else the login name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+from pathlib import Path
+
+from . import add_db_argument
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("score", help="hand-score a trial 0-3 (append-only; the latest score counts)")
+    parser.add_argument("trial_id", type=int, metavar="TRIAL_ID", help="the trial's id in the store")
+    parser.add_argument("score", type=int, choices=(0, 1, 2, 3), metavar="SCORE",
+                        help="0 refused/unusable, 1 partial, 2 passed with one loss, 3 passed all checks first time")
+    parser.add_argument("--note", metavar="TEXT", help="why; kept with the score")
+    parser.add_argument("--by", metavar="NAME", help="reviewer (default: $AGENTMETER_REVIEWER, else the login name)")
+    add_db_argument(parser)
+    parser.set_defaults(handler=score_command)
+
+
+def default_reviewer() -> str:
+    name = os.environ.get("AGENTMETER_REVIEWER", "").strip()
+    if name:
+        return name
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name in a bare container
+        return "unknown"
+
+
+def score_command(args: argparse.Namespace) -> int:
+    from ..core.store import Store
+
+    db = Path(args.db)
+    if not db.is_file():
+        print(f"agentmeter score: no store at {db}", file=sys.stderr)
+        return 1
+    reviewer = (args.by or "").strip() or default_reviewer()
+    store = Store(db)
+    try:
+        trial = store.trial(args.trial_id)
+        if trial is None:
+            print(f"agentmeter score: no trial {args.trial_id} in {db}", file=sys.stderr)
+            return 1
+        history = store.score_history(args.trial_id)
+        row = store.add_score(args.trial_id, args.score, reviewer, args.note)
+    finally:
+        store.close()
+    was = f" (was {history[-1].score} by {history[-1].reviewer})" if history else ""
+    print(f"trial {row.trial_id} [{trial['task_id']} {trial['model']}/{trial['cli']} #{trial['trial_index']}, "
+          f"{trial['status']}]: score {row.score} by {row.reviewer}{was}")
+    return 0

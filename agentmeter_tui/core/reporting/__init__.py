@@ -1,0 +1,17 @@
+"""Reports: a :class:`Report` built from a store or from trial records, rendered as md/csv/json.
+
+``report_from_store(store, suite_id, selection=..., rubric=..., subset=...)`` is what
+``agentmeter report`` and the TUI's report screen call; ``report_from_records`` and
+``build_report`` serve exported records and tests. Charts are in ``core.charts``.
+"""
+
+from .build import (TaskList, build_report, read_task_list, report_from_records, report_from_store,
+                    resolve_budgets, run_from_record, runs_from_store, suite_settings)
+from .model import Report, RubricTable, config_name
+from .render import render, render_csv, render_json, render_markdown
+
+__all__ = [
+    "Report", "RubricTable", "TaskList", "build_report", "config_name", "read_task_list", "render", "render_csv",
+    "render_json", "render_markdown", "report_from_records", "report_from_store", "resolve_budgets",
+    "run_from_record", "runs_from_store", "suite_settings",
+]

@@ -1,0 +1,267 @@
+"""Build a :class:`Report` from runs, from trial records, or straight from a store.
+
+The store path is the fast one: one SQL query reads every final trial of the suite into
+light :class:`Run` objects (no pydantic, no per-row JSON), then the pure metrics do the
+rest. Scoring settings (alpha, grids, tau, calibrated tiers) come from the suite's
+``suite.toml`` ``[scoring]`` when the store knows the suite folder, else Table 1 defaults.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..metrics.ams import DEFAULT_ALPHA, TABLE1, TierBudget, delta_best, score_configuration
+from ..metrics.rubric import cell_medians, honesty_gate, standings, task_winners
+from ..metrics.runs import TIERS, Config, Run, Selection, select_runs
+from ..metrics.validation import rank_validation
+from ..records import STATUSES, TrialRecord
+from ..tomlerrors import InputError
+from .model import Report, RubricTable
+
+
+def resolve_budgets(scoring: Any | None) -> tuple[dict[str, TierBudget], str]:
+    """Per-tier budgets from a ``Scoring`` section, Table 1 for every tier it leaves out."""
+    grids = (scoring.grids or {}) if scoring is not None else {}
+    taus = (scoring.tau or {}) if scoring is not None else {}
+    budgets = {}
+    for tier in TIERS:
+        grid = grids.get(tier)
+        if grid is not None and not grid:
+            raise ValueError(f"[scoring] grids.{tier} is empty: a budget grid needs at least one point")
+        default = TABLE1[tier]
+        budgets[tier] = TierBudget(tuple(grid) if grid else default.grid, taus.get(tier, default.tau))
+    if not grids and not taus:
+        source = "Table 1 of the AgentMeter paper (defaults)"
+    elif all(t in grids for t in TIERS) and all(t in taus for t in TIERS):
+        source = "the suite's [scoring] section"
+    else:
+        source = "the suite's [scoring] section, Table 1 defaults for the rest"
+    return budgets, source
+
+
+def _ordered_configs(configs: Iterable[Config]) -> list[Config]:
+    """Grouped by model like Table 2; models and CLIs each in order of first appearance."""
+    unique = list(dict.fromkeys(configs))
+    model_pos = {m: i for i, m in enumerate(dict.fromkeys(m for m, _ in unique))}
+    cli_pos = {c: i for i, c in enumerate(dict.fromkeys(c for _, c in unique))}
+    return sorted(unique, key=lambda mc: (model_pos[mc[0]], cli_pos[mc[1]]))
+
+
+def build_report(runs: Sequence[Run], *, suite: str, task_tiers: Mapping[str, str | None] | None = None,
+                 configs: Sequence[Config] | None = None, scoring: Any | None = None, own: str | None = None,
+                 selection: Selection = "latest", seed_prompt_hash: str | None = None,
+                 scores: Mapping[int, int] | None = None, subset: Sequence[str] | None = None,
+                 subset_source: str | None = None) -> Report:
+    """The whole report.
+
+    ``task_tiers``: the suite's tasks in order -> tier (default: the tasks seen in ``runs``,
+    untiered). ``scoring``: a ``suites.Scoring`` (alpha, grids, tau, tiers) or None for the
+    defaults. ``scores``: trial id -> latest rubric score, to add the rubric table (runs need
+    ids). ``subset``: task ids for rank validation against the full set.
+    """
+    tiers: dict[str, str | None] = dict(task_tiers) if task_tiers is not None else {}
+    for run in runs:
+        tiers.setdefault(run.task, None)
+    if scoring is not None and scoring.tiers:
+        tiers.update({t: g for t, g in scoring.tiers.items() if t in tiers})
+    alpha = scoring.alpha if scoring is not None else DEFAULT_ALPHA
+    budgets, source = resolve_budgets(scoring)
+    ordered = _ordered_configs(list(configs or []) + [r.config for r in runs])
+
+    attempts: dict[Config, list[Run]] = defaultdict(list)
+    for run in runs:
+        attempts[run.config].append(run)
+    selected: dict[Config, dict[str, Run]] = defaultdict(dict)
+    for (config, task), run in select_runs(runs, selection).items():
+        selected[config][task] = run
+    rows = [score_configuration(c, attempts[c], selected[c], tiers, budgets, alpha) for c in ordered]
+    gaps = delta_best({r.config: r.ams for r in rows})
+    for row in rows:
+        row.delta_best = gaps[row.config]
+
+    sizes = {t: sum(1 for g in tiers.values() if g == t) for t in TIERS}
+    sizes["none"] = sum(1 for g in tiers.values() if g is None)
+    report = Report(suite=suite, seed_prompt_hash=seed_prompt_hash, selection=selection, alpha=alpha,
+                    budgets=budgets, budgets_source=source, tier_sizes=sizes, configurations=rows, own=own,
+                    notes=_notes(rows, sizes))
+    if scores is not None:
+        report.rubric = _rubric(runs, scores, list(tiers), ordered, own)
+        winrates = {c: s.winrate for c, s in report.rubric.standings.items()}
+        for row in rows:
+            row.rubric_winrate = winrates.get(row.config)
+    if subset is not None:
+        _check_subset(subset, tiers, subset_source)
+        part = {t: tiers[t] for t in dict.fromkeys(subset)}
+        sub_ams = {c: score_configuration(c, attempts[c], selected[c], part, budgets, alpha).ams for c in ordered}
+        report.validation = rank_validation({r.config: r.ams for r in rows}, sub_ams)
+        report.validation_source = f"{subset_source or 'subset'} ({len(part)} of {len(tiers)} tasks)"
+    return report
+
+
+def _notes(rows: list, sizes: dict[str, int]) -> list[str]:
+    notes = []
+    if sizes["none"]:
+        notes.append(f"{sizes['none']} task(s) have no tier and are outside the tier scores and AMS; "
+                     "run `agentmeter calibrate` to assign tiers")
+    empty = [t for t in TIERS if not sizes[t]]
+    if empty and len(empty) < len(TIERS):
+        notes.append(f"no {'/'.join(empty)} tasks: AMS is the mean of the other tier scores")
+    unpriced = [(r, r.unpriced_attempts) for r in rows if r.unpriced_attempts]
+    if unpriced:
+        total = sum(n for _, n in unpriced)
+        notes.append(f"{total} attempt(s) have no price (unknown cost, never counted as $0): USD/Pass is null "
+                     f"for {len(unpriced)} configuration(s); such runs fit no budget point and are not counted "
+                     "as expensive failures")
+    invalid = sum(r.invalid_attempts for r in rows)
+    if invalid:
+        notes.append(f"{invalid} infra-invalid attempt(s): outside pass and tier scores, inside token and cost sums")
+    missing = sum(r.missing_tasks for r in rows)
+    if missing:
+        notes.append(f"{missing} (task, configuration) cell(s) have no valid run and count zero")
+    return notes
+
+
+def _rubric(runs: Sequence[Run], scores: Mapping[int, int], tasks: list[str], configs: list[Config],
+            own: str | None) -> RubricTable:
+    scored, ignored = [], 0
+    for run in runs:
+        if run.id is None or run.id not in scores:
+            continue
+        if run.valid:
+            scored.append((run.config, run.task, scores[run.id]))
+        else:
+            ignored += 1
+    medians = cell_medians(scored)
+    table = standings(medians)
+    gate = honesty_gate(own, table, configs) if own else None
+    return RubricTable(tasks=tasks, configs=configs, medians=medians, winners=task_winners(medians),
+                       standings=table, trials_scored=len(scored), gate=gate, ignored_scores=ignored)
+
+
+# -- sources ----------------------------------------------------------------------------------
+
+def run_from_record(record: TrialRecord) -> Run:
+    return Run(record.task, record.model, record.cli, record.trial, record.status, record.passed, record.quality,
+               record.tokens.raw, record.cost_usd, int(record.extra.get("attempt") or 0), record.turns,
+               record.tool_calls, record.finished_at, record.id)
+
+
+def report_from_records(records: Sequence[TrialRecord], *, scoring: Any | None = None, own: str | None = None,
+                        selection: Selection = "latest", **kwargs: Any) -> Report:
+    """A report from exported trial records (tiers as the records carry them, unless ``scoring`` says)."""
+    tiers: dict[str, str | None] = {}
+    for record in records:
+        if tiers.get(record.task) is None:
+            tiers[record.task] = record.tier
+    suites = sorted({r.suite for r in records})
+    return build_report([run_from_record(r) for r in records], suite=", ".join(suites) or "-", task_tiers=tiers,
+                        scoring=scoring, own=own, selection=selection, **kwargs)
+
+
+_RUN_SQL = """
+select task_id, model, cli, trial_index, status, passed, coalesce(quality, 0.0),
+       coalesce(uncached_input, 0) + coalesce(cached_input, 0) + coalesce(cache_write, 0)
+         + coalesce(output, 0) + coalesce(reasoning, 0),
+       cost_usd, coalesce(attempt, 0), coalesce(turns, 0), coalesce(tool_calls, 0), finished_at, id
+from trials where suite_id = ? and status in ({statuses})
+"""
+
+
+def runs_from_store(store: Any, suite_id: str) -> list[Run]:
+    """Every final trial of a suite, in one query."""
+    sql = _RUN_SQL.format(statuses=",".join("?" * len(STATUSES)))
+    cursor = store.db.conn.execute(sql, [suite_id, *sorted(STATUSES)])
+    return [Run(t, m, c, i, s, bool(p), q, raw, cost, a, turns, tools, fin, pk)
+            for t, m, c, i, s, p, q, raw, cost, a, turns, tools, fin, pk in cursor]
+
+
+def suite_settings(row: Mapping[str, Any]) -> tuple[Any | None, str | None, Path | None]:
+    """(Scoring, own, suite.toml path) for a store's suite row; Scoring None when unknown."""
+    from ..suites import Scoring
+    from ..tomlerrors import load_toml, validate
+
+    own = row.get("own")
+    folder = row.get("path")
+    toml_path = Path(folder) / "suite.toml" if folder else None
+    if toml_path is None or not toml_path.is_file():
+        return None, own, None
+    data, text = load_toml(toml_path)
+    scoring = validate(Scoring, data.get("scoring", {}), toml_path, text, prefix=("scoring",))
+    return scoring, own or data.get("suite", {}).get("own"), toml_path
+
+
+def report_from_store(store: Any, suite_id: str | None = None, *, selection: Selection = "latest",
+                      rubric: bool = False, subset: Sequence[str] | None = None, subset_source: str | None = None,
+                      scoring: Any | None = None) -> Report:
+    """A report on a suite of a store (the latest suite when ``suite_id`` is None)."""
+    row = store.suite_row(suite_id)
+    if row is None:
+        known = ", ".join(store.suite_ids()) or "none"
+        raise LookupError(f"no suite '{suite_id}' in {store.path} (suites: {known})" if suite_id
+                          else f"no suite in {store.path}")
+    suite_id = row["id"]
+    own = row.get("own")
+    notes = []
+    if scoring is None:
+        scoring, own, _ = suite_settings(row)
+        if scoring is None and row.get("path"):
+            notes.append(f"suite folder {row['path']} not found: Table 1 defaults, task tiers as stored")
+    tiers = {r["task_id"]: r["tier"] for r in store.db.query(
+        "select task_id, tier from tasks where suite_id = ? order by position, task_id", [suite_id])}
+    configs = [(r["model"], r["cli"]) for r in store.db.query(
+        "select model, cli from configurations where suite_id = ? order by id", [suite_id])]
+    runs = runs_from_store(store, suite_id)
+    scores = None
+    if rubric:
+        scores = {trial_id: s.score for trial_id, s in store.latest_scores(suite_id).items()}
+    report = build_report(runs, suite=suite_id, task_tiers=tiers, configs=configs, scoring=scoring, own=own,
+                          selection=selection, seed_prompt_hash=row.get("seed_hash"), scores=scores,
+                          subset=subset, subset_source=subset_source)
+    report.notes[:0] = notes
+    return report
+
+
+class TaskList(list):
+    """Task ids read from a file, remembering the line of each (for error messages)."""
+
+    def __init__(self, tasks: Iterable[str], path: str | Path, lines: Mapping[str, int]):
+        super().__init__(tasks)
+        self.path, self.lines = Path(path), dict(lines)
+
+
+def _check_subset(subset: Sequence[str], known: Mapping[str, Any], source: str | None) -> None:
+    unknown = [t for t in subset if t not in known]
+    if not unknown:
+        return
+    shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+    if isinstance(subset, TaskList):
+        raise InputError(subset.path, subset.lines.get(unknown[0]), "task", f"not a task of the suite: {shown}")
+    raise ValueError(f"{source or 'subset'}: not a task of the suite: {shown}")
+
+
+def read_task_list(path: str | Path) -> TaskList:
+    """Task ids, one per line; blank lines and ``#`` comments ignored. Errors name file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, None, None, "file not found") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(path, None, None, f"not UTF-8 text ({exc.reason})") from None
+    tasks, seen = [], {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        task = line.split("#", 1)[0].strip()
+        if not task:
+            continue
+        if " " in task or "\t" in task:
+            raise InputError(path, number, "task", f"one task id per line, got {task!r}")
+        if task in seen:
+            raise InputError(path, number, "task", f"task '{task}' already listed on line {seen[task]}")
+        seen[task] = number
+        tasks.append(task)
+    if not tasks:
+        raise InputError(path, None, "task", "the task list is empty")
+    return TaskList(tasks, path, seen)
