@@ -69,7 +69,7 @@ def follow_headless(db: Path) -> int:
             return 0
         raise
     with client:
-        feed = client.subscribe()
+        feed = client.subscribe(events=False)
         snapshot = next(feed)
         progress = snapshot.get("progress", {})
         with Live(summary(progress, totals), console=console, transient=True, auto_refresh=False) as live:

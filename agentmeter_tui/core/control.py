@@ -1,10 +1,12 @@
 """The runner's control socket: JSON lines over a Unix socket beside the store.
 
 Requests are one JSON object per line with an ``op``; replies are one object per line.
-``subscribe`` turns the connection into a feed: a ``snapshot`` first, then a ``tick`` about
-every 100 ms with new transcript events per running trial, the meters that changed, the
-trials that finished and the progress; ``finished`` when the schedule ends. A client that
-is slow, crashes or quits is dropped without the runner noticing beyond that.
+``subscribe`` {events?: bool, max_events?: int} turns the connection into a feed: a
+``snapshot`` first, then a ``tick`` about every 100 ms with the newest transcript events per
+running trial (``skipped`` counts what a tick left out: the store has everything), the
+meters that changed, the trials that finished and the progress; ``finished`` when the
+schedule ends. A client that is slow, crashes or quits is dropped without the runner
+noticing beyond that.
 
 Ops: ``hello``, ``status``, ``subscribe``, ``kill`` {trial, reason?}, ``pause``, ``resume``,
 ``budget`` {trial?: id, wall_seconds?, tokens?, usd?}, ``stop``.
@@ -70,8 +72,8 @@ class ControlClient:
             raise ControlError(reply.get("error", "request failed"))
         return reply
 
-    def subscribe(self) -> Iterator[dict[str, Any]]:
-        self.sock.sendall(encode({"op": "subscribe"}))
+    def subscribe(self, events: bool = True, max_events: int | None = None) -> Iterator[dict[str, Any]]:
+        self.sock.sendall(encode({"op": "subscribe", "events": events, "max_events": max_events}))
         self.sock.settimeout(None)
         for line in self.reader:
             yield orjson.loads(line)

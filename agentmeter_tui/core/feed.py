@@ -3,14 +3,21 @@
 Trials append their new events to a per-trial buffer as output arrives; every ``TICK``
 seconds the feed sends each subscriber one ``tick`` message with those events, the meters of
 trials that changed, the trials that finished, and the progress. One message per tick, not
-per event, keeps the cost flat however fast agents print. A subscriber whose socket backs up
-(a stuck or dead client) is dropped: it can reconnect and reload history from the store.
+per event, keeps the cost flat however fast agents print.
+
+Live clients show transcript *tails*, so a tick carries at most ``max_events`` events per
+trial (the newest) and says how many it ``skipped``; the store has all of them. A subscriber
+that asks ``events: false`` (the headless printer) gets meters and progress only. A
+subscriber whose socket still backs up (a stuck or dead client) is dropped: it can
+reconnect and reload history from the store.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .control import encode
@@ -21,12 +28,24 @@ if TYPE_CHECKING:
 
 TICK = 0.1
 MAX_BACKLOG = 8 << 20  # bytes buffered for one client before it is considered gone
+DEFAULT_MAX_EVENTS = 200
+
+
+@dataclass(frozen=True)
+class FeedOptions:
+    events: bool = True
+    max_events: int = DEFAULT_MAX_EVENTS
+
+    @classmethod
+    def from_request(cls, request: dict[str, Any]) -> FeedOptions:
+        return cls(events=bool(request.get("events", True)),
+                   max_events=max(1, min(int(request.get("max_events") or DEFAULT_MAX_EVENTS), 5000)))
 
 
 class Feed:
     def __init__(self, runner: Runner):
         self.runner = runner
-        self.subscribers: set[asyncio.StreamWriter] = set()
+        self.subscribers: dict[asyncio.StreamWriter, FeedOptions] = {}
         self._changed: dict[int, TrialRun] = {}
         self._finished: list[dict[str, Any]] = []
         self._final_events: dict[int, list] = {}  # the last events of trials that just finished
@@ -56,16 +75,19 @@ class Feed:
         scheduler = self.runner.scheduler
         running = [t.meter() for t in scheduler.running.values() if t.id is not None] if scheduler else []
         return {"type": "snapshot", "run_id": self.runner.run_id, "suite": self.runner.suite.id,
-                "db": str(self.runner.db), "pid": _pid(), "started": self.runner.started,
+                "db": str(self.runner.db), "pid": os.getpid(), "started": self.runner.started,
                 "progress": self.progress(), "running": running}
 
     # -- delivery ---------------------------------------------------------------------------
 
-    async def subscribe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def subscribe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                        request: dict[str, Any]) -> None:
         """Send the snapshot, then ticks until the client hangs up (or the run ends)."""
+        options = FeedOptions.from_request(request)
         writer.write(encode({"ok": True, **self.snapshot()}))
-        self.subscribers.add(writer)
-        self.runner.scheduler.ctx.live_enabled = True
+        self.subscribers[writer] = options
+        if options.events:
+            self.runner.scheduler.ctx.live_enabled = True
         try:
             await writer.drain()
             while await reader.read(4096):
@@ -73,22 +95,20 @@ class Feed:
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
-            self.subscribers.discard(writer)
+            self.subscribers.pop(writer, None)
 
-    def _broadcast(self, message: dict[str, Any]) -> None:
-        data = encode(message)
-        for writer in list(self.subscribers):
-            transport = writer.transport
-            if writer.is_closing() or transport.get_write_buffer_size() > MAX_BACKLOG:
-                self.subscribers.discard(writer)
+    def _broadcast(self, messages: dict[FeedOptions, bytes]) -> None:
+        for writer, options in list(self.subscribers.items()):
+            if writer.is_closing() or writer.transport.get_write_buffer_size() > MAX_BACKLOG:
+                self.subscribers.pop(writer, None)
                 writer.close()
                 continue
             try:
-                writer.write(data)
+                writer.write(messages[options])
             except (ConnectionError, RuntimeError):
-                self.subscribers.discard(writer)
+                self.subscribers.pop(writer, None)
 
-    def _tick_message(self) -> dict[str, Any] | None:
+    def _collect(self) -> tuple[dict[int, list], list[dict], list[dict]] | None:
         scheduler = self.runner.scheduler
         events: dict[int, list] = self._final_events
         self._final_events = {}
@@ -105,43 +125,57 @@ class Feed:
         finished, self._finished = self._finished, []
         if not (events or meters or finished):
             return None
-        return {"type": "tick", "ts": time.time(), "events": events, "meters": meters, "finished": finished,
+        return events, meters, finished
+
+    def _encode(self, collected: tuple[dict[int, list], list[dict], list[dict]]) -> dict[FeedOptions, bytes]:
+        events, meters, finished = collected
+        base = {"type": "tick", "ts": time.time(), "meters": meters, "finished": finished,
                 "progress": self.progress()}
+        out = {}
+        for options in set(self.subscribers.values()):
+            message = dict(base)
+            if options.events:
+                cap = options.max_events
+                message["events"] = {tid: rows[-cap:] for tid, rows in events.items()}
+                skipped = {tid: len(rows) - cap for tid, rows in events.items() if len(rows) > cap}
+                if skipped:
+                    message["skipped"] = skipped
+            out[options] = encode(message)
+        return out
 
     async def run(self) -> None:
         while True:
             await asyncio.sleep(TICK)
-            if not self.subscribers:
-                # Nobody watching: stop buffering live copies of events (the store has them all).
-                scheduler = self.runner.scheduler
-                scheduler.ctx.live_enabled = False
-                for trial in scheduler.running.values():
-                    trial.live.clear()
-                self._changed.clear()
-                self._finished.clear()
-                self._final_events.clear()
-                continue
             try:
-                message = self._tick_message()
-                if message:
-                    self._broadcast(message)
+                self._tick()
             except Exception as exc:  # the feed is a courtesy to clients: never let it stop the run
                 self.runner.log(f"live feed error: {exc!r}")
 
+    def _tick(self) -> None:
+        scheduler = self.runner.scheduler
+        scheduler.ctx.live_enabled = any(o.events for o in self.subscribers.values())
+        if not scheduler.ctx.live_enabled:
+            # Nobody watching transcripts: stop buffering live copies (the store has them all).
+            for trial in scheduler.running.values():
+                trial.live.clear()
+            self._final_events.clear()
+        if not self.subscribers:
+            self._changed.clear()
+            self._finished.clear()
+            return
+        collected = self._collect()
+        if collected:
+            self._broadcast(self._encode(collected))
+
     async def finish(self, status: str) -> None:
-        message = self._tick_message()
-        if message:
-            self._broadcast(message)
-        self._broadcast({"type": "finished", "status": status, "progress": self.progress()})
+        collected = self._collect() if self.subscribers else None
+        if collected:
+            self._broadcast(self._encode(collected))
+        done = encode({"type": "finished", "status": status, "progress": self.progress()})
+        self._broadcast({options: done for options in set(self.subscribers.values())})
         for writer in list(self.subscribers):
             try:
                 await asyncio.wait_for(writer.drain(), 2)
             except (TimeoutError, ConnectionError):
                 pass
             writer.close()
-
-
-def _pid() -> int:
-    import os
-
-    return os.getpid()

@@ -165,7 +165,7 @@ class Runner:
                     writer.write(encode({"ok": False, "error": "requests are JSON objects, one per line"}))
                     continue
                 if op == "subscribe":
-                    await self.feed.subscribe(reader, writer)
+                    await self.feed.subscribe(reader, writer, request)
                     return
                 writer.write(encode(self.handle(op, request)))
                 await writer.drain()

@@ -124,7 +124,7 @@ class TrialRun:
                 self.cost = None
             elif self.cost is not None:
                 self.cost += cost
-            self.ctx.writer.add_usage((self.id, self.seq, "stdout", event.model, *event.usage.as_dict().values(),
+            self.ctx.writer.add_usage((self.id, self.seq, "stdout", event.model, *event.usage.as_tuple(),
                                        _float(cost), _float(event.reported_cost_usd)))
         if event.tool_key is not None:
             self.tool_calls += 1

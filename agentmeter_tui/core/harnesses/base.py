@@ -104,7 +104,7 @@ class StreamParser(ABC):
         """
         delta = total - self.usage
         new_turns = 0 if turns is None else max(0, turns - self.turns)
-        if not new_turns and not any(delta.as_dict().values()):
+        if not new_turns and not any(delta.as_tuple()):
             return None
         self.usage = total
         self.turns += new_turns
