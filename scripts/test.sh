@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up and run the whole test suite: a venv with the package and its test extras, the
+# pinned agent CLIs (npm and PyPI, into .clis/), then pytest. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+if .venv/bin/agentmeter install-clis --help >/dev/null 2>&1; then .venv/bin/agentmeter install-clis; fi
+exec .venv/bin/pytest "$@"
