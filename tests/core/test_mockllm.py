@@ -347,3 +347,44 @@ def test_fixture_scenarios_load():
     assert {"shell-then-done.toml", "loop.toml", "error-400.toml", "stall.toml"} <= set(names)
     for name in names:
         assert load_scenario(folder / name).turns
+
+
+async def test_call_placeholder_varies_a_looping_turn(server, tmp_path):
+    await register(server, "k1", write_scenario(tmp_path, '[[turns]]\nloop = true\nshell = "echo {call} >> f"\n'))
+    commands = []
+    for _ in range(3):
+        _, _, text = await post(server, "/v1/chat/completions", chat_body())
+        commands.append(tool_call(text)["arguments"]["command"])
+    assert commands == ["echo 1 >> f", "echo 2 >> f", "echo 3 >> f"]
+
+
+PARENT = """
+import sys
+from agentmeter_tui.core.mockllm.client import start_server_process
+server = start_server_process()
+print(server.pid, server.base_url, flush=True)
+sys.stdin.read()
+"""
+
+
+def _running(pid: str) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")  # a zombie has exited (a subreaper may not have reaped it yet)
+
+
+def test_server_process_exits_when_its_parent_is_killed():
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        pid, _ = parent.stdout.readline().decode().split()
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)  # polling /proc: an orphan's exit cannot be awaited by its ex-grandparent
+        assert not _running(pid), "the server outlived the process that started it"
+    finally:
+        parent.kill()
+        parent.wait()

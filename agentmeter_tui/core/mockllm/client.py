@@ -63,7 +63,8 @@ class ServerProcess:
 def start_server_process(scenario: str | Path | None = None, log_dir: str | Path | None = None, *,
                          host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0) -> ServerProcess:
     """Spawn the server and wait for its ``listening on`` line; raises :class:`ServerError`."""
-    command = [sys.executable, "-m", "agentmeter_tui.core.mockllm", "serve", "--host", host, "--port", str(port)]
+    command = [sys.executable, "-m", "agentmeter_tui.core.mockllm", "serve", "--host", host, "--port", str(port),
+               "--parent-pid", str(os.getpid())]  # it exits if we die, even by SIGKILL
     if scenario is not None:
         command += ["--scenario", str(Path(scenario).resolve())]
     if log_dir is not None:

@@ -12,3 +12,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=0, help="port to listen on (0 = any free port; default)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--log", metavar="DIR", help="also write every request as JSONL, a file per session")
+    parser.add_argument("--parent-pid", type=int, metavar="PID",
+                        help="exit when this process (the one that started the server) is gone")

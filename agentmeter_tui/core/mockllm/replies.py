@@ -95,18 +95,28 @@ def _is_string(prop: Any) -> bool:
     return kind == "string" or (isinstance(kind, list) and "string" in kind) or kind == "STRING"
 
 
-def reply_for_turn(turn: Turn, number: int, tools: list[OfferedTool], call_id: str) -> Reply:
-    reply = Reply(kind="turn", turn=number, reasoning=turn.reasoning, text=turn.text,
+CALL_PLACEHOLDER = "{call}"
+
+
+def _fill(text: str | None, call: int) -> str | None:
+    # Lets one looping turn vary its calls: CLIs such as Gemini CLI stop on identical repeats.
+    return text.replace(CALL_PLACEHOLDER, str(call)) if text else text
+
+
+def reply_for_turn(turn: Turn, number: int, tools: list[OfferedTool], call: int, call_id: str) -> Reply:
+    """The answer of scenario turn ``number`` (1-based) to the session's ``call``-th model call."""
+    reply = Reply(kind="turn", turn=number, reasoning=_fill(turn.reasoning, call), text=_fill(turn.text, call),
                   usage=turn.tokens(), delay_ms=turn.delay_ms, stall_ms=turn.stall_ms,
                   error=turn.error)
     if turn.error is not None:
         return reply
     if turn.shell is not None:
+        command = _fill(turn.shell, call) or ""
         shell = find_shell_tool(tools)
         if shell is None:
-            reply.text = turn.text or f"No shell tool was offered, so I cannot run: {turn.shell}"
+            reply.text = reply.text or f"No shell tool was offered, so I cannot run: {command}"
         else:
-            reply.tool_call = ToolCall(shell.name, shell_arguments(shell, turn.shell), call_id, shell.kind)
+            reply.tool_call = ToolCall(shell.name, shell_arguments(shell, command), call_id, shell.kind)
     elif turn.tool is not None:
         offered = {tool.name: tool for tool in tools}.get(turn.tool.name)
         kind = offered.kind if offered else "function"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import socket
 import sys
@@ -25,6 +26,7 @@ from .app import create_app
 from .options import add_arguments
 
 SHUTDOWN_TIMEOUT = 0.5  # seconds given to open (possibly stalled) streams when stopping
+PARENT_POLL = 0.5  # seconds between checks that the parent (--parent-pid) is alive
 
 
 async def _start(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
@@ -35,15 +37,26 @@ async def _start(app: web.Application, host: str, port: int) -> tuple[web.AppRun
     return runner, sock.getsockname()[1]
 
 
-async def serve(scenario: str | None, host: str, port: int, log_dir: str | None) -> int:
+async def _watch_parent(pid: int, stop: asyncio.Event) -> None:
+    # A parent killed with SIGKILL cannot stop us; once it is gone we are re-parented.
+    while os.getppid() == pid:
+        await asyncio.sleep(PARENT_POLL)
+    stop.set()
+
+
+async def serve(scenario: str | None, host: str, port: int, log_dir: str | None,
+                parent_pid: int | None = None) -> int:
     app = create_app(scenario, log_dir)
     runner, port = await _start(app, host, port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    watcher = asyncio.create_task(_watch_parent(parent_pid, stop)) if parent_pid else None
     print(f"listening on http://{host}:{port}", flush=True)
     await stop.wait()
+    if watcher is not None:
+        watcher.cancel()
     await runner.cleanup()
     return 0
 
@@ -51,7 +64,7 @@ async def serve(scenario: str | None, host: str, port: int, log_dir: str | None)
 def run(args: argparse.Namespace) -> int:
     """Handler of ``serve``: exit 0 on SIGTERM/SIGINT, 2 when the scenario file is bad."""
     try:
-        return asyncio.run(serve(args.scenario, args.host, args.port, args.log))
+        return asyncio.run(serve(args.scenario, args.host, args.port, args.log, args.parent_pid))
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

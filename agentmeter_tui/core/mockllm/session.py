@@ -79,7 +79,7 @@ class Session:
             reply = Reply(kind="side", text="Scripted session", usage=SIDE_CALL_USAGE)
         elif self.turn_index < len(self.scenario.turns):
             turn = self.scenario.turns[self.turn_index]
-            reply = reply_for_turn(turn, self.turn_index + 1, tools, call_id)
+            reply = reply_for_turn(turn, self.turn_index + 1, tools, number, call_id)
             if not turn.loop:
                 self.turn_used += 1
                 if self.turn_used >= turn.repeat:
