@@ -42,7 +42,7 @@ def line_map(text: str) -> dict[tuple, int]:
     for number, line in enumerate(text.splitlines(), start=1):
         header = _HEADER.match(line)
         if header and not _KEY.match(line):
-            path = tuple(_split_key(header.group(2)))
+            path = _in_current_tables(tuple(_split_key(header.group(2))), counters)
             if header.group(1) == "[[":
                 counters[path] = counters.get(path, -1) + 1
                 table = path + (counters[path],)
@@ -54,6 +54,16 @@ def line_map(text: str) -> dict[tuple, int]:
         if key:
             lines.setdefault(table + tuple(_split_key(key.group(1))), number)
     return lines
+
+
+def _in_current_tables(path: tuple, counters: dict[tuple, int]) -> tuple:
+    """``[[a.b]]`` inside the third ``[[a]]`` is ``("a", 2, "b")``: add the enclosing arrays' indices."""
+    real: tuple = ()
+    for part in path[:-1]:
+        real += (part,)
+        if real in counters:
+            real += (counters[real],)
+    return real + path[-1:]
 
 
 def locate(text: str, loc: tuple) -> int | None:
