@@ -87,26 +87,38 @@ class CaseVerdict:
         value = getattr(self, metric)
         return value is False
 
-    def as_dict(self) -> dict[str, Any]:
+    @property
+    def clean(self) -> bool:
+        """Passed every check it had: nothing for a reviewer to look at."""
+        if not self.positive:
+            return bool(self.reject)
+        return all(getattr(self, name) is not False for name in FUNNEL)
+
+    def as_dict(self, full: bool | None = None) -> dict[str, Any]:
+        """JSON-able; a clean case keeps exit codes and times but not its outputs (``full`` forces them),
+        which keeps a trial's record small: most cases of a good tool are clean."""
         checks: dict[str, Any]
         if self.positive:
             checks = {name: getattr(self, name) for name in FUNNEL}
         else:
             checks = {"reject": self.reject}
+        full = not self.clean if full is None else full
         return {
             "class": self.class_id, "id": self.case_id, "argv": self.argv, "stdin": self.stdin,
             "kind": "positive" if self.positive else "negative", "checks": checks,
             "similarity": round(self.similarity, 4), "judge_note": self.judge_note,
             "oracle_drift": self.oracle_drift,
             "runtime_ratio": None if self.runtime_ratio is None else round(self.runtime_ratio, 4),
-            "oracle": _run_dict(self.oracle),
-            "candidate": None if self.candidate is None else _run_dict(self.candidate),
+            "oracle": _run_dict(self.oracle, full),
+            "candidate": None if self.candidate is None else _run_dict(self.candidate, full),
         }
 
 
-def _run_dict(run: CaseRun) -> dict[str, Any]:
-    return {"exit_code": run.exit_code, "timed_out": run.timed_out, "duration": round(run.duration, 5),
-            "stdout": run.stdout[:STDOUT_KEEP], "stdout_truncated": len(run.stdout) > STDOUT_KEEP,
+def _run_dict(run: CaseRun, full: bool) -> dict[str, Any]:
+    brief = {"exit_code": run.exit_code, "timed_out": run.timed_out, "duration": round(run.duration, 5)}
+    if not full:
+        return brief
+    return {**brief, "stdout": run.stdout[:STDOUT_KEEP], "stdout_truncated": len(run.stdout) > STDOUT_KEEP,
             "stderr": run.stderr[:STDERR_KEEP], "side_effects": run.side_effects.as_dict()}
 
 
@@ -213,12 +225,13 @@ class FunnelReport:
     def score(self) -> float:
         return self.scores.get(self.metric) or 0.0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, full: bool = False) -> dict[str, Any]:
+        """The details a trial keeps; ``full`` also keeps the outputs of clean cases."""
         return {
             "kind": "differential", "metric": self.metric, "score": self.score, "scores": self.scores,
             "build": {"oracle": self.oracle_build.as_dict(), "candidate": self.candidate_build.as_dict()},
             "classes": [c.as_dict(self.semantic_on) for c in self.classes],
             "runtime": runtime_summary(self.verdicts),
             "oracle_drift": [v.case_id for v in self.verdicts if v.oracle_drift],
-            "cases": [v.as_dict() for v in self.verdicts],
+            "cases": [v.as_dict(True if full else None) for v in self.verdicts],
         }

@@ -23,7 +23,7 @@ import random
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, count
 from pathlib import Path
 
 from .cases import FORMAT, Case, CaseFile, CommandClass, FileSpec
@@ -70,22 +70,31 @@ def boundary_values(param: Param) -> list[str]:
     return list(dict.fromkeys(_text(v) for v in [*values, *param.edge]))
 
 
-def wrong_values(param: Param) -> list[str]:
-    """Values of the wrong type or outside the declared range."""
-    wrong: list[str] = []
+def wrong_values(param: Param) -> tuple[list[str], list[str]]:
+    """Values of the wrong type, and values outside the declared range."""
+    wrong_type: list[str] = []
+    out_of_range: list[str] = []
     if param.type in ("int", "float"):
-        wrong.append("not-a-number")
+        wrong_type.append("not-a-number")
         if param.type == "int":
-            wrong.append("1.5")
+            wrong_type.append("1.5")
         if param.min is not None:
-            wrong.append(_text(param.min - 1))
+            out_of_range.append(_text(param.min - 1))
         if param.max is not None:
-            wrong.append(_text(param.max + 1))
+            out_of_range.append(_text(param.max + 1))
     elif param.type == "choice":
-        wrong.append("no-such-choice")
+        wrong_type.append("no-such-choice")
     elif param.type == "path":
-        wrong.append("no/such/file.txt")
-    return wrong
+        wrong_type.append("no/such/file.txt")
+    return wrong_type, out_of_range
+
+
+def _interleave(groups: list[list[Case]]) -> list[Case]:
+    """One of each kind in turn, so a cut keeps every kind of error."""
+    merged: list[Case] = []
+    for index in range(max((len(g) for g in groups), default=0)):
+        merged.extend(g[index] for g in groups if index < len(g))
+    return merged
 
 
 def unroll(schema: Schema) -> list[ClassPlan]:
@@ -157,28 +166,44 @@ def derive(schema: Schema, plan: ClassPlan, pool: int) -> None:
     def base() -> dict[str, object]:
         return {p.name: (True if not p.takes_value else _first(p)) for p in params}
 
+    turn = count()  # fixtures and stdins in turn over every derived case
+
     def add(bucket: list[Case], intent: str, assignment: dict, extra: list[str] = ()) -> None:
-        case = build.case(intent, assignment, len(bucket), stdins[len(bucket) % len(stdins)], extra)
+        index = next(turn)
+        case = build.case(intent, assignment, index, stdins[index % len(stdins)], extra)
         if case is not None:
             bucket.append(case)
 
+    omitted: list[Case] = []
+    wrong_type: list[Case] = []
+    out_of_range: list[Case] = []
+    conflicts: list[Case] = []
+    edges: list[list[Case]] = []
     for param in params:
         if param.required:
-            add(plan.errors, "error", {k: v for k, v in base().items() if k != param.name})
-        for wrong in wrong_values(param) if param.takes_value else []:
-            add(plan.errors, "error", {**base(), param.name: wrong})
-        for edge in boundary_values(param) if param.takes_value else []:
-            add(plan.boundaries, "boundary", {**base(), param.name: edge})
+            add(omitted, "error", {k: v for k, v in base().items() if k != param.name})
+        if param.takes_value:
+            types, ranges = wrong_values(param)
+            for value in types:
+                add(wrong_type, "error", {**base(), param.name: value})
+            for value in ranges:
+                add(out_of_range, "error", {**base(), param.name: value})
+            edges.append([])
+            for edge in boundary_values(param):
+                add(edges[-1], "boundary", {**base(), param.name: edge})
+    class_flags = {f.name for f in plan.flags}
     for flag in plan.flags:
         for group in plan.command.exclusive:
             for other in group:
-                if flag.name in group and other != flag.name and other not in {f.name for f in plan.flags}:
+                if flag.name in group and other != flag.name and other not in class_flags:
                     partner = next(f for f in plan.command.flag if f.name == other)
-                    add(plan.errors, "error", {**base(), other: True if not partner.takes_value else _first(partner)})
-    add(plan.errors, "error", base(), [UNKNOWN_FLAG])
+                    add(conflicts, "error", {**base(), other: True if not partner.takes_value else _first(partner)})
+    add(conflicts, "error", base(), [UNKNOWN_FLAG])
     valued = [f for f in plan.flags if f.takes_value]
     if valued:
-        add(plan.errors, "error", {k: v for k, v in base().items() if k != valued[0].name}, [valued[0].name])
+        add(conflicts, "error", {k: v for k, v in base().items() if k != valued[0].name}, [valued[0].name])
+    plan.errors = _interleave([omitted, wrong_type, out_of_range, conflicts])
+    plan.boundaries = _interleave(edges)
     for attempt in range(pool * 4):
         if len(plan.commons) >= pool:
             break

@@ -71,6 +71,8 @@ def case_lines(case: dict[str, Any], width: int = 200) -> list[str]:
         effects = run.get("side_effects") or {}
         changed = ([f"+{p}" for p in effects.get("created", {})] + [f"~{p}" for p in effects.get("modified", {})]
                    + [f"-{p}" for p in effects.get("deleted", [])])
+        if "stdout" not in run:
+            continue  # a clean case keeps no outputs
         stdout = (run.get("stdout") or "").strip().replace("\n", "\\n")
         lines.append(f"  {side:<9} stdout: {stdout[:width - 20]!s}")
         lines.append(f"  {side:<9} effects: {' '.join(changed) if changed else '(none)'}"[:width])
