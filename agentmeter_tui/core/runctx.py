@@ -5,6 +5,7 @@ scripted model server, and the hooks through which trials tell the runner they c
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -78,6 +79,24 @@ class RunContext:
                 "usage_source": "session" if "usage-recovered" in trial.flags else "stdout",
                 "flags": _flags(trial.flags)}
 
+    async def scripted_served(self, trial: TrialRun) -> dict[str, Any] | None:
+        """What the scripted model server served this trial: the ground truth a dry run checks
+        the adapter's accounting against. The session is forgotten afterwards."""
+        key = getattr(trial, "scripted_key", None)
+        if key is None or self.mock_url is None:
+            return None
+        from .mockllm.client import forget_session, session_info
+
+        try:
+            info = await asyncio.to_thread(session_info, self.mock_url, key)
+            await asyncio.to_thread(forget_session, self.mock_url, key)
+        except Exception as exc:  # the verdict stands without it; say why it is missing
+            self.log(f"trial {trial.id}: could not read the scripted session: {exc!r}")
+            return None
+        return {"usage": info["usage"], "calls": info["calls"],
+                "served": [[c["turn"], c["status"], c["completed"], list(c["usage"].values())]
+                           for c in info["served"]]}
+
     # -- launch -------------------------------------------------------------------------------
 
     async def launch_context(self, trial: TrialRun, session: SandboxSession) -> LaunchContext:
@@ -91,7 +110,9 @@ class RunContext:
 
             api_key = f"am-{trial.token}"
             scenario = self.suite.scenario_for(model, plan.task)
-            await asyncio.to_thread(register_session, self.mock_url, api_key, str(scenario))
+            await asyncio.to_thread(register_session, self.mock_url, api_key, str(scenario),
+                                    f"trial-{trial.id}")
+            trial.scripted_key = api_key
             base_url = self.mock_url
         elif provider.kind == "none":
             base_url, api_key = "", ""
@@ -101,10 +122,15 @@ class RunContext:
             if not api_key:
                 raise RuntimeError(f"provider '{model.provider}' needs its key in ${provider.api_key_env}")
         price = self.prices.find(model.price_ref)
+        translate = getattr(session, "translate_url", None)  # sandboxes that cannot see our 127.0.0.1
+        if translate is not None:
+            base_url = translate(base_url)
+            if inspect.isawaitable(base_url):  # e.g. an SSH reverse tunnel opened on demand
+                base_url = await base_url
         return LaunchContext(
             model_name=model.cli_names.get(plan.config.cli.adapter, model.id),
             instruction=plan.task.instruction, workspace=session.workspace, home=session.home,
-            base_url=getattr(session, "translate_url", lambda u: u)(base_url), api_key=api_key,
+            base_url=base_url, api_key=api_key,
             clis_root=str(getattr(session, "clis_root", self.clis_root)),
             python=getattr(session, "python", sys.executable), suite_dir=str(self.suite.path.resolve()),
             extra_args=list(plan.config.cli.args),

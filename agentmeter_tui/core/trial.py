@@ -70,6 +70,7 @@ class TrialRun:
         self._tool_counts: Counter[str] = Counter()
         self.live: list[list[Any]] = []  # events not yet sent to live clients
         self.session: SandboxSession | None = None
+        self.scripted_key: str | None = None
         self.pid: int | None = None
 
     # -- control -----------------------------------------------------------------------------
@@ -240,6 +241,12 @@ class TrialRun:
         self.status, self.reason = status, reason
         self.finished_at = utcnow()
         cost_fields = ctx.cost_fields(self)
+        extra: dict[str, Any] = {}
+        if verdict and verdict.details:
+            extra["verifier"] = verdict.details
+        served = await ctx.scripted_served(self)
+        if served:
+            extra["scripted"] = served
         if reason:
             self.note(f"{status.value}: {reason}")
         row = self._row(status=status, reason=reason, finished_at=self.finished_at,
@@ -247,8 +254,7 @@ class TrialRun:
                         quality=float(verdict.quality) if verdict else 0.0,
                         verifier_exit=verdict.exit_code if verdict else None,
                         verifier_output=verdict.output if verdict else None,
-                        extra=orjson.dumps({"verifier": verdict.details}).decode() if verdict and verdict.details
-                        else None,
+                        extra=orjson.dumps(extra).decode() if extra else None,
                         exit_code=getattr(self, "_exit_code", None), **cost_fields)
         await ctx.call(_update_trial, self.id, row)  # committed before anyone sees the trial as done
         ctx.trial_changed(self)
