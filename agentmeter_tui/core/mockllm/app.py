@@ -96,8 +96,10 @@ async def model_call(request: web.Request, protocol: Protocol) -> web.StreamResp
             call.status = error.status
             if error.retry_after is not None:
                 headers["retry-after"] = f"{error.retry_after:g}"
-            return await _send(request, json_body(protocol.error_body(error.status, error.message, error.type),
-                                                  error.status, headers))
+            response = await _send(request, json_body(protocol.error_body(error.status, error.message, error.type),
+                                                      error.status, headers))
+            served.completed = True
+            return response
         model = protocol.model(req)
         call.status = 200
         if protocol.wants_stream(req):
