@@ -8,9 +8,7 @@ in which case nothing is written.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from . import add_db_argument
@@ -40,21 +38,9 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write through a temporary file and a rename, so a reader never sees half a report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def report_command(args: argparse.Namespace) -> int:
     from ..core.reporting import read_task_list, render, report_from_store
+    from ..core.reporting.files import write_text_atomically
     from ..core.store import Store
     from ..core.tomlerrors import InputError
 
@@ -78,7 +64,7 @@ def report_command(args: argparse.Namespace) -> int:
         return _fail(gate.message + " Nothing was written.", EXIT_GATE)
     text = render(report, args.format, detail=args.detail)
     if args.out:
-        write_atomically(Path(args.out), text)
+        write_text_atomically(Path(args.out), text)
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -105,7 +105,7 @@ def draw_heatmap(data: HeatmapData, title: str) -> Figure:
     import numpy as np
     from matplotlib.patches import Rectangle
 
-    fig = _figure(1.9 + 1.35 * max(1, len(data.clis)), 1.5 + 0.55 * max(1, len(data.models)))
+    fig = _figure(max(6.0, 1.9 + 1.35 * len(data.clis)), 1.6 + 0.55 * max(1, len(data.models)))
     ax = fig.add_subplot()
     grid = np.array([[np.nan if v is None else v for v in row] for row in data.values], dtype=float)
     present = grid[~np.isnan(grid)]
@@ -169,8 +169,18 @@ def draw_scatter(data: ScatterData, title: str) -> Figure:
                 fontsize=8, color="#2f6f3e")
         ax.text(0.99, 0.01, "lower pass, higher cost", transform=ax.transAxes, ha="right", va="bottom",
                 fontsize=8, color="#9b2c2c")
+    if ax.get_xscale() == "linear" and costs:
+        ax.set_xlim(0, max(costs) * 1.15 or 1.0)  # costs start at zero; a lone point is not blown up
+    rates = [100 * p.pass_rate for p in data.points]
+    if rates:
+        low, high = min(rates), max(rates)
+        pad = max(5.0, (10.0 - (high - low)) / 2)  # at least a 10-point window around the data
+        ax.set_ylim(max(0.0, low - pad), min(100.0, high + pad))
+    from matplotlib.ticker import PercentFormatter
+
+    ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))
     ax.set_xlabel("USD per pass (lower is better)")
-    ax.set_ylabel("Pass rate, % of tasks")
+    ax.set_ylabel("Pass rate (share of tasks passed)")
     ax.grid(True, color="#e5e5e5", linewidth=0.6, zorder=0)
     ax.set_axisbelow(True)
     for side in ("top", "right"):
@@ -200,7 +210,8 @@ def draw_tier_profile(data: TierProfileData, title: str) -> Figure:
     for tier in TIERS:
         counts = data.passes[tier]
         bars = ax.barh(y, counts, left=left, color=TIER_COLOURS[tier], height=0.66,
-                       label=f"{tier.capitalize()} ({data.tasks_per_tier[tier]} tasks)", edgecolor="white")
+                       label=f"{tier.capitalize()} ({_count(data.tasks_per_tier[tier], 'task')})",
+                       edgecolor="white")
         for bar, count in zip(bars, counts):
             if count and bar.get_width() >= 0.045 * max(1, _longest(data)):
                 ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2, str(count),
@@ -208,11 +219,14 @@ def draw_tier_profile(data: TierProfileData, title: str) -> Figure:
         left = [a + b for a, b in zip(left, counts)]
     longest = _longest(data)
     for i, (total, ams) in enumerate(zip(left, data.ams)):
-        shown = f"{total} passes · AMS {ams:.3f}" if ams is not None else f"{total} passes"
+        shown = _count(total, "pass", "passes") + (f" · AMS {ams:.3f}" if ams is not None else "")
         ax.text(total + 0.01 * max(1, longest), i, shown, va="center", fontsize=8, color="#333333")
     ax.set_yticks(y, labels=data.labels)
     ax.invert_yaxis()
+    from matplotlib.ticker import MaxNLocator
+
     ax.set_xlim(0, max(1, longest) * 1.32)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("Passes")
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
@@ -221,6 +235,10 @@ def draw_tier_profile(data: TierProfileData, title: str) -> Figure:
     ax.legend(loc="lower right", frameon=False, fontsize=8, ncols=3, bbox_to_anchor=(1.0, 1.0))
     ax.set_title(title, loc="left", fontsize=11, pad=22)
     return fig
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def _longest(data: TierProfileData) -> int:
@@ -234,8 +252,8 @@ def write_charts(report: Report, folder: Path, formats: tuple[str, ...] = ("svg"
     """Draw the three charts into ``folder`` as ``<name>.<format>``; return the paths written."""
     folder.mkdir(parents=True, exist_ok=True)
     figures = {
-        "ams-heatmap": draw_heatmap(heatmap_data(report), f"AMS by model and CLI: {report.suite} "
-                                    "(outlined: each model's best CLI)"),
+        "ams-heatmap": draw_heatmap(heatmap_data(report), f"AMS by model and CLI: {report.suite}\n"
+                                    "outlined: each model's best CLI"),
         "pass-vs-cost": draw_scatter(scatter_data(report), f"Pass rate vs USD per pass: {report.suite}"),
         "tier-profile": draw_tier_profile(tier_profile_data(report, top),
                                           f"Pass profile by tier: top {min(top, len(report.configurations))} "

@@ -77,13 +77,18 @@ def locate(text: str, loc: tuple) -> int | None:
     return None
 
 
-def load_toml(path: Path) -> tuple[dict[str, Any], str]:
+def read_input(path: Path) -> str:
+    """A UTF-8 input file's text; a missing or undecodable file is an :class:`InputError`."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(path, None, None, "file not found") from None
     except UnicodeDecodeError as exc:
         raise InputError(path, None, None, f"not UTF-8 text ({exc.reason})") from None
+
+
+def load_toml(path: Path) -> tuple[dict[str, Any], str]:
+    text = read_input(path)
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:

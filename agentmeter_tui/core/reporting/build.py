@@ -18,7 +18,7 @@ from ..metrics.rubric import cell_medians, honesty_gate, standings, task_winners
 from ..metrics.runs import TIERS, Config, Run, Selection, select_runs
 from ..metrics.validation import rank_validation
 from ..records import STATUSES, TrialRecord
-from ..tomlerrors import InputError
+from ..tomlerrors import InputError, read_input
 from .model import Report, RubricTable
 
 
@@ -245,12 +245,7 @@ def _check_subset(subset: Sequence[str], known: Mapping[str, Any], source: str |
 def read_task_list(path: str | Path) -> TaskList:
     """Task ids, one per line; blank lines and ``#`` comments ignored. Errors name file and line."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, None, None, "file not found") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(path, None, None, f"not UTF-8 text ({exc.reason})") from None
+    text = read_input(path)
     tasks, seen = [], {}
     for number, line in enumerate(text.splitlines(), start=1):
         task = line.split("#", 1)[0].strip()

@@ -8,13 +8,12 @@ a suite is never left half-written.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import tomllib
 from pathlib import Path
 
 from ..metrics.calibration import Calibration
 from ..metrics.runs import TIERS
+from .files import write_text_atomically
 
 
 def scoring_document(text: str, calibration: Calibration, *, write_tiers: bool = True) -> str:
@@ -58,21 +57,11 @@ def write_scoring(suite_folder: str | Path, calibration: Calibration, *, write_t
     old = path.read_text(encoding="utf-8")
     new = scoring_document(old, calibration, write_tiers=write_tiers)
     validate(SuiteFile, tomllib.loads(new), path, new)
-    _replace(path, new)
+    write_text_atomically(path, new)
     try:
         load_suite(folder)
     except Exception:
-        _replace(path, old)
+        write_text_atomically(path, old)
         raise
     return path
 
-
-def _replace(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
