@@ -166,7 +166,7 @@ def render_markdown(report: Report) -> str:
     tiers = " / ".join(f"{sizes[t]} {t}" for t in TIERS) + (f" / {sizes['none']} untiered" if sizes["none"] else "")
     lines = [f"# AgentMeter report: {_md(report.suite)}", "",
              f"- Seed-prompt hash: `{report.seed_prompt_hash or 'unknown'}`",
-             f"- Trial selection: {report.selection_text} (`--select {report.selection}`)",
+             f"- Trial selection: `{report.selection}`, the {report.selection_text}",
              f"- Tasks: {report.n_tasks} ({tiers}); alpha = {report.alpha:g}", ""]
     lines += main_table(report)
     lines += ["", "Bold marks the best value per column. Tok/P and USD/P sum every attempted run "
