@@ -1,7 +1,8 @@
 """Adapter for the project's own reference agent (``agentmeter_tui/refagent``).
 
 Its ``usage`` lines carry the Chat Completions usage object of one call: input inclusive of
-cache reads and writes, output inclusive of reasoning, so both are subtracted here.
+cache reads and writes, output inclusive of reasoning, so both are subtracted
+(``wireusage.from_chat``).
 """
 
 from __future__ import annotations
@@ -11,23 +12,10 @@ from pathlib import Path
 import orjson
 
 from ..model import EventKind, ParsedEvent
-from ..usage import TokenUsage
+from ..wireusage import from_chat as chat_usage  # the agent prints each call's Chat Completions usage
 from .base import HarnessAdapter, InstallSpec, LaunchContext, StreamParser
 
 AGENT_FILE = Path(__file__).resolve().parents[2] / "refagent" / "agent.py"
-
-
-def chat_usage(usage: dict) -> TokenUsage:
-    """Normalize an OpenAI Chat Completions usage object into the five classes."""
-    prompt_details = usage.get("prompt_tokens_details") or {}
-    completion_details = usage.get("completion_tokens_details") or {}
-    return TokenUsage.from_inclusive(
-        input_tokens=int(usage.get("prompt_tokens") or 0),
-        cached=int(prompt_details.get("cached_tokens") or 0),
-        cache_write=int(prompt_details.get("cache_write_tokens") or 0),
-        output_tokens=int(usage.get("completion_tokens") or 0),
-        reasoning=int(completion_details.get("reasoning_tokens") or 0),
-    )
 
 
 class ReferenceParser(StreamParser):

@@ -14,24 +14,13 @@ from typing import Any
 
 import orjson
 
-from ..usage import TokenUsage
+from ..wireusage import to_anthropic as anthropic_usage
 from .replies import OfferedTool, Reply, text_pieces
 from .wire import Protocol, WireRequest, sse
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
                 529: "overloaded_error"}
-
-
-def anthropic_usage(usage: TokenUsage, output_tokens: int) -> dict[str, Any]:
-    return {
-        "input_tokens": usage.uncached_input,
-        "cache_creation_input_tokens": usage.cache_write,
-        "cache_read_input_tokens": usage.cached_input,
-        "cache_creation": {"ephemeral_5m_input_tokens": usage.cache_write, "ephemeral_1h_input_tokens": 0},
-        "output_tokens": output_tokens,
-        "service_tier": "standard",
-    }
 
 
 def _signature(text: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from ..usage import TokenUsage
+from ..wireusage import to_chat as chat_usage
 from .replies import OfferedTool, Reply, text_pieces
 from .wire import Protocol, WireRequest, now, sse
 
@@ -24,18 +24,6 @@ _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: 
 def openai_error(status: int, message: str, error_type: str | None) -> dict[str, Any]:
     kind = error_type or _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-
-
-def chat_usage(usage: TokenUsage) -> dict[str, Any]:
-    prompt = usage.uncached_input + usage.cached_input + usage.cache_write
-    completion = usage.output + usage.reasoning
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": usage.cached_input, "cache_write_tokens": usage.cache_write},
-        "completion_tokens_details": {"reasoning_tokens": usage.reasoning},
-    }
 
 
 class ChatCompletions(Protocol):

@@ -13,23 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..usage import TokenUsage
+from ..wireusage import to_gemini as gemini_usage
 from .replies import OfferedTool, Reply, text_pieces
 from .wire import Protocol, WireRequest, sse
 
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
            429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
-
-
-def gemini_usage(usage: TokenUsage) -> dict[str, Any]:
-    prompt = usage.uncached_input + usage.cached_input + usage.cache_write
-    total = prompt + usage.output + usage.reasoning
-    metadata = {"promptTokenCount": prompt, "candidatesTokenCount": usage.output, "totalTokenCount": total}
-    if usage.cached_input:
-        metadata["cachedContentTokenCount"] = usage.cached_input
-    if usage.reasoning:
-        metadata["thoughtsTokenCount"] = usage.reasoning
-    return metadata
 
 
 def split_target(target: str) -> tuple[str, str]:

@@ -14,22 +14,10 @@ from typing import Any
 
 import orjson
 
-from ..usage import TokenUsage
+from ..wireusage import to_responses as responses_usage
 from .chat import openai_error
 from .replies import OfferedTool, Reply, text_pieces
 from .wire import Protocol, WireRequest, now, sse
-
-
-def responses_usage(usage: TokenUsage) -> dict[str, Any]:
-    input_tokens = usage.uncached_input + usage.cached_input + usage.cache_write
-    output_tokens = usage.output + usage.reasoning
-    return {
-        "input_tokens": input_tokens,
-        "input_tokens_details": {"cached_tokens": usage.cached_input, "cache_write_tokens": usage.cache_write},
-        "output_tokens": output_tokens,
-        "output_tokens_details": {"reasoning_tokens": usage.reasoning},
-        "total_tokens": input_tokens + output_tokens,
-    }
 
 
 def _items(reply: Reply) -> list[dict[str, Any]]:

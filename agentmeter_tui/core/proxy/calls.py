@@ -1,0 +1,103 @@
+"""The proxy's records: a :class:`ProxyCall` per request, a :class:`Route` per trial, and the
+:class:`CallSink` a trial implements to be metered and budgeted at the wire.
+
+Nothing here holds the real API key in a form that is ever printed: :class:`Route` keeps it
+in a field excluded from ``repr``, and a call's record has neither key nor query string.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..usage import TokenUsage
+
+
+@dataclass(slots=True)
+class ProxyCall:
+    """One request through the proxy, as recorded. ``usage`` is what was metered (final
+    figures only); ``partial`` what was seen of a call that never completed."""
+
+    number: int
+    protocol: str | None  # None: not a model call (token count, model list), passed on unmetered
+    method: str
+    path: str
+    model: str | None = None
+    status: int = 0
+    outcome: str = "started"  # completed | refused | client disconnected | upstream error: ...
+    started: float = field(default_factory=time.time)
+    ttfb_ms: float | None = None
+    total_ms: float | None = None
+    bytes_out: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    partial: TokenUsage | None = None
+    note: str | None = None  # e.g. why the usage could not be read
+
+    @property
+    def metered(self) -> bool:
+        return self.protocol is not None
+
+    def summary(self) -> str:
+        model = f" {self.model}" if self.model else ""
+        timing = f" ttfb {self.ttfb_ms:.0f} ms" if self.ttfb_ms is not None else ""
+        total = f" total {self.total_ms:.0f} ms" if self.total_ms is not None else ""
+        head = f"proxy call {self.number}: {self.method} {self.path}{model} -> {self.status or '-'} {self.outcome}"
+        u = self.usage
+        tokens = (f"; in {u.uncached_input} cached {u.cached_input} write {u.cache_write} out {u.output} "
+                  f"reasoning {u.reasoning}") if u else ""
+        return head + timing + total + tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"call": self.number, "protocol": self.protocol, "method": self.method, "path": self.path,
+                "model": self.model, "status": self.status, "outcome": self.outcome,
+                "started": round(self.started, 3), "ttfb_ms": self.ttfb_ms, "total_ms": self.total_ms,
+                "bytes": self.bytes_out, "usage": self.usage.as_dict(),
+                "partial": self.partial.as_dict() if self.partial else None, "note": self.note}
+
+
+class CallSink(Protocol):
+    """What a trial offers its route. Called on the proxy's (the runner's) event loop."""
+
+    def admit_call(self) -> str | None:
+        """None to let a model call through, else why it is refused (e.g. over budget)."""
+
+    def on_proxy_usage(self, call: ProxyCall, delta: TokenUsage) -> None:
+        """A call's final usage was read (before its last bytes reach the CLI)."""
+
+    def on_proxy_call(self, call: ProxyCall) -> None:
+        """A call ended, however it ended."""
+
+
+@dataclass(eq=False)
+class Route:
+    """One trial's way through the proxy: its proxy key, upstream and real key."""
+
+    key: str = field(repr=False)
+    upstream: str  # base URL of the provider, no trailing slash
+    upstream_key: str = field(repr=False)
+    sink: CallSink = field(repr=False)
+    label: str = ""
+    requests: int = 0  # everything the CLI sent through this route
+    calls: int = 0  # model calls passed on to the provider
+    refused: int = 0  # model calls refused (over budget, trial stopping)
+    inflight: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    idle: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def __post_init__(self) -> None:
+        self.idle.set()
+
+    def enter(self) -> None:
+        self.inflight += 1
+        self.idle.clear()
+
+    def leave(self) -> None:
+        self.inflight -= 1
+        if self.inflight == 0:
+            self.idle.set()
+
+    def summary(self) -> dict[str, Any]:
+        """What the trial's record keeps about its proxy traffic."""
+        return {"calls": self.calls, "refused": self.refused, "usage": self.usage.as_dict()}

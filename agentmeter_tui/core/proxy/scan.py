@@ -1,0 +1,168 @@
+"""Reading a model call's usage off its response bytes as they pass through the proxy.
+
+A :class:`UsageScanner` is fed every chunk of one response, in order, and never changes a
+byte. It knows where each protocol puts the call's usage (``wireusage`` knows what the
+numbers mean):
+
+- Chat Completions: the chunk with ``usage`` (the last chunk with ``include_usage``, or the
+  finishing chunk as Moonshot and DeepSeek send it);
+- Anthropic Messages: ``message_start`` has the input figures and ``output_tokens: 1``,
+  ``message_delta`` the final, cumulative ones (merged over the start);
+- Responses: the ``response`` of ``response.completed`` / ``incomplete`` / ``failed``;
+- Gemini: ``usageMetadata``, on the chunk with a ``finishReason`` (or the last one seen
+  when the stream ends cleanly);
+- non-streaming answers: the same objects in one JSON body (Gemini: a JSON array of chunks).
+
+A call counts only once its final figures are seen, the same rule by which the scripted
+model server counts a call as served; figures seen before (the input of a stream that was cut)
+are kept as ``partial``, for the record but not the meter.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from ..usage import TokenUsage
+from ..wireusage import READERS
+
+MAX_JSON_BODY = 32 << 20  # a non-streaming answer larger than this is passed on unread
+_USAGE_MARK = b'"usage'  # every usage-bearing frame has "usage..." or "usageMetadata" in it
+
+
+class UsageScanner:
+    """Usage of one response of ``protocol``. ``feed`` returns True when the final figures
+    changed, so the caller can meter the difference before the chunk reaches the client."""
+
+    def __init__(self, protocol: str, content_type: str = "", content_encoding: str = ""):
+        self.protocol = protocol
+        self._read = READERS[protocol]
+        self.sse = "text/event-stream" in content_type.lower()
+        self.final: TokenUsage | None = None
+        self.partial: TokenUsage | None = None
+        self.unreadable: str | None = None  # why the usage could not be read, if so
+        self._buf = bytearray()
+        self._data: list[bytes] = []  # data lines of the SSE event being read
+        self._start: dict[str, Any] = {}  # Anthropic message_start usage
+        self._changed = False
+        encoding = content_encoding.lower().strip()
+        self._inflate = zlib.decompressobj(47) if encoding in ("gzip", "deflate", "x-gzip") else None
+        if encoding not in ("", "identity", "gzip", "deflate", "x-gzip"):
+            self.unreadable = f"content-encoding {encoding}"
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def feed(self, chunk: bytes) -> bool:
+        if self.unreadable:
+            return False
+        if self._inflate is not None:
+            try:
+                chunk = self._inflate.decompress(chunk)
+            except zlib.error as exc:
+                self.unreadable = f"bad compressed body: {exc}"
+                return False
+        self._changed = False
+        if self.sse:
+            self._feed_sse(chunk)
+        elif len(self._buf) + len(chunk) <= MAX_JSON_BODY:
+            self._buf += chunk
+        else:
+            self.unreadable, self._buf = "body too large to read", bytearray()
+        return self._changed
+
+    def finish(self, clean: bool = True) -> bool:
+        """The response ended (``clean``: completely). Returns True when the final figures changed."""
+        self._changed = False
+        if self.unreadable:
+            return False
+        if self.sse:
+            if clean:
+                if self._buf:
+                    self._line(bytes(self._buf))
+                self._dispatch()
+                if self.final is None and self.partial is not None and self.protocol == "gemini":
+                    self._set_final(self.partial)  # its last running figures are the totals
+        elif clean and self._buf:
+            try:
+                self._whole(orjson.loads(self._buf))
+            except orjson.JSONDecodeError:
+                self.unreadable = "body is not JSON"
+        self._buf = bytearray()
+        return self._changed
+
+    def _feed_sse(self, chunk: bytes) -> None:
+        self._buf += chunk
+        if b"\n" not in chunk:
+            return
+        *lines, rest = self._buf.split(b"\n")
+        self._buf = bytearray(rest)
+        for line in lines:
+            self._line(bytes(line))
+
+    def _line(self, line: bytes) -> None:
+        line = line.rstrip(b"\r")
+        if not line:
+            self._dispatch()
+        elif line.startswith(b"data:"):
+            self._data.append(line[5:].lstrip())
+
+    def _dispatch(self) -> None:
+        data, self._data = self._data, []
+        if not data:
+            return
+        payload = data[0] if len(data) == 1 else b"\n".join(data)
+        if _USAGE_MARK not in payload:
+            return  # most frames: text deltas with nothing to read
+        try:
+            obj = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(obj, dict):
+            self._frame(obj)
+
+    # -- protocols -----------------------------------------------------------------------------
+
+    def _set_final(self, usage: TokenUsage) -> None:
+        if usage != self.final:
+            self.final, self._changed = usage, True
+
+    def _frame(self, obj: dict[str, Any]) -> None:
+        protocol = self.protocol
+        if protocol == "chat":
+            if isinstance(obj.get("usage"), Mapping):
+                self._set_final(self._read(obj["usage"]))
+        elif protocol == "anthropic":
+            kind = obj.get("type")
+            if kind == "message_start":
+                usage = (obj.get("message") or {}).get("usage")
+                if isinstance(usage, Mapping):
+                    self._start = dict(usage)
+                    self.partial = self._read(self._start)
+            elif kind == "message_delta" and isinstance(obj.get("usage"), Mapping):
+                merged = {**self._start, **{k: v for k, v in obj["usage"].items() if v is not None}}
+                self._set_final(self._read(merged))
+        elif protocol == "responses":
+            response = obj.get("response")
+            if isinstance(response, Mapping) and isinstance(response.get("usage"), Mapping):
+                self._set_final(self._read(response["usage"]))
+        elif protocol == "gemini" and isinstance(obj.get("usageMetadata"), Mapping):
+            usage = self._read(obj["usageMetadata"])
+            candidates = obj.get("candidates") or []
+            if any(isinstance(c, Mapping) and c.get("finishReason") for c in candidates):
+                self._set_final(usage)
+            else:
+                self.partial = usage
+
+    def _whole(self, obj: Any) -> None:
+        """A complete non-streaming body."""
+        if self.protocol == "gemini":
+            chunks = obj if isinstance(obj, list) else [obj]
+            found = [c["usageMetadata"] for c in chunks if isinstance(c, Mapping)
+                     and isinstance(c.get("usageMetadata"), Mapping)]
+            if found:
+                self._set_final(self._read(found[-1]))
+        elif isinstance(obj, Mapping) and isinstance(obj.get("usage"), Mapping):
+            self._set_final(self._read(obj["usage"]))

@@ -1,0 +1,187 @@
+"""The metering proxy: an aiohttp server on 127.0.0.1, inside the runner's event loop.
+
+Each trial gets a :class:`~.calls.Route` with its own proxy key; the CLI is given the proxy's
+URL and that key instead of the provider's. A request is matched to its route by the key,
+the key is swapped for the real one in the header (or query parameter) it came in, and the
+request goes to the provider. The answer streams back chunk by chunk as it arrives, bytes
+unchanged, while a :class:`~.scan.UsageScanner` reads its usage; the usage is metered into
+the trial before the chunk carrying it is passed on, so a CLI cannot start its next call
+before the budget has seen this one. A model call from a trial that is over budget (or
+being stopped) is refused in its protocol's error shape and never reaches the provider.
+
+Keys are never logged: error messages name the path, never the URL's query string.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import socket
+import sys
+import time
+from collections.abc import Callable
+
+import aiohttp
+from aiohttp import web
+
+from ..usage import TokenUsage
+from .calls import CallSink, ProxyCall, Route
+from .scan import UsageScanner
+from .wire import (error_body, find_key, protocol_for, request_model, response_headers, upstream_headers,
+                   upstream_query)
+
+KEY_PREFIX = "amp-"
+SHUTDOWN_TIMEOUT = 0.5
+DRAIN_TIMEOUT = 2.0  # seconds a finished trial waits for its last calls to be recorded
+
+
+class MeteringProxy:
+    """``await proxy.start()``; ``route(...)`` per trial; ``await proxy.close()``."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, log: Callable[[str], None] | None = None):
+        self.host, self.port = host, port
+        self.routes: dict[str, Route] = {}
+        self.base_url = ""
+        self._log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+        self._runner: web.AppRunner | None = None
+        self._client: aiohttp.ClientSession | None = None
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=256 << 20)  # bodies with long histories get large
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
+                                     shutdown_timeout=SHUTDOWN_TIMEOUT)
+        await self._runner.setup()
+        sock = socket.create_server((self.host, self.port), backlog=1024)
+        await web.SockSite(self._runner, sock).start()
+        self.port = sock.getsockname()[1]
+        # No read timeout: a model may think for minutes; the CLI and the budgets decide.
+        timeout = aiohttp.ClientTimeout(total=None, connect=30, sock_read=None)
+        self._client = aiohttp.ClientSession(timeout=timeout, auto_decompress=False,
+                                             connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+                                             skip_auto_headers=("User-Agent", "Accept-Encoding"))
+        self.base_url = f"http://{self.host}:{self.port}"
+        return self.base_url
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._client is not None:
+            await self._client.close()
+
+    # -- routes --------------------------------------------------------------------------------
+
+    def route(self, upstream: str, upstream_key: str, sink: CallSink, label: str = "") -> Route:
+        """A new route with a fresh proxy key (give the CLI ``route.key`` and ``self.base_url``)."""
+        key = KEY_PREFIX + secrets.token_urlsafe(24)
+        route = Route(key, upstream.rstrip("/"), upstream_key, sink, label)
+        self.routes[key] = route
+        return route
+
+    async def release(self, route: Route, timeout: float = DRAIN_TIMEOUT) -> None:
+        """Wait (briefly) for the route's calls in flight to be recorded, then forget it.
+        Called once the trial's agent is gone, so its connections are closing already."""
+        try:
+            await asyncio.wait_for(route.idle.wait(), timeout)
+        except TimeoutError:
+            self._log(f"proxy: {route.label}: {route.inflight} call(s) still open after the trial ended")
+        self.routes.pop(route.key, None)
+
+    # -- requests ------------------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        protocol = protocol_for(request.path)
+        key = find_key(request.headers, request.query)
+        route = self.routes.get(key) if key else None
+        if route is None:
+            return _json_error(protocol, 401, "agentmeter proxy: unknown or expired key (is the trial still running?)")
+        route.requests += 1
+        call = ProxyCall(route.requests, protocol, request.method, request.path)
+        route.enter()
+        try:
+            return await self._forward(request, route, call)
+        finally:
+            call.total_ms = round((time.time() - call.started) * 1000, 2)
+            if call.protocol is not None:
+                try:
+                    route.sink.on_proxy_call(call)
+                except Exception as exc:  # a sink bug must not break the CLI's call
+                    self._log(f"proxy: {route.label}: recording a call failed: {exc!r}")
+            route.leave()
+
+    async def _forward(self, request: web.Request, route: Route, call: ProxyCall) -> web.StreamResponse:
+        body = await request.read()
+        protocol = call.protocol
+        if protocol is not None:
+            call.model = request_model(protocol, request.path, body)
+            refusal = route.sink.admit_call()
+            if refusal is not None:
+                route.refused += 1
+                call.status, call.outcome = 400, "refused"
+                call.note = refusal
+                return _json_error(protocol, 400, f"agentmeter: {refusal}; no further model calls for this trial")
+            route.calls += 1
+        url = route.upstream + request.raw_path.split("?", 1)[0]
+        headers = upstream_headers(request.headers.items(), route.key, route.upstream_key)
+        params = upstream_query(request.query.items(), route.key, route.upstream_key)
+        started = time.monotonic()
+        response: web.StreamResponse | None = None
+        assert self._client is not None
+        try:
+            async with self._client.request(request.method, url, params=params, data=body, headers=headers,
+                                            allow_redirects=False) as upstream:
+                call.status = upstream.status
+                scanner = UsageScanner(protocol, upstream.headers.get("Content-Type", ""),
+                                       upstream.headers.get("Content-Encoding", "")) \
+                    if protocol is not None and upstream.status < 400 else None
+                response = web.StreamResponse(status=upstream.status, reason=upstream.reason,
+                                              headers=response_headers(upstream.headers.items()))
+                if upstream.content_length is not None:
+                    response.content_length = upstream.content_length
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    if call.ttfb_ms is None:
+                        call.ttfb_ms = round((time.monotonic() - started) * 1000, 2)
+                    if scanner is not None and scanner.feed(chunk):
+                        self._meter(route, call, scanner.final)
+                    call.bytes_out += len(chunk)
+                    await response.write(chunk)
+                if scanner is not None:
+                    if scanner.finish():
+                        self._meter(route, call, scanner.final)
+                    call.partial = scanner.partial if not call.usage else None
+                    call.note = scanner.unreadable and f"usage not read: {scanner.unreadable}"
+                await response.write_eof()
+                call.outcome = "completed"
+                return response
+        except asyncio.CancelledError:
+            call.outcome = "client disconnected"
+            raise
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            # The message names the exception and path only: a URL's query may hold a key.
+            call.outcome = f"upstream error: {type(exc).__name__}"
+            if response is not None:  # mid-stream: nothing to do but end the stream early
+                return response
+            call.status = 502
+            self._log(f"proxy: {route.label}: {request.method} {request.path}: upstream failed: {type(exc).__name__}")
+            return _json_error(protocol, 502, f"agentmeter proxy: the provider could not be reached "
+                                              f"({type(exc).__name__})", "api_error" if protocol == "anthropic"
+                               else None)
+
+    def _meter(self, route: Route, call: ProxyCall, final: TokenUsage | None) -> None:
+        if final is None:
+            return
+        delta = final - call.usage
+        call.usage = final
+        route.usage = route.usage + delta
+        try:
+            route.sink.on_proxy_usage(call, delta)
+        except Exception as exc:
+            self._log(f"proxy: {route.label}: metering failed: {exc!r}")
+
+
+def _json_error(protocol: str | None, status: int, message: str, error_type: str | None = None) -> web.Response:
+    import orjson
+
+    return web.Response(body=orjson.dumps(error_body(protocol, status, message, error_type)), status=status,
+                        content_type="application/json")
