@@ -17,6 +17,7 @@ from collections.abc import Callable
 from .model import ACTIVE_STATUSES, TrialStatus
 from .procs import sweep
 from .runctx import RunContext
+from .sandboxes.placement import Placement, Slot
 from .trial import TrialPlan, TrialRun
 
 COUNTABLE = frozenset({TrialStatus.PASSED, TrialStatus.FAILED, TrialStatus.KILLED, TrialStatus.ERRORED})
@@ -81,6 +82,8 @@ class Scheduler:
         self.stopping = False
         self.on_finished: Callable[[TrialRun], None] = lambda trial: None
         self._budget_overrides: dict[str, float] = {}
+        # which host's slot each trial gets: per-host slots and per-provider limits
+        self.placement = Placement.for_run(ctx.sandbox, ctx.suite)
 
     def pause(self) -> None:
         self.paused.clear()
@@ -105,15 +108,20 @@ class Scheduler:
                 if self.stopping or not self.queue:
                     slots.release()
                     continue
-                plan = self.queue.pop(0)
-                task = asyncio.create_task(self._one(plan, slots))
+                taken = await self.placement.take(self.queue, lambda: self.stopping)
+                if taken is None:
+                    slots.release()
+                    continue
+                plan, slot = taken
+                task = asyncio.create_task(self._one(plan, slots, slot))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
             else:
                 await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
 
-    async def _one(self, plan: TrialPlan, slots: asyncio.Semaphore) -> None:
+    async def _one(self, plan: TrialPlan, slots: asyncio.Semaphore, slot: Slot | None = None) -> None:
         trial = TrialRun(self.ctx, plan)
+        self.placement.bind(trial.token, slot)
         if self._budget_overrides:
             trial.raise_budget(**self._budget_overrides)
         try:
@@ -122,6 +130,7 @@ class Scheduler:
             status = await trial.execute()
         finally:
             self.running.pop(key, None)
+            self.placement.release(slot, trial.token)
             slots.release()
         if status == TrialStatus.INFRA_INVALID and plan.attempt < self.max_retries and not self.stopping:
             retry = TrialPlan(plan.task, plan.config, plan.config_id, plan.trial_index, plan.attempt + 1)

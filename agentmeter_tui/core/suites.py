@@ -71,6 +71,7 @@ class Provider(Strict):
     base_url: str | None = None
     api_key_env: str | None = None  # name of the variable holding the key; the key itself is never stored
     scenarios: str = "scenarios"
+    concurrency: int | None = Field(None, ge=1)  # trials at once on this provider, across all hosts
 
 
 class Scoring(BaseModel):
@@ -316,6 +317,7 @@ def load_suite(folder: str | Path) -> Suite:
             raise InputError(toml_path, _line(text, ("models", index, "provider")), f"models[{index}].provider",
                              f"no provider '{model.provider}' in [providers]")
     _check_adapters(spec, toml_path, text)
+    _check_sandbox(spec, toml_path, text)
     names = spec.suite.tasks
     if names is None:
         names = sorted(p.name for p in folder.iterdir() if (p / "task.toml").is_file())
@@ -344,6 +346,21 @@ def load_suite(folder: str | Path) -> Suite:
         raise InputError(toml_path, _line(text, ("suite", "pricing")), "suite.pricing",
                          f"price snapshot '{spec.suite.pricing}' not found")
     return suite
+
+
+def _check_sandbox(spec: SuiteFile, path: Path, text: str) -> None:
+    """The ``[sandbox]`` keys beyond ``kind`` are the sandbox kind's own ``Settings`` model."""
+    from .registry import UnknownName
+    from .sandboxes import SANDBOXES
+
+    try:
+        sandbox_cls = SANDBOXES.get(spec.sandbox.kind)
+    except UnknownName as exc:
+        raise InputError(path, _line(text, ("sandbox", "kind")), "sandbox.kind", str(exc)) from None
+    settings_model = getattr(sandbox_cls, "Settings", None)
+    if settings_model is not None:
+        validate(settings_model, spec.sandbox.model_dump(exclude={"kind"}), path, text, prefix=("sandbox",),
+                 context={"base": path.parent})
 
 
 def _check_adapters(spec: SuiteFile, path: Path, text: str) -> None:

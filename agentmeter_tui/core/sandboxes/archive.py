@@ -1,0 +1,113 @@
+"""Tar archives to and from sandboxes: the docker engine's archive API, SFTP-less bulk copies,
+and swarm configs all move files as tars.
+
+:class:`TarWriter` writes entries with fixed times and a chosen owner (so a non-root agent
+owns its workspace inside a container, and equal inputs give equal bytes); :func:`extract`
+unpacks with the stdlib's ``data`` filter, so an archive from a sandbox can never write
+outside the destination (absolute names, ``..`` and links pointing out are refused).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from collections.abc import Iterable
+from pathlib import Path
+
+
+class TarWriter:
+    """A tar being written; parent folders are added (once) before their entries."""
+
+    def __init__(self, fileobj: io.IOBase | None = None, *, uid: int = 0, gid: int | None = None,
+                 gzip: bool = False):
+        self.buffer = fileobj if fileobj is not None else io.BytesIO()
+        self.tar = tarfile.open(fileobj=self.buffer, mode="w:gz" if gzip else "w", format=tarfile.PAX_FORMAT)
+        self.uid, self.gid = uid, uid if gid is None else gid
+        self.dirs: set[str] = set()
+
+    def _info(self, name: str, kind: bytes, mode: int, uid: int | None = None) -> tarfile.TarInfo:
+        info = tarfile.TarInfo(name.strip("/"))
+        info.type, info.mode, info.mtime = kind, mode, 0
+        info.uid = self.uid if uid is None else uid
+        info.gid = self.gid if uid is None else uid
+        return info
+
+    def folder(self, name: str, mode: int = 0o755, uid: int | None = None) -> None:
+        name = name.strip("/")
+        if not name or name in self.dirs:
+            return
+        self.folder(os.path.dirname(name))
+        self.dirs.add(name)
+        self.tar.addfile(self._info(name, tarfile.DIRTYPE, mode, uid))
+
+    def data(self, name: str, data: bytes, mode: int = 0o644, uid: int | None = None) -> None:
+        self.folder(os.path.dirname(name.strip("/")))
+        info = self._info(name, tarfile.REGTYPE, mode, uid)
+        info.size = len(data)
+        self.tar.addfile(info, io.BytesIO(data))
+
+    def file(self, name: str, source: Path) -> None:
+        self.folder(os.path.dirname(name.strip("/")))
+        stat = source.stat()
+        info = self._info(name, tarfile.REGTYPE, stat.st_mode & 0o7777)
+        info.size = stat.st_size
+        with source.open("rb") as handle:
+            self.tar.addfile(info, handle)
+
+    def link(self, name: str, target: str) -> None:
+        self.folder(os.path.dirname(name.strip("/")))
+        info = self._info(name, tarfile.SYMTYPE, 0o777)
+        info.linkname = target
+        self.tar.addfile(info)
+
+    def tree(self, prefix: str, source: Path) -> None:
+        """``source``'s contents under ``prefix`` (symlinks kept as links, like copytree)."""
+        self.folder(prefix)
+        for folder, subdirs, files in os.walk(source):
+            subdirs.sort()
+            rel = Path(folder).relative_to(source)
+            for name in subdirs:
+                path = Path(folder) / name
+                if path.is_symlink():
+                    self.link(f"{prefix}/{rel / name}", os.readlink(path))
+                else:
+                    self.folder(f"{prefix}/{rel / name}", path.stat().st_mode & 0o777)
+            for name in sorted(files):
+                path = Path(folder) / name
+                if path.is_symlink():
+                    self.link(f"{prefix}/{rel / name}", os.readlink(path))
+                elif path.is_file():
+                    self.file(f"{prefix}/{rel / name}", path)
+
+    def files(self, prefix: str, files: dict[str, bytes], uid: int | None = None) -> None:
+        for rel, data in files.items():
+            self.data(f"{prefix}/{rel}", data, uid=uid)
+
+    def getvalue(self) -> bytes:
+        self.tar.close()
+        return self.buffer.getvalue()
+
+    def close(self) -> None:
+        self.tar.close()
+
+
+def extract(chunks: Iterable[bytes] | bytes, dest: Path, limit_bytes: int | None = None) -> Path:
+    """Unpack a tar (bytes or a stream of chunks, e.g. ``get_archive``) into ``dest``, safely.
+
+    With ``limit_bytes``, files past the limit are skipped, so a sandbox that filled its disk
+    cannot fill the runner's.
+    """
+    data = chunks if isinstance(chunks, bytes) else b"".join(chunks)
+    dest.mkdir(parents=True, exist_ok=True)
+    total = 0
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+        members = []
+        for member in tar.getmembers():
+            if member.isfile():
+                total += member.size
+                if limit_bytes is not None and total > limit_bytes:
+                    continue
+            members.append(member)
+        tar.extractall(dest, members=members, filter="data")
+    return dest

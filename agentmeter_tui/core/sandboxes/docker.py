@@ -1,0 +1,434 @@
+"""The docker sandbox: one container per trial, on one or more Docker engines.
+
+A trial's container runs its task's image (``images.py``) with a keep-alive under Docker's
+init, a read-only root filesystem, CPU, memory and pids limits, and one writable place,
+``/agentmeter`` (workspace, home, tmp, scratch, tools), that is either an anonymous volume
+the workspace is copied into (``workspace = "copy"``) or a folder of this machine
+bind-mounted (``"bind"``, local engines only). The agent runs as a non-root user through
+an exec whose output streams back line by line. Kill: SIGINT then SIGTERM to every process
+of the container from inside, then a container kill (SIGKILL, never a stop timeout); the
+container and its volume are removed at cleanup. Everything is labelled (``engine.py``) so
+``agentmeter doctor --clean`` finds what a crashed runner left.
+
+Network (``network``): ``isolated`` (default: an internal network whose only reachable
+address is this machine's relay to the model server or metering proxy), ``bridge``,
+``host``, ``none`` or the name of an existing network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from ..paths import default_clis_root
+from . import engine as engines
+from .archive import TarWriter, extract
+from .base import ExecResult, KillPolicy, LaunchSpec, OutputCallback, Sandbox, SandboxSession, TrialSlot
+from .common import HostWatch, Settings, load_settings, map_argv, resolve_path, shipped_files, trial_env
+from .dockerexec import DockerAgent, ExecStream, run_exec, signal_all
+from .images import HOST_IMAGE, ImageResolver
+from .local import LocalSandbox, LocalSession
+from .placement import Host, Placement
+from .relay import RelayPool, is_loopback
+from .rootfs import AGENT_UID
+
+if TYPE_CHECKING:
+    from ..suites import Task
+
+ROOT = "/agentmeter"
+CLIS_MOUNT = "/opt/agentmeter/clis"
+ISOLATED_NETWORK = "agentmeter-isolated"
+# PID 2 under docker-init: ignores INT and TERM (inherited by its sleep), so the in-container
+# signal ladder reaches only the trial's processes and the container outlives it.
+KEEPALIVE = ["sh", "-c", "trap '' INT TERM HUP; while :; do sleep 3600; done"]
+
+
+class EngineEntry(Settings):
+    url: str | None = None  # unix://, tcp://, ssh://user@host:port; None: DOCKER_HOST or the local socket
+    name: str | None = None
+    slots: int = Field(4, ge=1, le=512)
+    key: str | None = None  # ssh:// engines: the private key (default: ~/.ssh config)
+    known_hosts: str | None = None  # ssh:// engines: trusted host keys (default: ~/.ssh/known_hosts)
+    labels: list[str] = []
+
+    _paths = field_validator("key", "known_hosts")(resolve_path)
+
+    @property
+    def display(self) -> str:
+        return self.name or self.url or "local"
+
+
+class DockerSettings(Settings):
+    engine: str | None = None
+    slots: int | None = Field(None, ge=1, le=512)
+    key: str | None = None
+    known_hosts: str | None = None
+    engines: list[EngineEntry] = []
+    image: str = HOST_IMAGE
+    pull: bool = False
+    workspace: Literal["copy", "bind"] = "copy"
+    network: str = "isolated"
+    cpus: float | None = Field(2.0, gt=0)
+    memory: str | None = Field("4g", pattern=r"^\d+[bkmgBKMG]?$")
+    pids: int | None = Field(1024, ge=16)
+    user: str = Field(f"{AGENT_UID}:{AGENT_UID}", pattern=r"^(root|\d+(:\d+)?)$")
+    read_only: bool = True
+    python: str = "python3"
+    clis: Literal["mount", "image"] = "mount"
+    clis_root: str = CLIS_MOUNT
+    probe_interval: float = Field(10.0, gt=0)
+
+    _paths = field_validator("key", "known_hosts")(resolve_path)
+
+    @model_validator(mode="after")
+    def _coherent(self, info: ValidationInfo) -> DockerSettings:
+        if self.engines and (self.engine or self.slots):
+            raise ValueError("give either `engine` (and `slots`) or a list of `engines`, not both")
+        remote = [e.display for e in self.entries() if not engines.is_local_url(e.url)]
+        if remote and self.workspace == "bind":
+            raise ValueError(f"workspace = \"bind\" needs a local engine; {remote[0]} is remote (use \"copy\")")
+        if remote and self.clis == "mount":
+            raise ValueError(f"clis = \"mount\" needs a local engine; {remote[0]} is remote: put the CLIs in "
+                             f"the image (clis = \"image\", clis_root = where they are)")
+        return self
+
+    def entries(self) -> list[EngineEntry]:
+        if self.engines:
+            return self.engines
+        return [EngineEntry(url=self.engine, slots=self.slots or 4, key=self.key, known_hosts=self.known_hosts)]
+
+    @property
+    def uid(self) -> int:
+        return 0 if self.user == "root" else int(self.user.split(":")[0])
+
+
+class DockerSandbox(Sandbox):
+    name = "docker"
+    Settings = DockerSettings
+
+    def __init__(self, suite: Any, settings: dict[str, Any] | None = None):
+        super().__init__(suite, settings)
+        self.config = load_settings(DockerSettings, suite, self.settings)
+        self.entries = {e.display: e for e in self.config.entries()}
+        self.placement = Placement([Host(e.display, e.slots, frozenset(e.labels)) for e in self.entries.values()])
+        self.engines: dict[str, engines.Engine] = {}
+        self.images = ImageResolver(self.config.image, pull=self.config.pull)
+        self.relays = RelayPool()
+        self.gateways: dict[str, str | None] = {}
+        self.tunnels: dict[str, Any] = {}  # remote engine -> SSH connection carrying reverse tunnels
+        self.watch = HostWatch(self.placement, self._probe, self.config.probe_interval)
+        self._connect_lock = asyncio.Lock()
+        self._local_files: LocalSandbox | None = None
+
+    def capacity(self) -> int:
+        return self.placement.total_slots()
+
+    async def engine(self, name: str) -> engines.Engine:
+        async with self._connect_lock:
+            if name not in self.engines:
+                entry = self.entries[name]
+                client = await asyncio.to_thread(engines.connect, entry.url, key=entry.key,
+                                                 known_hosts=entry.known_hosts)
+                self.engines[name] = engines.Engine(name, entry.url, client, engines.is_local_url(entry.url))
+                self.gateways[name] = await self.engines[name].call(self._prepare_network, self.engines[name])
+            return self.engines[name]
+
+    async def _probe(self, name: str) -> None:
+        engine = self.engines.get(name)
+        if engine is not None:
+            await engine.call(engine.client.ping)
+        else:
+            await self.engine(name)
+
+    async def preflight(self) -> None:
+        """Connect every engine and resolve (build or load) every task's image now, so a missing
+        image stops the run before any trial starts, with the reason."""
+        for name in self.entries:
+            engine = await self.engine(name)
+            for task in self.suite.tasks:
+                await engine.call(self.images.resolve, engine.client, name, self.suite.id, task)
+
+    def network_mode(self) -> str:
+        mode = self.config.network
+        return ISOLATED_NETWORK if mode == "isolated" else mode
+
+    def _prepare_network(self, engine: engines.Engine) -> str | None:
+        """Create the isolated network if needed; return the address a container reaches us at."""
+        client = engine.client
+        mode = self.network_mode()
+        if mode in ("host", "none"):
+            return None
+        from docker.errors import NotFound
+
+        try:
+            network = client.networks.get(mode)
+        except NotFound:
+            if self.config.network != "isolated":
+                raise engines.EngineError(f"docker network '{mode}' does not exist on {engine.name}") from None
+            network = client.networks.create(ISOLATED_NETWORK, driver="bridge", internal=True, check_duplicate=True,
+                                             labels={engines.MANAGED: "1", engines.RUNNER: engines.runner_label()})
+        configs = (network.attrs.get("IPAM") or {}).get("Config") or []
+        return next((c["Gateway"] for c in configs if c.get("Gateway")), None)
+
+    async def translate_url(self, url: str, engine_name: str) -> str:
+        """The model's base URL as a container on ``engine_name`` reaches it."""
+        if not is_loopback(url):
+            return url
+        engine = self.engines[engine_name]
+        mode = self.network_mode()
+        if mode == "none":
+            raise RuntimeError("network = \"none\" leaves the agent no way to reach its model; use \"isolated\"")
+        if mode == "host":
+            if engine.local:
+                return url
+            return await self._tunnel(engine_name, url)
+        gateway = self.gateways.get(engine_name)
+        if not engine.local or not gateway:
+            raise RuntimeError(f"the model at {url} is on this machine's loopback, which containers on "
+                               f"{engine_name} ({mode}) cannot reach; use network = \"host\" for remote engines")
+        return self.relays.translate(url, gateway)
+
+    async def _tunnel(self, engine_name: str, url: str) -> str:
+        """Remote engine, host network: a reverse SSH tunnel from the remote loopback to ours."""
+        from .relay import replace_host, target_of
+        from .sshconn import SshTarget, connect
+
+        entry = self.entries[engine_name]
+        key = (engine_name, target_of(url))
+        if key not in self.tunnels:
+            conn = self.tunnels.get(engine_name)
+            if conn is None:
+                conn = self.tunnels[engine_name] = await connect(SshTarget.from_url(entry.url, entry.key,
+                                                                                    entry.known_hosts))
+            listener = await conn.forward_remote_port("127.0.0.1", 0, *target_of(url))
+            self.tunnels[key] = listener
+        return replace_host(url, "127.0.0.1", self.tunnels[key].get_port())
+
+    async def open(self, task: Task, trial_id: int, token: str) -> DockerSession:
+        slot = self.placement.slot_for(token)
+        host = slot.host if slot else self.placement.pick().name
+        engine = await self.engine(host)
+        image = await engine.call(self.images.resolve, engine.client, host, self.suite.id, task)
+        session = DockerSession(self, engine, token, trial_id)
+        try:
+            await session.create(task, image)
+        except Exception as exc:
+            await session.cleanup()
+            if _engine_lost(exc):
+                self.watch.down(host, str(exc))
+            raise
+        return session
+
+    def local_files(self) -> LocalSandbox:
+        if self._local_files is None:
+            self._local_files = LocalSandbox(self.suite, {"root": str(Path(tempfile.gettempdir()) / "agentmeter-docker")})
+        return self._local_files
+
+    async def close(self) -> None:
+        await self.watch.close()
+        await self.relays.close()
+        for key, value in list(self.tunnels.items()):
+            if isinstance(key, str):
+                value.close()
+        for engine in self.engines.values():
+            engine.close()
+
+
+def _engine_lost(exc: BaseException) -> bool:
+    import requests
+
+    return isinstance(exc, (ConnectionError, requests.exceptions.ConnectionError, engines.EngineError))
+
+
+class DockerSession(SandboxSession):
+    def __init__(self, sandbox: DockerSandbox, engine: engines.Engine, token: str, trial_id: int):
+        self.sandbox, self.engine, self.token, self.trial_id = sandbox, engine, token, trial_id
+        self.config = sandbox.config
+        self.workspace, self.home, self.scratch = f"{ROOT}/workspace", f"{ROOT}/home", f"{ROOT}/scratch"
+        self.tmp = f"{ROOT}/tmp"
+        self.python = self.config.python
+        self.clis_root = self.config.clis_root
+        self.slot = TrialSlot("docker", engine.name)
+        self.container: str | None = None
+        self.agent: DockerAgent | None = None
+        self.host_files: LocalSession | None = None  # bind mode: the folder mounted at /agentmeter
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def create(self, task: Task, image: str) -> None:
+        config, api = self.config, self.engine.client.api
+        labels = engines.trial_labels(self.sandbox.suite.id, self.trial_id, self.token)
+        mounts: list[Any] = []
+        from docker.types import Mount
+
+        if config.workspace == "bind":
+            self.host_files = await self.sandbox.local_files().open(task, self.trial_id, self.token)
+            await asyncio.to_thread(self._prepare_host_root, Path(self.host_files.root))
+            mounts.append(Mount(ROOT, str(self.host_files.root), type="bind"))
+        else:
+            mounts.append(Mount(ROOT, None, type="volume", labels=labels))
+        if config.clis == "mount":
+            clis = default_clis_root()
+            if clis.is_dir():
+                mounts.append(Mount(config.clis_root, str(clis), type="bind", read_only=True))
+        host_config = api.create_host_config(
+            init=True, read_only=config.read_only, mounts=mounts, network_mode=self.sandbox.network_mode(),
+            nano_cpus=int(config.cpus * 1e9) if config.cpus else None, mem_limit=config.memory,
+            pids_limit=config.pids, security_opt=["no-new-privileges"],
+            tmpfs={"/tmp": "rw,nosuid,nodev,size=256m,mode=1777"} if config.read_only else None)
+        name = f"agentmeter-t{self.trial_id}-{self.token[:8]}"
+        # The container's own user is root: Docker gives an exec the capabilities of the container's
+        # user, and our in-container kill ladder (and the verifier) need root's. The agent's exec
+        # runs as the non-root user, with no capabilities at all.
+        created = await self.engine.call(api.create_container, image, command=KEEPALIVE, name=name, labels=labels,
+                                         user="0:0", working_dir=self.workspace, host_config=host_config)
+        self.container = created["Id"]
+        if config.workspace == "copy":
+            await self.engine.call(api.put_archive, self.container, ROOT, self._seed_tar(task))
+        await self.engine.call(api.start, self.container)
+
+    def _user(self) -> str:
+        return "0:0" if self.config.uid == 0 else self.config.user
+
+    def _seed_tar(self, task: Task) -> bytes:
+        tar = TarWriter(uid=self.config.uid)
+        for folder in ("workspace", "home", "scratch"):
+            tar.folder(folder)
+        tar.folder("tmp", 0o1777)
+        if task.workspace_seed is not None:
+            tar.tree("workspace", task.workspace_seed)
+        tar.folder("tools", uid=0)  # ours, read-only to the agent
+        tar.files("", shipped_files(), uid=0)
+        return tar.getvalue()
+
+    def _prepare_host_root(self, root: Path) -> None:
+        for rel, data in shipped_files().items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
+        (root / "tmp").chmod(0o1777)
+        _chown_tree(root, self.config.uid)
+
+    async def translate_url(self, url: str) -> str:
+        return await self.sandbox.translate_url(url, self.engine.name)
+
+    def environment(self, extra: dict[str, str], cwd: str | None = None) -> dict[str, str]:
+        env = trial_env(home=self.home, workspace=cwd or self.workspace, tmp=self.tmp, token=self.token,
+                        user="root" if self.config.uid == 0 else "agent", extra=extra)
+        env["PWD"] = cwd or self.workspace
+        return env
+
+    async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> DockerAgent:
+        api = self.engine.client.api
+        cwd = spec.cwd or self.workspace
+        argv = map_argv(spec.argv, ROOT)
+        exec_id = (await self.engine.call(api.exec_create, self.container, argv,
+                                          environment=self.environment(spec.env, cwd), workdir=cwd,
+                                          user=self._user()))["Id"]
+        stream = ExecStream(self.engine, exec_id, on_output, asyncio.get_running_loop())
+        stream.start()
+        self.agent = DockerAgent(self.engine, exec_id, stream,
+                                 on_lost=lambda exc: self.sandbox.watch.down(self.engine.name, str(exc)))
+        try:
+            self.agent.pid = (await self.engine.call(api.exec_inspect, exec_id)).get("Pid") or None
+        except Exception:
+            pass
+        return self.agent
+
+    async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
+                   timeout: float | None = None) -> ExecResult:
+        run = self.engine.call(run_exec, self.engine, self.container, map_argv(argv, ROOT),
+                               env=self.environment(env or {}, cwd), cwd=cwd or self.workspace, user="0")
+        task = asyncio.ensure_future(run)
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), timeout)
+        except TimeoutError:
+            await self.engine.call(signal_all, self.engine, self.container, "KILL")
+            result = await task
+            result.timed_out = True
+            return result
+
+    async def kill(self, policy: KillPolicy) -> None:
+        """SIGINT to every process of the trial, SIGTERM after ``int_grace``, and the container
+        killed outright after ``grace`` or as soon as the agent itself is gone."""
+        if self.container is None:
+            return
+        agent = self.agent
+        if agent is not None:
+            await self.engine.call(signal_all, self.engine, self.container, "INT")
+            if not await agent.exited(policy.int_grace):
+                await self.engine.call(signal_all, self.engine, self.container, "TERM")
+                await agent.exited(max(0.0, policy.grace - policy.int_grace))
+        await self._kill_container()
+
+    async def _kill_container(self) -> None:
+        api = self.engine.client.api
+        try:
+            await self.engine.call(api.kill, self.container)
+            await self.engine.call(api.wait, self.container, timeout=10, condition="not-running")
+        except Exception:
+            pass  # already stopped, or gone
+
+    # -- files ----------------------------------------------------------------------------------
+
+    async def write_files(self, base: str, files: dict[str, bytes]) -> None:
+        if self.host_files is not None:
+            await self.host_files.write_files(base, files)
+            await asyncio.to_thread(_chown_tree, Path(self.host_files.root) / base, self.config.uid)
+            return
+        tar = TarWriter(uid=self.config.uid)
+        tar.files("", files)
+        await self.engine.call(self.engine.client.api.put_archive, self.container, f"{ROOT}/{base}", tar.getvalue())
+
+    async def _copy_out(self, base: str, dest: Path, limit_bytes: int | None = None) -> Path:
+        def fetch() -> Path:
+            chunks, _ = self.engine.client.api.get_archive(self.container, f"{ROOT}/{base}")
+            return extract(chunks, dest, limit_bytes)
+
+        return await self.engine.call(fetch)
+
+    async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
+        if self.host_files is not None:
+            return await self.host_files.fetch_files(base, patterns, limit_bytes)
+        with tempfile.TemporaryDirectory(prefix="agentmeter-fetch-") as tmp:
+            await self._copy_out(base, Path(tmp), limit_bytes)
+            return await LocalSession(Path(tmp), self.token).fetch_files(base, patterns, limit_bytes)
+
+    async def collect_workspace(self, dest: Path) -> Path:
+        if self.host_files is not None:
+            return Path(self.host_files.workspace)
+        await self._copy_out("workspace", dest)
+        return dest / "workspace"
+
+    async def cleanup(self, keep: bool = False) -> None:
+        if self.container is not None:
+            if keep and self.host_files is None:
+                kept = Path(tempfile.gettempdir()) / "agentmeter-kept" / f"t{self.trial_id}-{self.token}"
+                try:
+                    await self.collect_workspace(kept)
+                except Exception:
+                    pass
+            try:  # force = SIGKILL and remove at once: no stop timeout; v = its anonymous volume too
+                await self.engine.call(self.engine.client.api.remove_container, self.container, force=True, v=True)
+            except Exception as exc:
+                if "No such container" not in str(exc):
+                    raise
+        if self.host_files is not None:
+            await self.host_files.cleanup(keep)
+
+
+def _chown_tree(root: Path, uid: int) -> None:
+    """Give the agent's user the folders it works in (bind mode; only root may chown)."""
+    if os.geteuid() != 0 or uid == 0:
+        return
+    os.chown(root, uid, uid)
+    for folder, subdirs, files in os.walk(root):
+        for name in subdirs + files:
+            os.lchown(os.path.join(folder, name), uid, uid)
+
+
+__all__ = ["DockerSandbox", "DockerSession", "DockerSettings"]

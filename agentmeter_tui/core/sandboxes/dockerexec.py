@@ -1,0 +1,113 @@
+"""Processes inside a container: an exec whose output streams to the event loop line by line,
+a short exec run to completion, and the signal ladder sent from inside the container.
+
+The docker SDK's streams block, so each running agent has one reader thread that splits its
+output into lines (``core/lines.py``) and hands batches to the loop; short execs run on the
+engine's thread pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from ..lines import LineSplitter
+from .base import AgentHandle, ExecResult, OutputCallback
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+class ExecStream(threading.Thread):
+    """Reads one exec's multiplexed output until the process ends (or its container dies)."""
+
+    def __init__(self, engine: Engine, exec_id: str, on_output: OutputCallback, loop: asyncio.AbstractEventLoop):
+        super().__init__(name=f"exec-{exec_id[:8]}", daemon=True)
+        self.engine, self.exec_id, self.on_output, self.loop = engine, exec_id, on_output, loop
+        self.done = loop.create_future()
+        self.error: BaseException | None = None
+
+    def _emit(self, stream: str, lines: list[bytes]) -> None:
+        if lines:
+            self.loop.call_soon_threadsafe(self.on_output, stream, lines)
+
+    def run(self) -> None:
+        splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}
+        try:
+            for out, err in self.engine.client.api.exec_start(self.exec_id, stream=True, demux=True):
+                if out:
+                    self._emit("stdout", splitters["stdout"].feed(out))
+                if err:
+                    self._emit("stderr", splitters["stderr"].feed(err))
+        except BaseException as exc:  # the engine went away mid-stream: the caller decides
+            self.error = exc
+        finally:
+            for name, splitter in splitters.items():
+                self._emit(name, splitter.flush())
+            self.loop.call_soon_threadsafe(_resolve, self.done)
+
+
+def _resolve(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class DockerAgent(AgentHandle):
+    def __init__(self, engine: Engine, exec_id: str, stream: ExecStream, on_lost=None):
+        self.engine, self.exec_id, self.stream = engine, exec_id, stream
+        self.pid: int | None = None
+        self.on_lost = on_lost
+
+    async def exited(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(asyncio.shield(self.stream.done), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    async def wait(self) -> int:
+        await asyncio.shield(self.stream.done)
+        try:
+            info = await self.engine.call(self.engine.client.api.exec_inspect, self.exec_id)
+        except Exception as exc:
+            if self.on_lost:
+                self.on_lost(exc)
+            raise ConnectionError(f"docker engine {self.engine.name} lost: {exc}") from None
+        if self.stream.error is not None and info.get("Running"):
+            if self.on_lost:
+                self.on_lost(self.stream.error)
+            raise ConnectionError(f"docker engine {self.engine.name}: output stream lost: {self.stream.error}")
+        code = info.get("ExitCode")
+        return code if code is not None else -1
+
+
+def run_exec(engine: Engine, container: str, argv: list[str], *, env: dict[str, str] | None = None,
+             cwd: str | None = None, user: str = "0") -> ExecResult:
+    """Run a command in the container and collect its output (blocking: call on the pool)."""
+    api = engine.client.api
+    started = time.monotonic()
+    exec_id = api.exec_create(container, argv, environment=env, workdir=cwd, user=user)["Id"]
+    out, err = bytearray(), bytearray()
+    for chunk_out, chunk_err in api.exec_start(exec_id, stream=True, demux=True):
+        out += chunk_out or b""
+        err += chunk_err or b""
+    code = api.exec_inspect(exec_id).get("ExitCode")
+    return ExecResult(code if code is not None else -1, bytes(out), bytes(err), time.monotonic() - started)
+
+
+def signal_all(engine: Engine, container: str, signal_name: str) -> None:
+    """Send a signal to every process of the container but its init and the keep-alive.
+
+    ``kill -s SIG -1`` from inside reaches every process the sender may signal except PID 1
+    and itself, which is every process of the trial however it detached (setsid, nohup).
+    The keep-alive ignores INT and TERM, so the container stays for usage recovery.
+    """
+    api = engine.client.api
+    try:
+        exec_id = api.exec_create(container, ["sh", "-c", f"kill -s {signal_name} -1 2>/dev/null; true"],
+                                  user="0")["Id"]
+        api.exec_start(exec_id)
+    except Exception:
+        pass  # no shell in the image, or the container is already gone: the container kill follows

@@ -1,0 +1,199 @@
+"""Docker engines: connecting (the local socket, ``DOCKER_HOST``, or ``ssh://`` through the SDK's
+SSH transport with our own key and known_hosts), the labels every object we create carries,
+and :func:`clean_leftovers`, which removes what a crashed runner left behind.
+
+The docker SDK is synchronous; each engine gets its own thread pool so that slow engine
+calls never starve the event loop's default executor (which the local sandbox uses).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import psutil
+
+T = TypeVar("T")
+
+MANAGED = "agentmeter.managed"
+RUNNER = "agentmeter.runner"  # "<hostname>:<pid>:<start time>" of the runner that created the object
+TRIAL = "agentmeter.trial"  # the trial's token
+TRIAL_ID = "agentmeter.trial-id"
+SUITE = "agentmeter.suite"
+API_VERSION = "1.41"  # Docker 20.10, the oldest engine we promise to drive
+POOL = 64
+
+
+def runner_label() -> str:
+    # The start time tells a live runner from a later process that reused its pid.
+    return f"{socket.gethostname()}:{os.getpid()}:{int(psutil.Process().create_time())}"
+
+
+def trial_labels(suite_id: str, trial_id: int | None, token: str) -> dict[str, str]:
+    return {MANAGED: "1", RUNNER: runner_label(), TRIAL: token, TRIAL_ID: str(trial_id or ""), SUITE: suite_id}
+
+
+class EngineError(RuntimeError):
+    pass
+
+
+def _keyed_ssh_adapter(base_url: str, key: str | None, known_hosts: str | None, timeout: int) -> Any:
+    """The SDK's SSH adapter, told which key to use and which known_hosts file to trust.
+
+    The stock adapter reads only ``~/.ssh/config`` and ``~/.ssh/known_hosts``; a suite names
+    its own, so the two are added here. Unknown host keys stay refused (RejectPolicy).
+    """
+    from docker.transport import SSHHTTPAdapter
+
+    class KeyedSSHAdapter(SSHHTTPAdapter):
+        def _create_paramiko_client(self, url: str) -> None:
+            super()._create_paramiko_client(url)
+            if key:
+                self.ssh_params.update(key_filename=key, look_for_keys=False, allow_agent=False)
+            if known_hosts and os.path.exists(known_hosts):
+                self.ssh_client.load_host_keys(known_hosts)
+
+    return KeyedSSHAdapter(base_url, timeout, pool_connections=POOL, max_pool_size=POOL)
+
+
+def connect(url: str | None = None, *, key: str | None = None, known_hosts: str | None = None,
+            timeout: int = 120) -> Any:
+    """A ``docker.DockerClient`` for ``url`` (None: the environment's engine). Blocking."""
+    import docker
+
+    try:
+        if url is None:
+            client = docker.from_env(timeout=timeout, max_pool_size=POOL, version=API_VERSION)
+        elif url.startswith("ssh://"):
+            # Built like APIClient does for ssh://, but with our adapter: no connection is made
+            # until the adapter exists, because the version is given.
+            client = docker.DockerClient(base_url="tcp://127.0.0.1:9", version=API_VERSION, timeout=timeout)
+            adapter = _keyed_ssh_adapter(url, key, known_hosts, timeout)
+            client.api._custom_adapter = adapter
+            client.api.mount("http+docker://ssh", adapter)
+            client.api.base_url = "http+docker://ssh"
+        else:
+            client = docker.DockerClient(base_url=url, version=API_VERSION, timeout=timeout, max_pool_size=POOL)
+        client.ping()
+    except Exception as exc:
+        raise EngineError(describe_failure(url, exc)) from None
+    return client
+
+
+def describe_failure(url: str | None, exc: BaseException) -> str:
+    where = url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    text = str(exc)
+    if "not found in known_hosts" in text:
+        return (f"docker engine {where}: the SSH host key is not in known_hosts; check its fingerprint and "
+                f"accept it once with `agentmeter hosts accept {where}`")
+    if "Authentication failed" in text:
+        return f"docker engine {where}: SSH authentication failed (check the user and key)"
+    if isinstance(exc, FileNotFoundError) or "No such file" in text or "Connection refused" in text:
+        return f"docker engine {where} is not answering (is dockerd running?): {text}"
+    return f"docker engine {where} is not usable: {text}"
+
+
+@dataclass
+class Engine:
+    """One connected engine: its client, its thread pool, and what it said about itself."""
+
+    name: str
+    url: str | None
+    client: Any
+    local: bool  # bind mounts and this machine's files are visible to it
+    executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(32, "docker"))
+    info: dict[str, Any] = field(default_factory=dict)
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        try:
+            self.client.close()
+        except Exception:
+            pass
+
+
+def is_local_url(url: str | None) -> bool:
+    if url is None:
+        url = os.environ.get("DOCKER_HOST")
+    return url is None or url.startswith(("unix://", "npipe://")) or url.startswith(
+        ("tcp://127.0.0.1", "tcp://localhost"))
+
+
+# -- leftovers ----------------------------------------------------------------------------------
+
+
+@dataclass
+class CleanReport:
+    containers: list[str] = field(default_factory=list)
+    services: list[str] = field(default_factory=list)
+    volumes: list[str] = field(default_factory=list)
+    networks: list[str] = field(default_factory=list)
+    configs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.containers) + len(self.services) + len(self.volumes) + len(self.networks) + len(self.configs)
+
+
+def _orphaned(labels: dict[str, str] | None, include_live: bool) -> bool:
+    """Made by a runner that no longer runs (or by any runner, with ``include_live``)."""
+    labels = labels or {}
+    if labels.get(MANAGED) != "1":
+        return False
+    if include_live:
+        return True
+    host, pid, started = (labels.get(RUNNER, "").split(":") + ["", "", ""])[:3]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False  # another machine's runner: not ours to judge
+    try:
+        return str(int(psutil.Process(int(pid)).create_time())) != started
+    except psutil.NoSuchProcess:
+        return True
+
+
+def clean_leftovers(url: str | None = None, *, dry_run: bool = False, include_live: bool = False,
+                    client: Any = None) -> CleanReport:
+    """Remove containers, swarm services and configs, volumes and networks labelled
+    ``agentmeter.managed`` whose runner is gone (``agentmeter doctor --clean``). Blocking."""
+    client = client or connect(url)
+    report = CleanReport()
+    selector = {"label": MANAGED}
+    swarm = (client.info().get("Swarm") or {}).get("ControlAvailable", False)
+    groups: list[tuple[str, Callable[[], list], Callable[[Any], None]]] = [
+        ("services", lambda: client.services.list(filters=selector) if swarm else [], lambda o: o.remove()),
+        ("containers", lambda: client.containers.list(all=True, filters=selector),
+         lambda o: o.remove(force=True, v=True)),
+        ("configs", lambda: client.configs.list(filters=selector) if swarm else [], lambda o: o.remove()),
+        ("volumes", lambda: client.volumes.list(filters=selector), lambda o: o.remove(force=True)),
+        ("networks", lambda: client.networks.list(filters=selector), lambda o: o.remove()),
+    ]
+    for kind, lister, remover in groups:
+        try:
+            objects = lister()
+        except Exception as exc:
+            report.errors.append(f"listing {kind}: {exc}")
+            continue
+        for obj in objects:
+            labels = obj.attrs.get("Labels") or (obj.attrs.get("Spec") or {}).get("Labels") or \
+                (obj.attrs.get("Config") or {}).get("Labels")
+            if not _orphaned(labels, include_live):
+                continue
+            name = obj.name if hasattr(obj, "name") else obj.id
+            getattr(report, kind).append(name)
+            if dry_run:
+                continue
+            try:
+                remover(obj)
+            except Exception as exc:
+                report.errors.append(f"removing {kind[:-1]} {name}: {exc}")
+    return report

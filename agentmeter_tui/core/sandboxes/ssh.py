@@ -1,0 +1,338 @@
+"""The ssh sandbox: trials on a pool of hosts over SSH (``asyncssh``), each host with slots.
+
+Per trial: a folder ``<work_root>/t<id>-<token>`` on the host (workspace, home, tmp,
+scratch, tools), the workspace seed uploaded over SFTP, the agent started in its own SSH
+session (sshd gives each channel a new session) with exactly the trial's environment, its
+output streamed back line by line, and the model server on this machine's loopback reached
+through a reverse tunnel. The command verifier runs on the host (``exec``); runner-side
+verifiers get the workspace fetched back. Kill: the signal ladder runs on the host in one
+round trip over every process carrying the trial's token.
+
+Losing a host's connection makes its running trials infra-invalid (the scheduler retries
+them elsewhere); the host is marked down, re-probed every ``probe_interval`` seconds, and
+what its trials left running is swept when it comes back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..lines import LineSplitter
+from .base import AgentHandle, ExecResult, KillPolicy, LaunchSpec, OutputCallback, Sandbox, SandboxSession, TrialSlot
+from .common import HostWatch, load_settings, map_argv, shipped_files, trial_env
+from .placement import Host, Placement
+from .relay import is_loopback, replace_host, target_of
+from .sshconn import HostKeyError, connect
+from .sshhosts import SshHost, SshSettings, kill_script, launch_command, q, sweep_script
+
+if TYPE_CHECKING:
+    from ..suites import Task
+
+
+class HostLost(ConnectionError):
+    pass
+
+
+class _Conn:
+    """One SSH connection to a host, its channel count, and its reverse tunnels."""
+
+    def __init__(self, conn: Any):
+        self.conn, self.users, self.tunnels = conn, 0, {}
+        self.closed = False
+
+
+class SshSandbox(Sandbox):
+    name = "ssh"
+    Settings = SshSettings
+
+    def __init__(self, suite: Any, settings: dict[str, Any] | None = None):
+        super().__init__(suite, settings)
+        self.config = load_settings(SshSettings, suite, self.settings)
+        self.hosts = {h.display: h for h in self.config.hosts}
+        self.placement = Placement([Host(h.display, h.slots, frozenset(h.labels)) for h in self.hosts.values()])
+        self.pools: dict[str, list[_Conn]] = {name: [] for name in self.hosts}
+        self.locks = {name: asyncio.Lock() for name in self.hosts}
+        self.stale: dict[str, set[str]] = {name: set() for name in self.hosts}  # tokens to sweep on return
+        self.watch = HostWatch(self.placement, self._probe, self.config.probe_interval)
+
+    def capacity(self) -> int:
+        return self.placement.total_slots()
+
+    # -- connections ----------------------------------------------------------------------------
+
+    async def _new_connection(self, name: str) -> _Conn:
+        host = self.hosts[name]
+        conn = _Conn(await connect(host.target(self.config.known_hosts), timeout=self.config.connect_timeout))
+        asyncio.get_running_loop().create_task(self._watch_connection(name, conn))
+        if self.stale[name]:
+            for token in list(self.stale[name]):
+                with contextlib.suppress(Exception):
+                    await conn.conn.run(sweep_script(token), check=False)
+                    self.stale[name].discard(token)
+        return conn
+
+    async def _watch_connection(self, name: str, conn: _Conn) -> None:
+        with contextlib.suppress(Exception):
+            await conn.conn.wait_closed()
+        if not conn.closed:  # not closed by us: the host or the network went away
+            conn.closed = True
+            if conn in self.pools[name]:
+                self.pools[name].remove(conn)
+            self.watch.down(name, "connection lost")
+
+    async def connection(self, name: str) -> _Conn:
+        """The least used connection to ``name``, opening another while all are busy."""
+        async with self.locks[name]:
+            pool = [c for c in self.pools[name] if not c.closed]
+            limit = math.ceil(self.hosts[name].slots / self.config.sessions_per_connection)
+            free = [c for c in pool if c.users < self.config.sessions_per_connection]
+            if free:
+                chosen = min(free, key=lambda c: c.users)
+            elif len(pool) < limit or not pool:
+                chosen = await self._new_connection(name)
+                self.pools[name].append(chosen)
+            else:
+                chosen = min(pool, key=lambda c: c.users)
+            chosen.users += 1
+            return chosen
+
+    async def _probe(self, name: str) -> None:
+        conn = await self._new_connection(name)
+        await conn.conn.run("true", check=True)
+        async with self.locks[name]:
+            self.pools[name].append(conn)
+
+    async def preflight(self) -> None:
+        """Connect to every host; an unknown host key stops the run, an unreachable host is
+        marked down (and re-probed) as long as another host is up."""
+        errors = []
+        for name in self.hosts:
+            try:
+                conn = await self.connection(name)
+                conn.users -= 1
+            except HostKeyError:
+                raise
+            except (OSError, Exception) as exc:
+                errors.append(f"{name}: {exc}")
+                self.watch.down(name, str(exc))
+        if len(errors) == len(self.hosts):
+            raise HostLost("no ssh host is reachable: " + "; ".join(errors))
+
+    async def open(self, task: Task, trial_id: int, token: str) -> SshSession:
+        slot = self.placement.slot_for(token)
+        name = slot.host if slot else self.placement.pick().name
+        try:
+            conn = await self.connection(name)
+        except HostKeyError:
+            raise
+        except Exception as exc:
+            self.watch.down(name, str(exc))
+            raise HostLost(f"host {name}: {exc}") from None
+        session = SshSession(self, self.hosts[name], conn, trial_id, token)
+        try:
+            await session.create(task)
+        except Exception:
+            await session.cleanup()
+            raise
+        return session
+
+    async def close(self) -> None:
+        await self.watch.close()
+        for pool in self.pools.values():
+            for conn in pool:
+                conn.closed = True
+                conn.conn.close()
+        for pool in self.pools.values():
+            for conn in pool:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(conn.conn.wait_closed(), 2)
+
+
+@functools.cache
+def _channel_class() -> type:
+    import asyncssh  # lazily: only suites with an ssh sandbox load it
+
+    class AgentChannel(asyncssh.SSHClientSession):
+        """Splits the agent's output into lines; remembers how its process ended."""
+
+        def __init__(self, on_output: OutputCallback, done: asyncio.Future):
+            self.on_output, self.done = on_output, done
+            self.splitters = {None: LineSplitter(), asyncssh.EXTENDED_DATA_STDERR: LineSplitter()}
+            self.exit_code: int | None = None
+
+        def data_received(self, data: bytes, datatype: int | None) -> None:
+            lines = self.splitters.get(datatype, self.splitters[None]).feed(data)
+            if lines:
+                self.on_output("stdout" if datatype is None else "stderr", lines)
+
+        def exit_status_received(self, status: int) -> None:
+            self.exit_code = status
+
+        def exit_signal_received(self, signal: str, core_dumped: bool, msg: str, lang: str) -> None:
+            self.exit_code = -1
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            for datatype, splitter in self.splitters.items():
+                rest = splitter.flush()
+                if rest:
+                    self.on_output("stdout" if datatype is None else "stderr", rest)
+            if not self.done.done():
+                self.done.set_result(exc)
+
+    return AgentChannel
+
+
+class SshAgent(AgentHandle):
+    def __init__(self, session: SshSession, channel: Any, done: asyncio.Future):
+        self.session, self.channel, self.done = session, channel, done
+        self.pid: int | None = None
+
+    async def wait(self) -> int:
+        exc = await asyncio.shield(self.done)
+        if self.channel.exit_code is None and (exc is not None or self.session.conn.closed):
+            raise HostLost(f"host {self.session.host.display}: connection lost while the agent ran"
+                           + (f" ({exc})" if exc else ""))
+        return self.channel.exit_code if self.channel.exit_code is not None else -1
+
+
+class SshSession(SandboxSession):
+    def __init__(self, sandbox: SshSandbox, host: SshHost, conn: _Conn, trial_id: int, token: str):
+        self.sandbox, self.host, self.conn, self.token = sandbox, host, conn, token
+        self.root = f"{host.work_root}/t{trial_id}-{token}"
+        self.workspace, self.home = f"{self.root}/workspace", f"{self.root}/home"
+        self.scratch, self.tmp = f"{self.root}/scratch", f"{self.root}/tmp"
+        self.python, self.clis_root = host.python, host.clis
+        self.slot = TrialSlot("ssh", host.display)
+        self.sftp: Any = None
+        self.agent: SshAgent | None = None
+        self._released = False
+
+    async def _run(self, command: str, timeout: float | None = None) -> Any:
+        return await self.conn.conn.run(command, check=False, timeout=timeout, encoding=None)
+
+    async def create(self, task: Task) -> None:
+        folders = " ".join(q(f"{self.root}/{d}") for d in ("workspace", "home", "tmp", "scratch", "tools"))
+        result = await self._run(f"mkdir -p {folders} && chmod 700 {q(self.root)}")
+        if result.exit_status != 0:
+            raise RuntimeError(f"host {self.host.display}: cannot create {self.root}: "
+                               f"{(result.stderr or b'').decode(errors='replace').strip()}")
+        self.sftp = await self.conn.conn.start_sftp_client()
+        seed = task.workspace_seed
+        if seed is not None:
+            entries = sorted(str(p) for p in seed.iterdir())
+            if entries:
+                await self.sftp.put(entries, self.workspace, recurse=True, preserve=True)
+        await self.write_files("", shipped_files())
+
+    async def translate_url(self, url: str) -> str:
+        """Loopback URLs go through a reverse tunnel: the host's 127.0.0.1:<port> reaches ours."""
+        if not is_loopback(url):
+            return url
+        target = target_of(url)
+        listener = self.conn.tunnels.get(target)
+        if listener is None:
+            listener = self.conn.tunnels[target] = await self.conn.conn.forward_remote_port("127.0.0.1", 0, *target)
+        return replace_host(url, "127.0.0.1", listener.get_port())
+
+    def environment(self, extra: dict[str, str], cwd: str | None = None) -> dict[str, str]:
+        env = trial_env(home=self.home, workspace=cwd or self.workspace, tmp=self.tmp, token=self.token,
+                        user=self.host.user, extra=extra)
+        env["PWD"] = cwd or self.workspace
+        return env
+
+    async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> SshAgent:
+        cwd = spec.cwd or self.workspace
+        command = launch_command(map_argv(spec.argv, self.root), self.environment(spec.env, cwd), cwd,
+                                 f"{self.root}/agent.pid")
+        done = asyncio.get_running_loop().create_future()
+        channel = _channel_class()(on_output, done)
+        await self.conn.conn.create_session(lambda: channel, command, encoding=None)
+        self.agent = SshAgent(self, channel, done)
+        return self.agent
+
+    async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
+                   timeout: float | None = None) -> ExecResult:
+        import asyncssh
+
+        cwd = cwd or self.workspace
+        command = launch_command(map_argv(argv, self.root), self.environment(env or {}, cwd), cwd,
+                                 f"{self.root}/exec.pid")
+        started = asyncio.get_running_loop().time()
+        try:
+            result = await self._run(command, timeout)
+            timed_out = False
+        except asyncssh.TimeoutError as exc:
+            await self._run(sweep_script(self.token))
+            result, timed_out = exc, True
+        duration = asyncio.get_running_loop().time() - started
+        code = result.exit_status if result.exit_status is not None else -1
+        return ExecResult(code, result.stdout or b"", result.stderr or b"", duration, timed_out)
+
+    async def kill(self, policy: KillPolicy) -> None:
+        script = kill_script(self.token, f"{self.root}/agent.pid", policy.int_grace, policy.grace)
+        result = await self._run(script, timeout=policy.grace + 15)
+        if result.exit_status != 0:
+            raise RuntimeError(f"host {self.host.display}: processes of trial {self.token} survive SIGKILL")
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def _base(self, base: str) -> str:
+        return f"{self.root}/{base}" if base else self.root
+
+    async def write_files(self, base: str, files: dict[str, bytes]) -> None:
+        root = self._base(base)
+        for rel, data in files.items():
+            target = f"{root}/{rel}"
+            parent = target.rsplit("/", 1)[0]
+            await self.sftp.makedirs(parent, exist_ok=True)
+            async with self.sftp.open(target, "wb") as handle:
+                await handle.write(data)
+
+    async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
+        import asyncssh
+
+        root = self._base(base)
+        found: dict[str, bytes] = {}
+        total = 0
+        for pattern in patterns:
+            try:
+                paths = sorted(await self.sftp.glob(f"{root}/{pattern}"))
+            except asyncssh.SFTPNoSuchFile:
+                continue
+            for path in paths:
+                rel = path[len(root) + 1:]
+                if rel in found or not await self.sftp.isfile(path):
+                    continue
+                size = (await self.sftp.stat(path)).size or 0
+                if total + size > limit_bytes:
+                    return found
+                async with self.sftp.open(path, "rb") as handle:
+                    found[rel] = await handle.read()
+                total += size
+        return found
+
+    async def collect_workspace(self, dest: Path) -> Path:
+        dest.mkdir(parents=True, exist_ok=True)
+        await self.sftp.get(self.workspace, str(dest), recurse=True, preserve=True)
+        return dest / "workspace"
+
+    async def cleanup(self, keep: bool = False) -> None:
+        try:
+            if not self.conn.closed:  # one round trip: sweep the trial's processes, then its folder
+                remove = "" if keep else f"; rm -rf {q(self.root)}"
+                await self._run(f"({sweep_script(self.token)}){remove}", timeout=60)
+            else:
+                self.sandbox.stale[self.host.display].add(self.token)
+        except Exception:
+            self.sandbox.stale[self.host.display].add(self.token)
+        finally:
+            if self.sftp is not None:
+                self.sftp.exit()
+            if not self._released:
+                self._released = True
+                self.conn.users -= 1

@@ -1,0 +1,133 @@
+"""SSH hosts: the suite's ``[[sandbox.hosts]]`` or a hosts file, and the remote shell snippets
+the ssh sandbox runs there.
+
+A hosts file is TOML with ``[[hosts]]`` tables (the same keys as in the suite); its relative
+key paths are relative to the hosts file. Errors name the file, line and field.
+"""
+
+from __future__ import annotations
+
+import getpass
+import shlex
+from pathlib import Path
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from .. import procs
+from ..tomlerrors import load_toml, validate
+from .common import Settings, resolve_path
+from .sshconn import SshTarget
+
+
+class SshHost(Settings):
+    name: str | None = None
+    address: str
+    port: int = Field(22, ge=1, le=65535)
+    user: str = Field(default_factory=getpass.getuser)
+    key: str | None = None
+    known_hosts: str | None = None  # default: the sandbox's, else ~/.ssh/known_hosts
+    slots: int = Field(2, ge=1, le=256)
+    work_root: str = "/tmp/agentmeter-remote"
+    labels: list[str] = []
+    python: str = "python3"
+    clis_root: str | None = None  # default: <work_root>/clis
+
+    _paths = field_validator("key", "known_hosts")(resolve_path)
+
+    @field_validator("work_root", "clis_root")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise ValueError("must be an absolute path on the host")
+        return value.rstrip("/") if value else value
+
+    @property
+    def display(self) -> str:
+        return self.name or f"{self.address}:{self.port}"
+
+    def target(self, known_hosts: str | None = None) -> SshTarget:
+        return SshTarget(self.address, self.port, self.user, self.key, self.known_hosts or known_hosts)
+
+    @property
+    def clis(self) -> str:
+        return self.clis_root or f"{self.work_root}/clis"
+
+
+class HostsFile(Settings):
+    hosts: list[SshHost] = Field(min_length=1)
+
+
+def load_hosts_file(path: Path) -> list[SshHost]:
+    data, text = load_toml(path)
+    return validate(HostsFile, data, path, text, context={"base": path.parent}).hosts
+
+
+class SshSettings(Settings):
+    hosts: list[SshHost] = []
+    hosts_file: str | None = None
+    known_hosts: str | None = None
+    probe_interval: float = Field(10.0, gt=0)
+    connect_timeout: float = Field(10.0, gt=0)
+    sessions_per_connection: int = Field(3, ge=1, le=64)  # sshd's MaxSessions is 10 per connection
+
+    _paths = field_validator("hosts_file", "known_hosts")(resolve_path)
+
+    @model_validator(mode="after")
+    def _load_hosts(self, info: ValidationInfo) -> SshSettings:
+        if self.hosts_file:
+            self.hosts = [*self.hosts, *load_hosts_file(Path(self.hosts_file))]
+        if not self.hosts:
+            raise ValueError("the ssh sandbox needs hosts: [[sandbox.hosts]] tables or a hosts_file")
+        names = [h.display for h in self.hosts]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"host names must be unique: {', '.join(dupes)}")
+        return self
+
+
+# -- remote shell --------------------------------------------------------------------------------
+
+def q(text: str) -> str:
+    return shlex.quote(text)
+
+
+def launch_command(argv: list[str], env: dict[str, str], cwd: str, pid_file: str) -> str:
+    """Start ``argv`` with exactly ``env`` in ``cwd``; sshd already gave the channel its own
+    session. The pid is recorded so the kill ladder knows when the agent itself is gone."""
+    assignments = " ".join(q(f"{k}={v}") for k, v in env.items())
+    return f"cd {q(cwd)} && echo $$ > {q(pid_file)} && exec env -i {assignments} {' '.join(q(a) for a in argv)}"
+
+
+def kill_script(token: str, pid_file: str | None, int_grace: float, grace: float) -> str:
+    """The whole signal ladder, run on the host in one round trip.
+
+    Every process of the trial carries ``AGENTMETER_TRIAL=<token>`` in its environment, which
+    survives setsid and re-parenting: SIGINT to all of them, SIGTERM after ``int_grace`` if
+    the agent still runs, SIGKILL after ``grace`` or at once when the agent has exited, and
+    repeat SIGKILL until none is left. Exit 0 when none is left.
+    """
+    ticks_int, ticks_all = int(int_grace / 0.05), int(grace / 0.05)
+    agent = f"$(cat {q(pid_file)} 2>/dev/null)" if pid_file else ""
+    return f"""
+tok={q(procs.TOKEN_VAR + '=' + token)}
+agent={agent}
+pids() {{ grep -lzx -- "$tok" /proc/[0-9]*/environ 2>/dev/null | sed 's,^/proc/\\([0-9]*\\)/environ$,\\1,'; }}
+sig() {{ p=$(pids); [ -n "$p" ] || return 1; kill -s "$1" $p 2>/dev/null; return 0; }}
+agent_alive() {{ [ -n "$agent" ] && [ -d "/proc/$agent" ] && ! grep -q '^State:.*Z' "/proc/$agent/status" 2>/dev/null; }}
+t=0
+if [ {ticks_all} -gt 0 ]; then
+  sig INT || exit 0
+  while [ $t -lt {ticks_int} ] && agent_alive; do sleep 0.05; t=$((t+1)); done
+  if agent_alive; then
+    sig TERM
+    while [ $t -lt {ticks_all} ] && agent_alive; do sleep 0.05; t=$((t+1)); done
+  fi
+fi
+n=0
+while sig KILL; do sleep 0.05; n=$((n+1)); [ $n -gt 200 ] && exit 1; done
+exit 0
+"""
+
+
+def sweep_script(token: str) -> str:
+    """SIGKILL whatever is left of a trial, at once."""
+    return kill_script(token, None, 0.0, 0.0)

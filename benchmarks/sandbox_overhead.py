@@ -1,0 +1,155 @@
+"""Per-trial sandbox overhead for a trivial agent: local, docker and ssh.
+
+    python benchmarks/sandbox_overhead.py [--trials 20] [--kinds local,docker,ssh]
+
+For each trial: *start* is from ``open`` (fresh workspace, container or remote folder) until
+the agent's first output line arrives (``start`` included, so the time to a running agent);
+*end* is from the agent's exit until ``cleanup`` returned (container and volume removed,
+remote folder gone). The agent is ``sh -c 'echo ready'``. Trials run one after another.
+Beside them, the floor the same way: ``docker run --rm`` of the same image (Harbor needs
+15.4 s per sequential trial on this kind of machine, 10.7 s of it a stop timeout).
+
+The ssh kind needs an sshd on 127.0.0.1: the script starts one with generated keys
+(``tests/core/sshd_support.py``) when ``sshd`` is installed and it runs as root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agentmeter_tui.core.sandboxes import SANDBOXES  # noqa: E402
+from agentmeter_tui.core.sandboxes.base import LaunchSpec  # noqa: E402
+from agentmeter_tui.core.suites import load_suite  # noqa: E402
+
+SUITE = """
+[suite]
+id = "overhead"
+[[models]]
+id = "solver"
+[[clis]]
+adapter = "reference"
+[sandbox]
+{sandbox}
+"""
+TASK = '[task]\ntier = "easy"\n'
+
+
+def make_suite(folder: Path, sandbox: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "suite.toml").write_text(SUITE.format(sandbox=sandbox))
+    task = folder / "trivial"
+    (task / "workspace").mkdir(parents=True, exist_ok=True)
+    (task / "task.toml").write_text(TASK)
+    (task / "instruction.md").write_text("Say ready.\n")
+    (task / "workspace" / "README.md").write_text("a file to copy in\n")
+    (folder / "scenarios").mkdir(exist_ok=True)
+    (folder / "scenarios" / "solver.toml").write_text('[[turns]]\ntext = "ready"\n')
+    return folder
+
+
+async def one_trial(sandbox, task, index: int) -> tuple[float, float]:
+    token = f"bench{index:04d}{int(time.time() * 1000) % 100000:05d}"
+    first_line = asyncio.get_running_loop().create_future()
+
+    def on_output(stream: str, lines: list[bytes]) -> None:
+        if not first_line.done():
+            first_line.set_result(time.perf_counter())
+
+    started = time.perf_counter()
+    session = await sandbox.open(task, index, token)
+    spec = LaunchSpec(["sh", "-c", "echo ready"], {})
+    agent = await session.start(spec, on_output)
+    running = await first_line
+    await agent.wait()
+    exited = time.perf_counter()
+    await session.cleanup()
+    return running - started, time.perf_counter() - exited
+
+
+async def measure(kind: str, sandbox_toml: str, trials: int, tmp: Path) -> tuple[list[float], list[float]]:
+    suite = load_suite(make_suite(tmp / kind, sandbox_toml))
+    sandbox = SANDBOXES.get(kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+    await sandbox.preflight()
+    task = suite.tasks[0]
+    starts, ends = [], []
+    try:
+        await one_trial(sandbox, task, 0)  # warm-up: image resolution, first connection
+        for index in range(1, trials + 1):
+            start, end = await one_trial(sandbox, task, index)
+            starts.append(start)
+            ends.append(end)
+    finally:
+        await sandbox.close()
+    return starts, ends
+
+
+def docker_run_floor(image: str, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(["docker", "run", "--rm", "--network", "none", image, "sh", "-c", "echo ready"],
+                       check=True, capture_output=True)
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:7.1f} ms" if values else "      -   "
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--kinds", default="local,docker,ssh")
+    args = parser.parse_args()
+    kinds = args.kinds.split(",")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="agentmeter-overhead-") as tmp_name:
+        tmp = Path(tmp_name)
+        configs = {"local": 'kind = "local"', "docker": 'kind = "docker"\nnetwork = "none"'}
+        sshd = None
+        if "ssh" in kinds:
+            sys.path.insert(0, str(ROOT / "tests" / "core"))
+            from sshd_support import SshdInstance, sshd_available
+
+            if sshd_available():
+                sshd = SshdInstance(tmp / "sshd")
+                sshd.start()
+                configs["ssh"] = sshd.sandbox_toml(slots=2)
+        for kind in kinds:
+            if kind not in configs:
+                print(f"{kind}: skipped (not available here)")
+                continue
+            starts, ends = asyncio.run(measure(kind, configs[kind], args.trials, tmp))
+            rows.append((kind, starts, ends))
+        if sshd is not None:
+            sshd.stop()
+        floor = None
+        if "docker" in kinds:
+            from agentmeter_tui.core.sandboxes.engine import connect
+            from agentmeter_tui.core.sandboxes.images import ensure_host_image
+
+            floor = docker_run_floor(ensure_host_image(connect()), min(args.trials, 10))
+    print(f"median per trial over {args.trials} sequential trials (trivial agent: sh -c 'echo ready')")
+    print(f"{'sandbox':8}  {'start -> agent running':>22}  {'agent exit -> cleaned up':>24}  {'total':>10}")
+    for kind, starts, ends in rows:
+        total = [a + b for a, b in zip(starts, ends)]
+        print(f"{kind:8}  {ms(starts):>22}  {ms(ends):>24}  {ms(total):>10}")
+    if floor:
+        print(f"floor: docker run --rm (same image, start to exit to removed): {ms(floor).strip()}")
+        print("peer: Harbor 15.4 s per sequential docker trial (10.7 s of it a stop timeout); target <= 1 s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Helpers for the docker, ssh and swarm sandbox tests: suites made from the smoke and runaway
+suites with another ``[sandbox]``, the engine check, and what a run left on the engine."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT, need
+
+SMOKE = ROOT / "suites" / "smoke"
+RUNAWAY = FIXTURES / "suites" / "runaway"
+
+
+def suite_copy(source: Path, dest: Path, sandbox: str, *, suite_id: str | None = None,
+               replace: dict[str, str] | None = None) -> Path:
+    """``source`` copied to ``dest`` with a ``[sandbox]`` table (and a fresh suite id)."""
+    shutil.copytree(source, dest)
+    text = (dest / "suite.toml").read_text()
+    if suite_id:
+        text = re.sub(r'(?m)^id = "[^"]*"', f'id = "{suite_id}"', text, count=1)
+    for old, new in (replace or {}).items():
+        text = text.replace(old, new)
+    (dest / "suite.toml").write_text(text + f"\n[sandbox]\n{sandbox}\n")
+    return dest
+
+
+def docker_client():
+    """A client of the local engine, or skip (fail under CI=true) when none answers."""
+    try:
+        from agentmeter_tui.core.sandboxes.engine import connect
+
+        return connect()
+    except Exception as exc:  # noqa: BLE001 - any failure means "no engine here"
+        need(False, f"no docker engine answers ({exc})")
+
+
+def swarm_client():
+    client = docker_client()
+    state = (client.info().get("Swarm") or {}).get("LocalNodeState")
+    need(state == "active", f"the docker engine is not a swarm manager (state {state!r}); "
+                            "run: docker swarm init --advertise-addr 127.0.0.1")
+    return client
+
+
+def leftovers(client, suite_id: str) -> dict[str, list[str]]:
+    """Containers, volumes and services a run of ``suite_id`` left on the engine."""
+    selector = {"label": f"agentmeter.suite={suite_id}"}
+    found = {
+        "containers": [c.name for c in client.containers.list(all=True, filters=selector)],
+        "volumes": [v.name for v in client.volumes.list(filters=selector)],
+    }
+    if (client.info().get("Swarm") or {}).get("ControlAvailable"):
+        found["services"] = [s.name for s in client.services.list(filters=selector)]
+        found["configs"] = [c.name for c in client.configs.list(filters=selector)]
+    return {k: v for k, v in found.items() if v}
+
+
+@pytest.fixture
+def docker_engine():
+    client = docker_client()
+    yield client
+    client.close()
+
+
+def unique_id(prefix: str) -> str:
+    return f"{prefix}-{os.getpid()}-{os.urandom(3).hex()}"

@@ -1,0 +1,144 @@
+"""The docker sandbox against a real engine: suites run in containers with the reference agent
+and the scripted model server, runaways are killed by budget with nothing left on the
+engine, a container cannot write outside its workspace, images come from a task's own
+Dockerfile or fail clearly, and leftovers of a dead runner are found and removed."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from agentmeter_tui.core.sandboxes.base import LaunchSpec
+from agentmeter_tui.core.sandboxes.docker import DockerSandbox
+from agentmeter_tui.core.sandboxes.engine import MANAGED, RUNNER, clean_leftovers, runner_label
+from agentmeter_tui.core.sandboxes.images import ImageError
+from agentmeter_tui.core.store import Store
+from agentmeter_tui.core.suites import load_suite
+from tests.conftest import FIXTURES, agentmeter
+from tests.core.sandbox_support import RUNAWAY, SMOKE, docker_engine, leftovers, suite_copy, unique_id  # noqa: F401
+
+pytestmark = pytest.mark.docker
+RAW = ("uncached_input", "cached_input", "cache_write", "output", "reasoning")
+
+
+@pytest.mark.parametrize("workspace", ["copy", "bind"])
+def test_smoke_suite_runs_in_containers(tmp_path, db, docker_engine, workspace):
+    suite_id = unique_id(f"docker-smoke-{workspace}")
+    suite = suite_copy(SMOKE, tmp_path / "suite", f'kind = "docker"\nworkspace = "{workspace}"',
+                       suite_id=suite_id, replace={"trials = 2": "trials = 1"})
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=300)
+    assert result.returncode == 0, result.stderr + result.stdout
+    trials = Store(db).trials(suite_id)
+    assert len(trials) == 4
+    for trial in trials:
+        assert trial["sandbox"] == "docker" and trial["workspace"] == "/agentmeter/workspace", trial
+        assert trial["status"] == ("passed" if trial["model"] == "solver" else "failed"), trial
+    # The side effects were checked by the task's tests, inside the container.
+    solved = {t["task_id"]: t["verifier_output"] for t in trials if t["model"] == "solver"}
+    assert "count is right: 7" in solved["count-lines"]
+    assert all(t["quality"] == 0.5 for t in trials if t["model"] == "fumbler" and t["task_id"] == "count-lines")
+    assert leftovers(docker_engine, suite_id) == {}
+
+
+def test_runaways_are_killed_by_budget_and_leave_no_container(tmp_path, db, docker_engine):
+    suite_id = unique_id("docker-runaway")
+    suite = suite_copy(RUNAWAY, tmp_path / "suite", 'kind = "docker"', suite_id=suite_id)
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=300)
+    assert result.returncode == 0, result.stderr + result.stdout
+    store = Store(db)
+    trials = {t["model"]: t for t in store.trials(suite_id)}
+    burner = trials["burner"]
+    assert burner["status"] == "killed" and burner["reason"] == "budget:tokens", burner
+    assert sum(burner[c] for c in RAW) >= 20000  # every completed call's usage is kept
+    assert trials["sleeper"]["status"] == "killed" and trials["sleeper"]["reason"] == "budget:time"
+    assert trials["thrasher"]["status"] == "killed"
+    # From crossing the budget to the trial's final row, container killed: under 3 s.
+    total, crossed_at = 0, None
+    for seq, ts, kind, *_ in store.events(burner["id"]):
+        if kind == "usage":
+            row = next(store.db.query("select * from usage where trial_id = ? and seq = ?", [burner["id"], seq]))
+            total += sum(row[c] for c in RAW)
+            if total >= 20000 and crossed_at is None:
+                crossed_at = ts
+    assert crossed_at is not None
+    assert datetime.fromisoformat(burner["finished_at"]).timestamp() - crossed_at < 3.0
+    assert leftovers(docker_engine, suite_id) == {}
+    listed = subprocess.run(["docker", "ps", "-a", "-q", "--filter", f"label=agentmeter.suite={suite_id}"],
+                            capture_output=True, text=True, check=True)
+    assert listed.stdout.strip() == ""
+
+
+async def test_a_container_cannot_write_outside_its_workspace(tmp_path, docker_engine):
+    suite = load_suite(suite_copy(SMOKE, tmp_path / "suite", 'kind = "docker"', suite_id=unique_id("docker-rw")))
+    sandbox = DockerSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+    lines: list[bytes] = []
+    probes = ["/etc/escape", "/escape", "/usr/bin/escape", "/agentmeter/tools/escape",
+              "/opt/agentmeter/clis/escape", "/proc/sys/kernel/escape"]
+    script = (f"for p in {' '.join(probes)}; do (echo x > $p) 2>/dev/null && echo WROTE $p || echo DENIED $p; done;"
+              " id -u; echo inside > inside.txt; echo home > $HOME/home.txt")
+    session = await sandbox.open(suite.tasks[0], 1, "rwtoken0000000001")
+    try:
+        agent = await session.start(LaunchSpec(["sh", "-c", script], {}), lambda stream, batch: lines.extend(batch))
+        assert await agent.wait() == 0
+        output = b"\n".join(lines).decode()
+        assert "WROTE" not in output, output
+        assert output.count("DENIED") == len(probes)
+        assert "\n1000\n" in f"\n{output}\n"  # the agent is not root
+        assert await session.fetch_files("workspace", ["inside.txt"]) == {"inside.txt": b"inside\n"}
+        collected = await session.collect_workspace(tmp_path / "collected")
+        assert (collected / "inside.txt").read_text() == "inside\n"
+        assert (collected / "data.txt").is_file()  # the task's seed was copied in
+    finally:
+        await session.cleanup()
+        await sandbox.close()
+    assert not Path("/escape").exists() and not Path("/etc/escape").exists()
+
+
+def test_task_image_built_from_its_dockerfile(tmp_path, db, docker_engine):
+    suite_id = unique_id("docker-image")
+    suite = tmp_path / "suite"
+    import shutil
+
+    shutil.copytree(FIXTURES / "images" / "dockerfile-suite", suite)
+    text = (suite / "suite.toml").read_text().replace('id = "docker-image"', f'id = "{suite_id}"')
+    (suite / "suite.toml").write_text(text)
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=300)
+    assert result.returncode == 0, result.stderr + result.stdout
+    (trial,) = Store(db).trials(suite_id)
+    assert trial["status"] == "passed", trial
+    assert "marker copied" in trial["verifier_output"]
+    assert any(t.startswith("agentmeter-task/") for image in docker_engine.images.list() for t in image.tags)
+
+
+async def test_a_missing_image_is_an_error_that_never_pulls(tmp_path, docker_engine):
+    suite = load_suite(suite_copy(SMOKE, tmp_path / "suite", 'kind = "docker"\nimage = "agentmeter-test/absent:1"'))
+    sandbox = DockerSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+    with pytest.raises(ImageError, match="never pulls"):
+        await sandbox.preflight()
+    await sandbox.close()
+
+
+def test_clean_finds_what_a_dead_runner_left(docker_engine):
+    from agentmeter_tui.core.sandboxes.images import ensure_host_image
+
+    image = ensure_host_image(docker_engine)
+    dead = docker_engine.containers.create(image, ["true"], labels={MANAGED: "1", RUNNER: "nohost:1:0"})
+    import socket
+
+    orphan = docker_engine.containers.create(image, ["true"], labels={
+        MANAGED: "1", RUNNER: f"{socket.gethostname()}:999999999:0"})
+    live = docker_engine.containers.create(image, ["true"], labels={MANAGED: "1", RUNNER: runner_label()})
+    try:
+        dry = clean_leftovers(dry_run=True, client=docker_engine)
+        assert orphan.name in dry.containers and live.name not in dry.containers
+        assert dead.name not in dry.containers  # another machine's runner: not ours to judge
+        report = clean_leftovers(client=docker_engine)
+        assert orphan.name in report.containers and not report.errors
+        names = {c.name for c in docker_engine.containers.list(all=True)}
+        assert orphan.name not in names and live.name in names
+    finally:
+        for container in (dead, live):
+            container.remove(force=True)
