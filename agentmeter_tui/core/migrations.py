@@ -7,7 +7,8 @@ brings it forward and opening a current one does nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 
 import sqlite_utils
@@ -80,18 +81,50 @@ def m001_initial(db: sqlite_utils.Database) -> None:
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial]
 
 
-def migrate(db: sqlite_utils.Database) -> list[str]:
-    """Apply pending migrations, each in its own transaction; return the names applied."""
-    if "_migrations" not in db.table_names():
-        db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
-    done = {row["name"] for row in db["_migrations"].rows}
-    applied = []
-    for migration in MIGRATIONS:
-        name = migration.__name__
-        if name in done:
-            continue
+@contextmanager
+def immediate(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
+    """A write transaction that takes the write lock up front (BEGIN IMMEDIATE).
+
+    Several processes write one store (the runner, a reviewer's scores, an import). A
+    deferred transaction that reads before it writes can fail at once with "database is
+    locked" when another process commits in between, without waiting; an immediate one waits
+    its turn under the busy timeout. The body runs in sqlite-utils' ``atomic()`` (a savepoint).
+    """
+    if db.conn.in_transaction:
         with db.atomic():
+            yield db
+        return
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        with db.atomic():
+            yield db
+    except BaseException:
+        if db.conn.in_transaction:
+            db.conn.rollback()
+        raise
+    db.conn.commit()
+
+
+def migrate(db: sqlite_utils.Database) -> list[str]:
+    """Apply pending migrations in one immediate transaction; return the names applied.
+
+    Two processes opening a new store at once (a runner and a viewer) must not both migrate:
+    the first takes the write lock, the second waits and then finds nothing to do.
+    """
+    applied: list[str] = []
+    if "_migrations" in db.table_names():
+        done = {row["name"] for row in db["_migrations"].rows}
+        if all(m.__name__ in done for m in MIGRATIONS):
+            return applied  # the common case, without taking the write lock
+    with immediate(db):
+        if "_migrations" not in db.table_names():
+            db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
+        done = {row["name"] for row in db["_migrations"].rows}
+        for migration in MIGRATIONS:
+            name = migration.__name__
+            if name in done:
+                continue
             migration(db)
             db["_migrations"].insert({"name": name, "applied_at": datetime.now(timezone.utc).isoformat()})
-        applied.append(name)
+            applied.append(name)
     return applied

@@ -75,18 +75,31 @@ def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
     return out
 
 
-def reap_orphans(exclude: set[int]) -> None:
-    """Collect zombie children that re-parented to us (we are their subreaper).
+class OwnChildren:
+    """The children we spawned ourselves, whose exit status asyncio's child watcher must get.
 
-    Only pids we did not start ourselves are reaped: asyncio's child watcher must keep
-    getting the exit status of the agent processes it waits for.
+    ``spawning`` counts spawns in progress: between fork and the moment the pid is known, a
+    fast child may already be a zombie, and reaping it then would steal its exit status.
     """
+
+    def __init__(self) -> None:
+        self.spawning = 0
+        self.pids: set[int] = set()
+
+
+OWN_CHILDREN = OwnChildren()
+
+
+def reap_orphans(exclude: set[int] = frozenset()) -> None:
+    """Collect zombie children that re-parented to us (we are their subreaper)."""
+    if OWN_CHILDREN.spawning:
+        return  # try again next round
     try:
         children = psutil.Process().children()
     except psutil.NoSuchProcess:
         return
     for child in children:
-        if child.pid in exclude:
+        if child.pid in exclude or child.pid in OWN_CHILDREN.pids:
             continue
         try:
             if child.status() == psutil.STATUS_ZOMBIE:
@@ -148,3 +161,64 @@ def _collect(root_pid: int | None, token: str | None, known: list[psutil.Process
         for proc in processes_with_token(token):
             members.setdefault(proc.pid, proc)
     return list(members.values())
+
+
+class Sweeper:
+    """Kills what finished trials left behind, in one scan for all of them.
+
+    A scan of every process's environment costs a few milliseconds; doing one per trial
+    would be most of a trivial trial's cost. Finished trials hand their token over instead,
+    and one scan every ``interval`` seconds covers them all; a token is kept for a few scans
+    after its last catch, because a straggler may still be forking. ``final`` is the last,
+    synchronous sweep when the runner stops.
+    """
+
+    def __init__(self, interval: float = 0.25, keep_scans: int = 3):
+        self.interval = interval
+        self.keep_scans = keep_scans
+        self._pending: dict[str, int] = {}  # token -> scans left
+        self.killed = 0
+
+    def add(self, token: str) -> None:
+        self._pending[token] = self.keep_scans
+
+    def scan_once(self) -> int:
+        if not self._pending:
+            return 0
+        tokens = set(self._pending)
+        found = []
+        my_uid = os.getuid()
+        for proc in psutil.process_iter():
+            try:
+                if my_uid and proc.uids().real != my_uid:
+                    continue
+                token = proc.environ().get(TOKEN_VAR)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            if token in tokens:
+                found.append(proc)
+                self._pending[token] = self.keep_scans
+        signal_all(found, signal.SIGKILL)
+        for token in tokens:
+            self._pending[token] -= 1
+            if self._pending[token] <= 0:
+                del self._pending[token]
+        self.killed += len(found)
+        return len(found)
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            if self._pending:
+                await asyncio.to_thread(self.scan_once)
+
+    def final(self) -> int:
+        total = 0
+        while self._pending:
+            total += self.scan_once()
+            if self._pending:
+                time.sleep(0.02)
+        return total
+
+
+SWEEPER = Sweeper()

@@ -14,6 +14,7 @@ from typing import IO, Any
 
 import orjson
 
+from .migrations import immediate
 from .model import TrialStatus
 from .usage import TOKEN_CLASSES, TokenUsage
 
@@ -180,7 +181,7 @@ def records_from_store(store: Any, suite_id: str | None = None) -> list[TrialRec
 def import_records(store: Any, records: list[TrialRecord]) -> int:
     """Insert records as imported trials, in one transaction: all of them or none."""
     db = store.db
-    with db.atomic():
+    with immediate(db):
         for suite_id in sorted({r.suite for r in records}):
             if store.suite_row(suite_id) is None:
                 db["suites"].insert({"id": suite_id, "name": suite_id, "created_at": records[0].finished_at

@@ -25,7 +25,7 @@ from .control import encode
 from .feed import Feed
 from .model import KillReason
 from .paths import default_clis_root, lock_path, socket_path
-from .procs import become_subreaper, reap_orphans
+from .procs import SWEEPER, become_subreaper, reap_orphans
 from .runctx import RunContext
 from .sandboxes import SANDBOXES
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
@@ -107,6 +107,7 @@ class Runner:
         loop.add_signal_handler(signal.SIGHUP, lambda: None)
         ticker = asyncio.create_task(self.feed.run())
         reaper = asyncio.create_task(self._reap())
+        sweeper = asyncio.create_task(SWEEPER.run())
         self.log(f"run {self.run_id}: {len(plans)} trial(s) to go, concurrency {concurrency}")
         try:
             await scheduler.run()
@@ -117,6 +118,8 @@ class Runner:
             await self.feed.finish(status)
             ticker.cancel()
             reaper.cancel()
+            sweeper.cancel()
+            await asyncio.to_thread(SWEEPER.final)
             server.close()
             socket_path(self.db).unlink(missing_ok=True)
             await sandbox.close()
@@ -223,7 +226,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"agentmeter: {exc}", file=sys.stderr)
         return 2
     runner = Runner(suite, Path(args.db), clis_root=Path(args.clis_root) if args.clis_root else None)
+    use_pidfd_watcher()
     return asyncio.run(runner.main())
+
+
+def use_pidfd_watcher() -> None:
+    """Python 3.11 waits for each child in a thread of its own; a pidfd in the event loop does
+    the same without a thread per agent (3.12 and later do this by default)."""
+    if sys.version_info < (3, 12) and hasattr(os, "pidfd_open"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
 
 
 if __name__ == "__main__":

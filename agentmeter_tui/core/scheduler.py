@@ -14,6 +14,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Callable
 
+from .migrations import immediate
 from .model import ACTIVE_STATUSES, TrialStatus
 from .procs import sweep
 from .runctx import RunContext
@@ -41,7 +42,7 @@ def recover_previous(store, suite_id: str) -> int:
     for row in stale:
         if row["proc_token"]:
             sweep(row["proc_token"])
-    with store.db.atomic():
+    with immediate(store.db):
         for row in stale:
             store.db["trials"].update(row["id"], {"status": TrialStatus.INFRA_INVALID.value,
                                                   "reason": "infra: runner lost (restarted)"})

@@ -18,7 +18,7 @@ from typing import Any
 
 import sqlite_utils
 
-from .migrations import migrate
+from .migrations import immediate, migrate
 
 DEFAULT_DB = "agentmeter.db"
 
@@ -98,7 +98,7 @@ class Store:
         """Record a loaded suite, its tasks and configurations (idempotent)."""
         task_hashes = {t.id: t.instruction_hash for t in suite.tasks}
         self.check_suite(suite.id, suite.seed_hash, task_hashes)
-        with self.db.atomic():
+        with immediate(self.db):
             self.db["suites"].upsert(
                 {"id": suite.id, "seed_hash": suite.seed_hash, "name": suite.name, "version": suite.version,
                  "path": str(suite.path), "own": suite.own, "created_at": utcnow()},
@@ -174,7 +174,7 @@ class Store:
         if self.trial(trial_id) is None:
             raise KeyError(f"no trial {trial_id}")
         now = utcnow()
-        with self.db.atomic():
+        with immediate(self.db):
             pk = self.db["scores"].insert(
                 {"trial_id": trial_id, "score": score, "note": note, "reviewer": reviewer, "created_at": now}
             ).last_pk
@@ -195,7 +195,7 @@ class Store:
                                                       [trial_id])]
 
     def add_note(self, trial_id: int, text: str, author: str) -> int:
-        with self.db.atomic():
+        with immediate(self.db):
             pk = self.db["notes"].insert(
                 {"trial_id": trial_id, "text": text, "author": author, "created_at": utcnow()}).last_pk
             self.audit("note", author, trial_id, {"text": text})

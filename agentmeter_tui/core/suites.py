@@ -96,7 +96,7 @@ class SuiteSection(Strict):
     version: str = "1"
     name: str | None = None
     description: str = ""
-    trials: int = Field(1, ge=1, le=100)
+    trials: int = Field(1, ge=1, le=10_000)
     concurrency: int = Field(4, ge=1, le=512)
     tasks: list[str] | None = None  # explicit order; default: every folder with a task.toml, sorted
     own: str | None = None  # the suite author's own configuration ("model|cli") or CLI: the honesty gate

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .harnesses import AgentOutcome, LaunchContext, get_adapter
+from .migrations import immediate
 from .model import EventKind, KillReason, ParsedEvent, TrialStatus
 from .sandboxes.base import KillPolicy, LaunchSpec, SandboxSession
 from .store import utcnow
@@ -72,6 +73,7 @@ class TrialRun:
         self.session: SandboxSession | None = None
         self.scripted_key: str | None = None
         self.pid: int | None = None
+        self._session_usage = False  # usage came from the session files while the CLI ran
 
     # -- control -----------------------------------------------------------------------------
 
@@ -188,9 +190,14 @@ class TrialRun:
         wall = self.budget.wall_seconds
         timer = asyncio.get_running_loop().call_later(
             wall, self.request_kill, KillReason("budget:time", f"{wall:g} s")) if wall else None
+        poll = self.adapter.live_session_poll
+        watcher = asyncio.ensure_future(self._watch_sessions(session, poll)) \
+            if poll and self.adapter.session_globs else None
         await asyncio.wait({wait_task, kill_task}, return_when=asyncio.FIRST_COMPLETED)
         if timer:
             timer.cancel()
+        if watcher:
+            watcher.cancel()
         killed = self.kill_reason is not None
         if killed:
             self.note(f"killing: {self.kill_reason}")
@@ -212,24 +219,41 @@ class TrialRun:
         return (TrialStatus.PASSED if verdict.passed else TrialStatus.FAILED, None, verdict)
 
     async def _recover_usage(self, session: SandboxSession, killed: bool) -> None:
-        """After a kill (or for CLIs that print no usage), read the CLI's session files."""
-        if not self.adapter.session_globs or (self.parser.final_seen and not killed and self.usage):
+        """After a kill, or when the stream had no final record or no usage (or, for CLIs whose
+        stdout never tells the number of calls, always), read the CLI's session files."""
+        if not self.adapter.session_globs:
             return
+        if self.parser.final_seen and not killed and self.usage and not self.adapter.live_session_poll:
+            return
+        if await self._read_sessions(session) or (self._session_usage and not self.parser.final_seen):
+            self.flags.add("usage-recovered")
+
+    async def _watch_sessions(self, session: SandboxSession, interval: float) -> None:
+        """While the CLI runs, read its session files every ``interval`` seconds: for CLIs whose
+        stdout carries no per-call usage, the meter and the token budget see every call."""
+        while True:
+            await asyncio.sleep(interval)
+            if await self._read_sessions(session):
+                self._session_usage = True
+                self._check_budgets()
+
+    async def _read_sessions(self, session: SandboxSession) -> bool:
+        """Take the usage in the CLI's session files where it shows more than the stream did."""
         try:
             files = await session.fetch_files("home", self.adapter.session_globs)
             recovery = self.adapter.recover(files) if files else None
         except Exception as exc:
             self.note(f"usage recovery failed: {exc!r}", EventKind.ERROR)
-            return
-        if recovery is None or recovery.usage.raw <= self.usage.raw:
-            return
-        delta = recovery.usage - self.usage
+            return False
+        event = self.parser.absorb(recovery) if recovery is not None else None
+        if event is None:
+            return False
         self.seq += 1
-        event = ParsedEvent(EventKind.USAGE, f"recovered from {recovery.source}", usage=delta,
-                            turns=max(0, recovery.turns - self.turns))
         self.ctx.writer.add_events([(self.id, self.seq, time.time(), EventKind.USAGE, "runner", event.text, None)])
+        if self.ctx.live_enabled:
+            self.live.append([self.seq, time.time(), EventKind.USAGE, "runner", event.text])
         self._account(event)
-        self.flags.add("usage-recovered")
+        return bool(event.usage)
 
     def _set_status(self, status: TrialStatus, **fields: Any) -> None:
         self.status = status
@@ -279,12 +303,12 @@ class TrialRun:
 
 
 def _insert_trial(store, row: dict) -> int:
-    with store.db.atomic():
+    with immediate(store.db):
         return store.db["trials"].insert(row).last_pk
 
 
 def _update_trial(store, trial_id: int, fields: dict) -> None:
-    with store.db.atomic():
+    with immediate(store.db):
         store.db["trials"].update(trial_id, fields)
 
 

@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from .migrations import immediate
 from .store import Store
 
 FLUSH_SECONDS = 0.1
@@ -67,7 +68,7 @@ class StoreWriter:
         if not events and not usage:
             return
         conn = self.store.db.conn
-        with self.store.db.atomic():
+        with immediate(self.store.db):
             if events:
                 conn.executemany(EVENT_SQL, events)
             if usage:

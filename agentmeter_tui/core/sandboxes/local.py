@@ -5,6 +5,7 @@ temporary root on this machine; the agent runs in its own session with a clean e
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 import tempfile
@@ -67,6 +68,7 @@ class LocalAgent(AgentHandle):
             await asyncio.wait_for(asyncio.shield(self.protocol.pipes_closed), 5)
         code = self.transport.get_returncode()
         self.transport.close()
+        procs.OWN_CHILDREN.pids.discard(self.pid)
         return code if code is not None else -1
 
 
@@ -97,20 +99,30 @@ class LocalSession(SandboxSession):
         loop = asyncio.get_running_loop()
         cwd = spec.cwd or self.workspace
         env = self.environment({**spec.env, "PWD": cwd})
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _Protocol(on_output), *spec.argv, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env,
-            start_new_session=True)
+        procs.OWN_CHILDREN.spawning += 1
+        try:
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _Protocol(on_output), *spec.argv, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env,
+                start_new_session=True)
+            procs.OWN_CHILDREN.pids.add(transport.get_pid())
+        finally:
+            procs.OWN_CHILDREN.spawning -= 1
         self.agent = LocalAgent(transport, protocol, self.token)
         return self.agent
 
     async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
                    timeout: float | None = None) -> ExecResult:
         started = time.monotonic()
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, cwd=cwd or self.workspace, env=self.environment(env or {}),
-            start_new_session=True)
+        procs.OWN_CHILDREN.spawning += 1
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, cwd=cwd or self.workspace, env=self.environment(env or {}),
+                start_new_session=True)
+            procs.OWN_CHILDREN.pids.add(proc.pid)
+        finally:
+            procs.OWN_CHILDREN.spawning -= 1
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout)
             timed_out = False
@@ -118,6 +130,7 @@ class LocalSession(SandboxSession):
             await procs.kill_ladder(proc.pid, None, int_grace=0.2, grace=1.0)
             out, err = await proc.communicate()
             timed_out = True
+        procs.OWN_CHILDREN.pids.discard(proc.pid)
         return ExecResult(proc.returncode if proc.returncode is not None else -1, out, err,
                           time.monotonic() - started, timed_out)
 
@@ -156,7 +169,9 @@ class LocalSession(SandboxSession):
         return Path(self.workspace)
 
     async def cleanup(self, keep: bool = False) -> None:
-        await asyncio.to_thread(procs.sweep, self.token)
+        # Leftovers of a finished agent (a backgrounded job) are killed by the runner's sweeper
+        # within a fraction of a second; a kill already swept synchronously.
+        procs.SWEEPER.add(self.token)
         if not keep:
             await asyncio.to_thread(shutil.rmtree, self.root, True)
 
@@ -185,6 +200,7 @@ class LocalSandbox(Sandbox):
         return LocalSession(root, token)
 
 
+@functools.cache
 def _user() -> str:
     try:
         import pwd

@@ -1,0 +1,98 @@
+"""Harness overhead per trivial trial: a real agent process that prints a short stream, run at
+concurrency 8 through the whole engine (fresh sandbox, launch, parse, store writes, verifier,
+cleanup), divided by the number of trials.
+
+    python benchmarks/overhead.py [--trials 400] [--concurrency 8]
+
+Peer (research/peer-baselines.md, same machine kind): Inspect AI 14.3 ms/sample headless;
+process spawn floor 0.5 ms. Target: <= 5 ms per trial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agentmeter_tui.core.store import Store  # noqa: E402
+
+STREAM = ('{"type":"init","model":"m"}\n{"type":"assistant","text":"hello"}\n'
+          '{"type":"usage","usage":{"prompt_tokens":12,"completion_tokens":3}}\n{"type":"result","status":"success"}\n')
+SUITE = """
+[suite]
+id = "overhead"
+trials = {trials}
+concurrency = {concurrency}
+[[models]]
+id = "none"
+provider = "offline"
+[providers.offline]
+kind = "none"
+[[clis]]
+adapter = "command"
+args = ["/bin/cat", "{{suite}}/stream.jsonl"]
+"""
+
+
+async def spawn_floor(n: int, concurrency: int) -> float:
+    """asyncio create_subprocess_exec of /bin/true + wait, at the same concurrency."""
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with slots:
+            proc = await asyncio.create_subprocess_exec("/bin/true")
+            await proc.wait()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(n)))
+    return (time.perf_counter() - started) / n * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--trials", type=int, default=400)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--verifier", choices=("none", "command"), default="none",
+                        help="none: harness only; command: plus a `true` verifier process per trial")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="overhead-"))
+    try:
+        suite = folder / "suite"
+        (suite / "trivial").mkdir(parents=True)
+        (suite / "suite.toml").write_text(SUITE.format(trials=args.trials, concurrency=args.concurrency))
+        (suite / "trivial" / "task.toml").write_text(
+            '[verifier]\nkind = "none"\n' if args.verifier == "none" else '[verifier]\ncommand = "true"\n')
+        (suite / "trivial" / "instruction.md").write_text("Say hello.\n")
+        (suite / "stream.jsonl").write_text(STREAM)
+        db = folder / "o.db"
+        import subprocess
+
+        subprocess.run([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless", "--db", str(db)],
+                       check=True, stdout=subprocess.DEVNULL)
+        store = Store(db)
+        first, last = store.db.execute("select min(started_at), max(finished_at) from trials").fetchone()
+        span = (datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()
+        statuses = {r[0] for r in store.db.execute("select distinct status from trials")}
+        assert statuses == ({"failed"} if args.verifier == "none" else {"passed"}), statuses
+        events = store.db.execute("select count(*) from events").fetchone()[0]
+        floor = asyncio.run(spawn_floor(args.trials, args.concurrency))
+        per_trial = span / args.trials * 1000
+        print(f"{args.trials} trivial trials at concurrency {args.concurrency}, verifier {args.verifier}: "
+              f"{span:.2f} s "
+              f"({events} events stored)")
+        print(f"harness overhead: {per_trial:.2f} ms per trial (target <= 5 ms; Inspect AI 14.3 ms/sample)")
+        print(f"floor, spawn + wait of /bin/true at the same concurrency: {floor:.2f} ms")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
