@@ -334,6 +334,10 @@ def load_suite(folder: str | Path) -> Suite:
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise InputError(toml_path, None, "suite.tasks", f"task ids must be unique: {', '.join(dupes)}")
+    calibrated = spec.scoring.tiers or {}
+    for task in tasks:
+        if task.id in calibrated:  # `agentmeter calibrate --write` outranks the task's own tier
+            task.tier = calibrated[task.id]
     suite = Suite(path=folder, spec=spec, tasks=tasks)
     for model in spec.models:
         for task in tasks:

@@ -148,3 +148,19 @@ def test_migrations_are_idempotent(tmp_path):
     Store(tmp_path / "m.db").close()
     store = Store(tmp_path / "m.db")
     assert [r["name"] for r in store.db["_migrations"].rows] == ["m001_initial"]
+
+
+def test_calibrated_tiers_in_the_suite_override_task_tiers(tmp_path):
+    import shutil
+
+    from agentmeter_tui.core.suites import load_suite
+    from tests.conftest import ROOT
+
+    suite = tmp_path / "smoke"
+    shutil.copytree(ROOT / "suites" / "smoke", suite)
+    with open(suite / "suite.toml", "a") as handle:
+        handle.write('\n[scoring.tiers]\ncount-lines = "hard"\n')
+    loaded = load_suite(suite)
+    assert loaded.task("count-lines").tier == "hard"
+    assert loaded.task("write-greeting").tier == "easy"
+    assert loaded.budget_for(loaded.task("count-lines")).wall_seconds == 60
