@@ -19,6 +19,7 @@ from .usage import TokenUsage
 from .writer import StoreWriter
 
 if TYPE_CHECKING:
+    from .proxy.server import MeteringProxy
     from .sandboxes.base import Sandbox, SandboxSession
     from .suites import ModelEntry, Suite
     from .trial import TrialRun
@@ -28,11 +29,13 @@ DIVERGENCE = Decimal("0.05")  # reported vs comparable cost: flag beyond 5 %
 
 class RunContext:
     def __init__(self, suite: Suite, writer: StoreWriter, sandbox: Sandbox, *, run_id: int | None,
-                 clis_root: Path, mock_url: str | None = None, log: Callable[[str], None] | None = None):
+                 clis_root: Path, mock_url: str | None = None, log: Callable[[str], None] | None = None,
+                 proxy: MeteringProxy | None = None):
         self.suite, self.writer, self.sandbox = suite, writer, sandbox
         self.run_id = run_id
         self.clis_root = clis_root
         self.mock_url = mock_url
+        self.proxy = proxy  # the metering proxy, when the suite meters through it
         self.prices = PriceSnapshot.load(suite.path / suite.spec.suite.pricing) if suite.spec.suite.pricing \
             else PriceSnapshot.empty()
         self._log = log or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -73,10 +76,18 @@ class RunContext:
         if reported is not None and trial.cost is not None and trial.cost > 0:
             if abs(reported - trial.cost) / trial.cost > DIVERGENCE:
                 trial.flags.add("cost-divergence")
+        if trial.proxy_route is not None:
+            from .proxy import diverges
+
+            if diverges(trial.usage, trial.parser.usage):
+                trial.flags.add("usage-divergence")
+            usage_source = "proxy"
+        else:
+            usage_source = "session" if "usage-recovered" in trial.flags else "stdout"
         return {"cost_usd": None if comparable is None else float(comparable), "cost_source": source,
                 "cost_actual_usd": None if reported is None else float(reported),
                 "cost_actual_source": f"{trial.adapter.name}:reported" if reported is not None else None,
-                "usage_source": "session" if "usage-recovered" in trial.flags else "stdout",
+                "usage_source": usage_source,
                 "flags": _flags(trial.flags)}
 
     async def scripted_served(self, trial: TrialRun) -> dict[str, Any] | None:
@@ -121,6 +132,8 @@ class RunContext:
             api_key = os.environ.get(provider.api_key_env or "", "")
             if not api_key:
                 raise RuntimeError(f"provider '{model.provider}' needs its key in ${provider.api_key_env}")
+        if self.proxy is not None and provider.kind != "none":
+            base_url, api_key = self._route(trial, provider.kind, base_url, api_key)
         price = self.prices.find(model.price_ref)
         translate = getattr(session, "translate_url", None)  # sandboxes that cannot see our 127.0.0.1
         if translate is not None:
@@ -138,6 +151,21 @@ class RunContext:
                                                                       "output"}).items() if v is not None}
             if price else None,
         )
+
+    def _route(self, trial: TrialRun, kind: str, upstream: str, key: str) -> tuple[str, str]:
+        """Send the trial's model calls through the metering proxy: the CLI gets the proxy's URL
+        and a key of its own; the real key stays in the proxy's memory."""
+        from .proxy import DEFAULT_UPSTREAMS
+
+        upstream = upstream or DEFAULT_UPSTREAMS.get(kind, "")
+        if not upstream:
+            raise RuntimeError(f"provider kind '{kind}' has no base_url for the metering proxy to call")
+        trial.proxy_route = self.proxy.route(upstream, key, trial, f"trial {trial.id}")
+        return self.proxy.base_url, trial.proxy_route.key
+
+    async def release_proxy(self, trial: TrialRun) -> None:
+        if self.proxy is not None and trial.proxy_route is not None:
+            await self.proxy.release(trial.proxy_route)
 
 
 def _flags(flags: set[str]) -> str | None:

@@ -43,6 +43,7 @@ class Runner:
         self.feed = Feed(self)
         self.run_id: int | None = None
         self.mock = None
+        self.proxy = None  # the metering proxy (suite.proxy), serving on this event loop
         self.started = time.time()
 
     def log(self, text: str) -> None:
@@ -84,11 +85,16 @@ class Runner:
             from .mockllm.client import start_server_process
 
             self.mock = await asyncio.to_thread(start_server_process)
+        if suite.spec.suite.proxy:
+            from .proxy.server import MeteringProxy
+
+            self.proxy = MeteringProxy(log=self.log)
+            self.log(f"metering proxy on {await self.proxy.start()}")
         sandbox_cls = SANDBOXES.get(suite.spec.sandbox.kind)
         sandbox = sandbox_cls(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
         await sandbox.preflight()
         ctx = RunContext(suite, writer, sandbox, run_id=self.run_id, clis_root=self.clis_root,
-                         mock_url=self.mock.base_url if self.mock else None, log=self.log)
+                         mock_url=self.mock.base_url if self.mock else None, log=self.log, proxy=self.proxy)
         plans = await call(lambda store: pending_plans(store, ctx, plan_cells(ctx, config_ids),
                                                        suite.spec.suite.max_retries))
         concurrency = min(suite.concurrency, sandbox.capacity())
@@ -123,6 +129,8 @@ class Runner:
             server.close()
             socket_path(self.db).unlink(missing_ok=True)
             await sandbox.close()
+            if self.proxy:
+                await self.proxy.close()
             if self.mock:
                 self.mock.stop()
         self.log(f"run {self.run_id} {status}")

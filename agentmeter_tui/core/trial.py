@@ -29,6 +29,7 @@ from .usage import TokenUsage
 from .verifiers import VERIFIERS
 
 if TYPE_CHECKING:
+    from .proxy.calls import ProxyCall, Route
     from .runctx import RunContext
     from .suites import Budget, Configuration, Task
 
@@ -72,6 +73,7 @@ class TrialRun:
         self.live: list[list[Any]] = []  # events not yet sent to live clients
         self.session: SandboxSession | None = None
         self.scripted_key: str | None = None
+        self.proxy_route: Route | None = None  # set when the trial's model calls go through the metering proxy
         self.pid: int | None = None
         self._session_usage = False  # usage came from the session files while the CLI ran
 
@@ -95,7 +97,10 @@ class TrialRun:
                 "reason": self.reason, "tokens": self.usage.as_dict(), "cost_usd": _float(self.cost),
                 "reported_cost_usd": _float(self.parser.reported_cost_usd), "turns": self.turns,
                 "tool_calls": self.tool_calls, "flags": sorted(self.flags), "elapsed": elapsed,
-                "budget": self.budget.model_dump(), "events": self.seq}
+                "budget": self.budget.model_dump(), "events": self.seq,
+                # behind the proxy, "tokens" are the proxy's and the CLI's own figures come beside them
+                "metered_by": "proxy" if self.proxy_route else "cli",
+                "reported_tokens": self.parser.usage.as_dict() if self.proxy_route else None}
 
     # -- output handling (event loop, hot path) ------------------------------------------------
 
@@ -119,14 +124,10 @@ class TrialRun:
 
     def _account(self, event: ParsedEvent) -> None:
         if event.usage is not None:
-            self.usage = self.usage + event.usage
             self.turns += event.turns
             cost = self.ctx.price(self.plan.config.model, event.usage)
-            if cost is None:
-                self.flags.add("unpriced")
-                self.cost = None
-            elif self.cost is not None:
-                self.cost += cost
+            if self.proxy_route is None:  # behind the proxy it meters; the CLI's figures are kept beside
+                self._add_usage(event.usage, cost)
             self.ctx.writer.add_usage((self.id, self.seq, "stdout", event.model, *event.usage.as_tuple(),
                                        _float(cost), _float(event.reported_cost_usd)))
         if event.tool_key is not None:
@@ -139,12 +140,53 @@ class TrialRun:
                 if self.ctx.suite.spec.suite.kill_on_thrash:
                     self.request_kill(KillReason("thrash", event.tool_key[:200]))
 
-    def _check_budgets(self) -> None:
+    def _add_usage(self, usage: TokenUsage, cost: Decimal | None) -> None:
+        self.usage = self.usage + usage
+        if cost is None:
+            self.flags.add("unpriced")
+            self.cost = None
+        elif self.cost is not None:
+            self.cost += cost
+
+    def _over_budget(self) -> KillReason | None:
         budget = self.budget
         if budget.tokens is not None and self.usage.raw >= budget.tokens:
-            self.request_kill(KillReason("budget:tokens", f"{self.usage.raw} >= {budget.tokens}"))
-        elif budget.usd is not None and self.cost is not None and self.cost >= Decimal(str(budget.usd)):
-            self.request_kill(KillReason("budget:usd", f"${self.cost:.4f} >= ${budget.usd}"))
+            return KillReason("budget:tokens", f"{self.usage.raw} >= {budget.tokens}")
+        if budget.usd is not None and self.cost is not None and self.cost >= Decimal(str(budget.usd)):
+            return KillReason("budget:usd", f"${self.cost:.4f} >= ${budget.usd}")
+        return None
+
+    def _check_budgets(self) -> None:
+        reason = self._over_budget()
+        if reason is not None:
+            self.request_kill(reason)
+
+    # -- the metering proxy's calls (on the event loop; see proxy.calls.CallSink) ---------------
+
+    def admit_call(self) -> str | None:
+        if self.kill_reason is not None:
+            return f"the trial is being stopped: {self.kill_reason}"
+        reason = self._over_budget()
+        return None if reason is None else f"the trial is over its budget: {reason}"
+
+    def on_proxy_usage(self, call: ProxyCall, delta: TokenUsage) -> None:
+        self._add_usage(delta, self.ctx.price(self.plan.config.model, delta))
+        self._check_budgets()
+        self.ctx.trial_changed(self)
+
+    def on_proxy_call(self, call: ProxyCall) -> None:
+        kind = EventKind.USAGE if call.usage else EventKind.ERROR if call.outcome != "completed" or \
+            call.status >= 400 else EventKind.SYSTEM
+        self.seq += 1
+        text = call.summary()
+        self.ctx.writer.add_events([(self.id, self.seq, time.time(), kind, "proxy", text,
+                                     orjson.dumps(call.as_dict()))])
+        if self.ctx.live_enabled:
+            self.live.append([self.seq, time.time(), kind, "proxy", text])
+        if call.usage:
+            cost = self.ctx.price(self.plan.config.model, call.usage)
+            self.ctx.writer.add_usage((self.id, self.seq, "proxy", call.model, *call.usage.as_tuple(),
+                                       _float(cost), None))
 
     def note(self, text: str, kind: EventKind = EventKind.STATUS) -> None:
         """A runner-side event in the transcript (state changes, kills, flags)."""
@@ -264,10 +306,14 @@ class TrialRun:
         ctx = self.ctx
         self.status, self.reason = status, reason
         self.finished_at = utcnow()
+        await ctx.release_proxy(self)  # its last calls recorded before the meter is final
         cost_fields = ctx.cost_fields(self)
         extra: dict[str, Any] = {}
         if verdict and verdict.details:
             extra["verifier"] = verdict.details
+        if self.proxy_route is not None:
+            extra["proxy"] = self.proxy_route.summary()
+            extra["reported_usage"] = self.parser.usage.as_dict()  # what the CLI said, beside the proxy's
         served = await ctx.scripted_served(self)
         if served:
             extra["scripted"] = served
