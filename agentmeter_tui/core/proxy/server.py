@@ -126,6 +126,7 @@ class MeteringProxy:
         params = upstream_query(request.query.items(), route.key, route.upstream_key)
         started = time.monotonic()
         response: web.StreamResponse | None = None
+        scanner: UsageScanner | None = None
         assert self._client is not None
         try:
             async with self._client.request(request.method, url, params=params, data=body, headers=headers,
@@ -146,11 +147,8 @@ class MeteringProxy:
                         self._meter(route, call, scanner.final)
                     call.bytes_out += len(chunk)
                     await response.write(chunk)
-                if scanner is not None:
-                    if scanner.finish():
-                        self._meter(route, call, scanner.final)
-                    call.partial = scanner.partial if not call.usage else None
-                    call.note = scanner.unreadable and f"usage not read: {scanner.unreadable}"
+                if scanner is not None and scanner.finish():
+                    self._meter(route, call, scanner.final)
                 await response.write_eof()
                 call.outcome = "completed"
                 return response
@@ -167,6 +165,11 @@ class MeteringProxy:
             return _json_error(protocol, 502, f"agentmeter proxy: the provider could not be reached "
                                               f"({type(exc).__name__})", "api_error" if protocol == "anthropic"
                                else None)
+        finally:
+            if scanner is not None:
+                call.partial = scanner.partial if not call.usage else None
+                if scanner.unreadable:
+                    call.note = f"usage not read: {scanner.unreadable}"
 
     def _meter(self, route: Route, call: ProxyCall, final: TokenUsage | None) -> None:
         if final is None:

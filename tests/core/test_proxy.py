@@ -1,0 +1,240 @@
+"""The metering proxy in front of the scripted model server: per-call usage equal to what was
+served in every protocol, streamed bytes passed on unchanged, the key swapped on the way up,
+refusals in the protocol's own error shape with nothing sent upstream, cut streams, upstream
+errors and failures, and no key in any record or log line."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import aiohttp
+import pytest
+from multidict import CIMultiDict
+
+from agentmeter_tui.core.proxy.calls import ProxyCall
+from agentmeter_tui.core.proxy.server import MeteringProxy
+from agentmeter_tui.core.usage import TokenUsage
+from agentmeter_tui.core.wireusage import MERGED, fold
+from tests.core.mockllm_support import SHELL_SCHEMA, TWO_TURNS, chat_body, register, start_server, write_scenario
+
+REAL_KEY = "sk-real-PLANTED-4e1b2c"
+TURNS = [TokenUsage(1200, 4000, 300, 30, 20), TokenUsage(1300, 4500, 0, 80, 25)]  # TWO_TURNS' usage
+GEMINI = "/v1beta/models/gemini-2.5-pro"
+
+
+def call_for(protocol: str, stream: bool) -> tuple[str, dict]:
+    if protocol == "chat":
+        return "/v1/chat/completions", chat_body(stream)
+    if protocol == "anthropic":
+        return "/v1/messages?beta=true", {"model": "claude-sonnet-4-6", "stream": stream, "max_tokens": 100,
+                                          "messages": [{"role": "user", "content": "hi"}],
+                                          "tools": [{"name": "Bash", "input_schema": SHELL_SCHEMA}]}
+    if protocol == "responses":
+        return "/v1/responses", {"model": "gpt-5.5", "stream": stream, "input": "hi",
+                                 "tools": [{"type": "function", "name": "shell", "parameters": SHELL_SCHEMA}]}
+    path = f"{GEMINI}:streamGenerateContent?alt=sse" if stream else f"{GEMINI}:generateContent"
+    return path, {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                  "tools": [{"functionDeclarations": [{"name": "run_shell_command",
+                                                       "parametersJsonSchema": SHELL_SCHEMA}]}]}
+
+
+def key_headers(protocol: str, key: str) -> dict[str, str]:
+    return {"anthropic": {"x-api-key": key}, "gemini": {"x-goog-api-key": key}}.get(
+        protocol, {"Authorization": f"Bearer {key}"})
+
+
+class Sink:
+    """A trial stand-in: records what the proxy tells it, refuses when told to."""
+
+    def __init__(self) -> None:
+        self.calls: list[ProxyCall] = []
+        self.usage = TokenUsage()
+        self.refusal: str | None = None
+        self.fail = False
+
+    def admit_call(self) -> str | None:
+        return self.refusal
+
+    def on_proxy_usage(self, call: ProxyCall, delta: TokenUsage) -> None:
+        if self.fail:
+            raise RuntimeError("sink bug")
+        self.usage = self.usage + delta
+
+    def on_proxy_call(self, call: ProxyCall) -> None:
+        self.calls.append(call)
+
+
+@pytest.fixture
+async def upstream(tmp_path):
+    server = await start_server()
+    yield server
+    await server.close()
+
+
+@pytest.fixture
+async def proxy():
+    logged: list[str] = []
+    proxy = MeteringProxy(log=logged.append)
+    await proxy.start()
+    proxy.logged = logged
+    yield proxy
+    await proxy.close()
+
+
+async def session(upstream, tmp_path, key: str = REAL_KEY, text: str = TWO_TURNS, label: str = "t") -> None:
+    status, _ = await register(upstream, key, write_scenario(tmp_path, text, f"{label}.toml"))
+    assert status == 200
+    async with aiohttp.ClientSession() as client:  # the same label gives the same message ids
+        await client.post(upstream.make_url("/_scripted/sessions"),
+                          json={"key": key, "scenario": str(tmp_path / f"{label}.toml"), "label": label})
+
+
+async def served(upstream, key: str = REAL_KEY) -> dict:
+    async with aiohttp.ClientSession() as client, client.get(upstream.make_url(f"/_scripted/sessions/{key}")) as r:
+        return await r.json()
+
+
+async def send(base: str, protocol: str, key: str, stream: bool = True) -> tuple[int, CIMultiDict, bytes]:
+    path, body = call_for(protocol, stream)
+    async with aiohttp.ClientSession() as client, \
+            client.post(base + path, json=body, headers=key_headers(protocol, key)) as response:
+        return response.status, response.headers.copy(), await response.read()
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("protocol", ["chat", "anthropic", "responses", "gemini"])
+async def test_calls_are_metered_exactly_and_the_key_is_swapped(upstream, proxy, tmp_path, protocol, stream):
+    await session(upstream, tmp_path)
+    sink = Sink()
+    route = proxy.route(str(upstream.make_url("")), REAL_KEY, sink, "trial 1")
+    for _ in TURNS:
+        status, _, _ = await send(proxy.base_url, protocol, route.key, stream)
+        assert status == 200
+    info = await served(upstream)
+    assert info["calls"] == 2 and all(c["completed"] for c in info["served"])  # the real key reached it
+    expected = [fold(u, MERGED[protocol]) for u in TURNS]
+    assert [c.usage for c in sink.calls] == expected
+    assert sink.usage == route.usage == fold(TokenUsage.from_dict(info["usage"]), MERGED[protocol])
+    first = sink.calls[0]
+    assert (first.protocol, first.status, first.outcome) == (protocol, 200, "completed")
+    assert first.model == {"chat": "m", "anthropic": "claude-sonnet-4-6", "responses": "gpt-5.5",
+                           "gemini": "gemini-2.5-pro"}[protocol]
+    assert first.ttfb_ms is not None and first.total_ms >= first.ttfb_ms and first.bytes_out > 0
+    assert route.summary()["calls"] == 2 and route.inflight == 0
+
+
+@pytest.mark.parametrize("protocol", ["chat", "anthropic", "responses", "gemini"])
+async def test_streams_pass_through_byte_for_byte(upstream, proxy, tmp_path, protocol):
+    direct_key, proxied_key = "direct-key", REAL_KEY
+    await session(upstream, tmp_path, direct_key, label="same")
+    await session(upstream, tmp_path, proxied_key, label="same")
+    route = proxy.route(str(upstream.make_url("")), proxied_key, Sink())
+    _, direct_headers, direct = await send(str(upstream.make_url("")).rstrip("/"), protocol, direct_key)
+    _, proxied_headers, proxied = await send(proxy.base_url, protocol, route.key)
+    # Only the second-resolution timestamps may differ between the two answers.
+    stamp = re.compile(rb'"created(_at)?":\d+')
+    assert stamp.sub(b"", proxied) == stamp.sub(b"", direct)
+    assert proxied_headers["Content-Type"] == direct_headers["Content-Type"]
+    if protocol == "anthropic":
+        assert proxied_headers["request-id"] == direct_headers["request-id"]
+
+
+@pytest.mark.parametrize("protocol", ["chat", "anthropic", "responses", "gemini"])
+async def test_refused_calls_never_reach_the_provider(upstream, proxy, tmp_path, protocol):
+    await session(upstream, tmp_path)
+    sink = Sink()
+    route = proxy.route(str(upstream.make_url("")), REAL_KEY, sink)
+    assert (await send(proxy.base_url, protocol, route.key))[0] == 200
+    sink.refusal = "the trial is over its budget: budget:tokens (5550 >= 5000)"
+    status, _, body = await send(proxy.base_url, protocol, route.key)
+    assert status == 400
+    import orjson
+
+    error = orjson.loads(body)
+    message = error["error"]["message"]
+    assert "over its budget" in message and "no further model calls" in message
+    if protocol == "anthropic":
+        assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
+    elif protocol == "gemini":
+        assert error["error"]["code"] == 400 and error["error"]["status"] == "INVALID_ARGUMENT"
+    else:
+        assert error["error"]["type"] == "invalid_request_error"
+    assert (await served(upstream))["calls"] == 1  # the refused call was never passed on
+    assert [c.outcome for c in sink.calls] == ["completed", "refused"]
+    assert route.summary() == {"calls": 1, "refused": 1, "usage": sink.usage.as_dict()}
+
+
+async def test_unknown_key_is_401_in_the_protocols_shape(proxy):
+    status, _, body = await send(proxy.base_url, "anthropic", "amp-nobody")
+    assert status == 401 and b'"authentication_error"' in body
+
+
+async def test_upstream_errors_pass_through_with_their_headers(upstream, proxy, tmp_path):
+    await session(upstream, tmp_path, text='[[turns]]\nerror = { status = 429, message = "slow", retry_after = 0 }\n')
+    sink = Sink()
+    route = proxy.route(str(upstream.make_url("")), REAL_KEY, sink)
+    status, headers, body = await send(proxy.base_url, "chat", route.key)
+    assert status == 429 and headers["retry-after"] == "0" and b"rate_limit_error" in body
+    assert sink.calls[0].status == 429 and not sink.calls[0].usage
+
+
+async def test_side_endpoints_are_passed_on_unmetered(upstream, proxy, tmp_path):
+    await session(upstream, tmp_path)
+    sink = Sink()
+    route = proxy.route(str(upstream.make_url("")), REAL_KEY, sink)
+    async with aiohttp.ClientSession() as client:
+        async with client.post(proxy.base_url + "/v1/messages/count_tokens", json={"messages": []},
+                               headers={"x-api-key": route.key}) as response:
+            assert response.status == 200 and "input_tokens" in await response.json()
+        async with client.get(proxy.base_url + "/v1beta/models", params={"key": route.key}) as response:
+            assert response.status == 200
+    assert sink.calls == [] and route.requests == 2 and route.calls == 0
+    assert (await served(upstream))["calls"] == 0
+
+
+async def test_a_cut_stream_is_not_counted_by_either_side(upstream, proxy, tmp_path):
+    stall = ('[[turns]]\ntext = "never finishes"\nstall_ms = 600000\n'
+             'usage = { uncached_input = 1100, output = 10 }\n')
+    await session(upstream, tmp_path, text=stall)
+    sink = Sink()
+    route = proxy.route(str(upstream.make_url("")), REAL_KEY, sink)
+    path, body = call_for("anthropic", True)
+    async with aiohttp.ClientSession() as client:
+        response = await client.post(proxy.base_url + path, json=body, headers=key_headers("anthropic", route.key))
+        assert b"message_start" in await response.content.readany()
+        response.close()  # the CLI is killed mid-stream
+    await proxy.release(route)
+    assert route.inflight == 0 and route.key not in proxy.routes
+    (call,) = sink.calls
+    assert call.outcome == "client disconnected" and not call.usage
+    assert call.partial == TokenUsage(1100, 0, 0, 1, 0)  # message_start's input, never metered
+    for _ in range(100):  # the provider notices the proxy hanging up
+        info = await served(upstream)
+        if info["served"] and info["requests"] and not info["served"][0]["completed"]:
+            break
+        await asyncio.sleep(0.02)
+    assert info["usage"] == TokenUsage().as_dict() and sink.usage == TokenUsage()
+
+
+async def test_unreachable_provider_is_a_502_and_no_key_is_logged(proxy):
+    sink = Sink()
+    route = proxy.route("http://127.0.0.1:9", REAL_KEY, sink, "trial 7")  # the discard port: refused
+    async with aiohttp.ClientSession() as client:
+        path, body = call_for("gemini", True)
+        async with client.post(proxy.base_url + path, params={"key": route.key}, json=body) as response:
+            assert response.status == 502
+            assert (await response.json())["error"]["code"] == 502
+    assert sink.calls[0].outcome.startswith("upstream error")
+    assert proxy.logged and all(REAL_KEY not in line and route.key not in line for line in proxy.logged)
+    assert REAL_KEY not in repr(route) and route.key not in repr(route)
+    assert REAL_KEY not in str(sink.calls[0].as_dict()) and route.key not in sink.calls[0].summary()
+
+
+async def test_a_failing_sink_does_not_break_the_call(upstream, proxy, tmp_path):
+    await session(upstream, tmp_path)
+    sink = Sink()
+    sink.fail = True
+    route = proxy.route(str(upstream.make_url("")), REAL_KEY, sink)
+    assert (await send(proxy.base_url, "responses", route.key))[0] == 200
+    assert any("metering failed" in line for line in proxy.logged)
