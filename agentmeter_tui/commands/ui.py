@@ -1,0 +1,127 @@
+"""``agentmeter demo``, ``agentmeter review`` and ``agentmeter attach``: the commands that open the TUI.
+
+- ``demo`` runs ``suites/demo`` offline (scripted models) in a fresh store, over the reference
+  agent plus every real agent CLI whose adapter says it is installed, and opens the TUI on it.
+  Quitting the demo stops its runner (it is a throwaway); the store is kept for ``review``.
+- ``review`` opens the TUI on the review screen over any store, without a runner (imported
+  trials included).
+- ``attach`` reconnects the TUI to the runner of a store, e.g. after the TUI was closed or killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from . import add_db_argument
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    demo = subparsers.add_parser("demo", help="the TUI on a demo grid of scripted models, offline")
+    demo.add_argument("--db", metavar="PATH", help="a new store for the demo (default: one in a temp folder)")
+    demo.add_argument("--clis", metavar="A,B", help="adapters to run (default: reference plus the installed CLIs)")
+    demo.add_argument("--clis-root", help="where install-clis put the agent CLIs")
+    demo.add_argument("--headless", action="store_true", help="print progress instead of opening the TUI")
+    demo.set_defaults(handler=demo_command)
+
+    review = subparsers.add_parser("review", help="read and hand-score finished transcripts (no runner needed)")
+    add_db_argument(review)
+    review.add_argument("--trial", type=int, metavar="ID", help="open this trial (default: the first unscored)")
+    review.add_argument("--suite", metavar="ID", help="the suite to review (default: the latest in the store)")
+    review.set_defaults(handler=review_command)
+
+    attach = subparsers.add_parser("attach", help="open the TUI on the runner of a store (after closing it)")
+    add_db_argument(attach)
+    attach.add_argument("--headless", action="store_true", help="print progress instead of opening the TUI")
+    attach.set_defaults(handler=attach_command)
+
+
+def demo_clis(clis_root: Path) -> list[str]:
+    """``reference`` plus every adapter whose CLI is installed (adapters that fail to load are skipped)."""
+    from ..core.harnesses import ADAPTERS
+
+    found = ["reference"]
+    for name in ADAPTERS.names():
+        if name == "reference":
+            continue
+        try:
+            if ADAPTERS.get(name)().is_installed(clis_root):
+                found.append(name)
+        except Exception:  # an adapter still being written must not break the demo
+            continue
+    return found
+
+
+def demo_suite(folder: Path, clis: list[str]) -> Path:
+    """The demo suite with ``clis`` as its [[clis]]: the original folder, or a copy in ``folder``."""
+    import shutil
+
+    import tomlkit
+
+    from ..core.paths import suites_root
+
+    source = suites_root() / "demo"
+    if clis == ["reference"]:
+        return source
+    target = folder / "demo"
+    shutil.copytree(source, target)
+    document = tomlkit.parse((source / "suite.toml").read_text(encoding="utf-8"))
+    tables = tomlkit.aot()
+    for name in clis:
+        table = tomlkit.table()
+        table["adapter"] = name
+        tables.append(table)
+    document["clis"] = tables
+    (target / "suite.toml").write_text(tomlkit.dumps(document), encoding="utf-8")
+    return target
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    from ..core.paths import default_clis_root
+    from .run import follow, spawn_runner
+
+    folder = Path(tempfile.mkdtemp(prefix="agentmeter-demo-"))
+    db = Path(args.db) if args.db else folder / "agentmeter.db"
+    if db.exists():
+        print(f"agentmeter: {db} exists; the demo needs a fresh store (give a new --db path)", file=sys.stderr)
+        return 2
+    clis_root = Path(args.clis_root) if args.clis_root else default_clis_root()
+    clis = [c.strip() for c in args.clis.split(",") if c.strip()] if args.clis else demo_clis(clis_root)
+    suite = demo_suite(folder, clis)
+    code = spawn_runner(suite, db, args.clis_root)
+    if code is not None:
+        return code
+    if args.headless:
+        code = follow(db, headless=True)
+    else:
+        from ..ui.app import run_app
+
+        code = run_app(db, mode="live", demo=True, notices=[
+            f"Demo: 5 scripted models × {', '.join(clis)}, offline. l live panes · enter opens a cell · "
+            "r review · t report · ? keys"])
+    print(f"The demo's store is {db}; read it again with: agentmeter review --db {db}")
+    return code
+
+
+def review_command(args: argparse.Namespace) -> int:
+    db = Path(args.db)
+    if not db.is_file():
+        print(f"agentmeter: no store at {db}", file=sys.stderr)
+        return 2
+    from ..ui.app import run_app
+
+    return run_app(db, mode="review", trial=args.trial, suite=args.suite)
+
+
+def attach_command(args: argparse.Namespace) -> int:
+    from ..core.control import runner_alive
+    from .run import follow
+
+    db = Path(args.db)
+    if not runner_alive(db):
+        print(f"agentmeter: no runner is running for {db}; `agentmeter review --db {db}` shows the store",
+              file=sys.stderr)
+        return 1
+    return follow(db, headless=args.headless)

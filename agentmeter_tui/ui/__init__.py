@@ -1,0 +1,7 @@
+"""The Textual layer: an app that attaches to a runner and reads the store.
+
+``app.run_app(db=..., mode=...)`` is the entry point for ``run``, ``demo``, ``attach`` and
+``review``. Everything here may import ``textual``; nothing in ``core`` imports this package.
+Modules without Textual (``format``, ``live_model``, ``grid_model``, ``data``,
+``transcript_doc``) hold the state and the store queries, so they are tested on their own.
+"""

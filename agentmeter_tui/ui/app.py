@@ -1,0 +1,181 @@
+"""Provides :class:`AgentMeterApp` (wiring only) and :func:`run_app`, the entry point.
+
+The app owns a :class:`~.session.Session`, registers themes and the keymap, starts the feed
+client when a runner is attached, and routes: feed messages into the session and out to the
+screens through ``feed_signal``; keys to screens (modes ``grid``, ``live``, ``review``,
+``report``). Everything else lives in screens and widgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.signal import Signal
+
+from .commands import app_commands
+from .screens.cell import CellScreen
+from .screens.dialogs import BudgetDialog, ConfirmDialog, NoteDialog
+from .screens.grid import GridScreen
+from .screens.help import HelpScreen
+from .screens.live import LiveScreen
+from .screens.report import ReportScreen
+from .screens.review import ReviewScreen
+from .session import FeedClient, Session
+from .settings import UiSettings, load_settings, reviewer_name
+from .themes import APP_VARIABLES, DEFAULT_DARK, DEFAULT_LIGHT, load_themes
+from .widgets.transcript_view import TranscriptView
+
+STYLES = Path(__file__).parent / "styles"
+
+
+class AgentMeterApp(App):
+    TITLE = "agentmeter"
+    CSS_PATH = [STYLES / name for name in ("app.tcss", "grid.tcss", "live.tcss", "review.tcss", "report.tcss")]
+    MODES = {"grid": GridScreen, "live": LiveScreen, "review": ReviewScreen, "report": ReportScreen}
+    BINDINGS = [
+        Binding("g", "mode('grid')", "Grid", id="grid", tooltip="The model x CLI grid (home)"),
+        Binding("l", "mode('live')", "Live", id="live", tooltip="A pane per running trial"),
+        Binding("r", "mode('review')", "Review", id="review", tooltip="Read and score finished transcripts"),
+        Binding("t", "mode('report')", "Report", id="report", tooltip="Tables and charts"),
+        Binding("p", "pause", "Pause", id="pause", tooltip="Pause or resume the schedule (running trials go on)"),
+        Binding("question_mark,f1", "help", "Keys", id="help", tooltip="Every key of every screen"),
+        Binding("ctrl+t", "toggle_dark", "Theme", id="theme", show=False, tooltip="Switch light / dark theme"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Quit (the runner keeps going; attach again later)"),
+    ]
+
+    def __init__(self, session: Session, *, screen: str = "grid", trial: int | None = None,
+                 settings: UiSettings | None = None, notices: Iterable[str] = (), connect: bool = True) -> None:
+        super().__init__()
+        self.connect = connect  # False: tests and screenshots feed messages themselves
+        self.session = session
+        self.settings = settings or UiSettings()
+        self.first_screen, self.first_trial = screen, trial
+        self.notices = list(notices)
+        self.feed_signal: Signal[Any] = Signal(self, "feed")
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(APP_VARIABLES)
+
+    async def on_mount(self) -> None:
+        themes, errors = load_themes()
+        for theme in themes:
+            self.register_theme(theme)
+        wanted = self.settings.theme
+        if wanted not in self.available_themes:
+            errors.append(f"theme '{wanted}' is not available; using {DEFAULT_DARK}")
+            wanted = DEFAULT_DARK if DEFAULT_DARK in self.available_themes else "textual-dark"
+        self.theme = wanted
+        if self.settings.keymap:
+            self.set_keymap(self.settings.keymap)
+        for text in [*self.notices, *errors]:
+            self.notify(text, severity="warning" if text in errors else "information", timeout=8)
+        await self.session.load()
+        if self.session.live_mode and self.connect:
+            client = FeedClient(self.session.db, self._feed_message, self._feed_ended)
+            self.run_worker(client.run(), group="feed", exit_on_error=False)
+        if self.first_screen == "review":
+            await self.open_review(self.first_trial)
+        else:
+            await self.switch_mode(self.first_screen)
+
+    # -- feed ----------------------------------------------------------------------------------
+
+    def _feed_message(self, message: dict[str, Any]) -> None:
+        summary = self.session.apply(message)
+        self.feed_signal.publish(summary)
+
+    def _feed_ended(self, status: str, error: str | None) -> None:
+        live = self.session.live
+        live.ended = status
+        if status == "lost":
+            self.notify(f"Lost the runner: {error}. Trials it ran keep running; `agentmeter attach` reconnects.",
+                        severity="error", timeout=10)
+        else:
+            self.notify(f"The schedule {status}.", timeout=6)
+        self.feed_signal.publish(None)
+
+    # -- navigation ------------------------------------------------------------------------------
+
+    async def action_mode(self, mode: str) -> None:
+        self._leave_cell()
+        if self.current_mode != mode:
+            await self.switch_mode(mode)
+
+    def _leave_cell(self) -> None:
+        """A cell screen sits on the grid's stack; leaving the grid for another screen closes it."""
+        while isinstance(self.screen, CellScreen):
+            self.pop_screen()
+
+    async def open_review(self, trial_id: int | None) -> None:
+        self._leave_cell()
+        await self.switch_mode("review")
+        screen = self.screen
+        if isinstance(screen, ReviewScreen):
+            screen.open(trial_id)
+
+    async def open_live(self, trial_id: int) -> None:
+        self._leave_cell()
+        await self.switch_mode("live")
+        screen = self.screen
+        if isinstance(screen, LiveScreen):
+            screen.pin(trial_id)
+
+    # -- actions ---------------------------------------------------------------------------------
+
+    async def action_pause(self) -> None:
+        session = self.session
+        if not session.live_mode or session.live.ended:
+            self.notify("No runner attached: nothing to pause.", severity="warning")
+            return
+        op = "resume" if session.live.progress.get("paused") else "pause"
+        try:
+            reply = await session.request(op)
+        except Exception as exc:
+            self.notify(f"{op} failed: {exc}", severity="error")
+            return
+        # The feed only sends progress with other news; show the new state now.
+        session.live.progress["paused"] = reply.get("paused", op == "pause")
+        self.notify("Schedule paused: no new trials start." if op == "pause" else "Schedule resumed.")
+        self.feed_signal.publish(None)
+
+    def action_help(self) -> None:
+        sections = [("anywhere", self.BINDINGS), ("grid", GridScreen.BINDINGS), ("cell", CellScreen.BINDINGS),
+                    ("live", LiveScreen.BINDINGS), ("review", ReviewScreen.BINDINGS),
+                    ("transcript", TranscriptView.BINDINGS), ("report", ReportScreen.BINDINGS),
+                    ("dialogs", ConfirmDialog.BINDINGS + NoteDialog.BINDINGS + BudgetDialog.BINDINGS)]
+        self.push_screen(HelpScreen(sections, self.settings.keymap))
+
+    def action_toggle_dark(self) -> None:
+        self.theme = DEFAULT_LIGHT if self.current_theme.dark else DEFAULT_DARK
+
+    async def action_quit(self) -> None:
+        if self.session.stop_runner_on_exit and self.session.live_mode and not self.session.live.ended:
+            try:
+                await self.session.request("stop")  # the demo's runner is a throwaway: stop it with the demo
+            except Exception:
+                pass
+        self.exit()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from app_commands(self, screen)
+        yield from super().get_system_commands(screen)
+
+
+def run_app(db: Path, mode: str = "live", *, trial: int | None = None, suite: str | None = None,
+            screen: str | None = None, demo: bool = False, notices: Iterable[str] = ()) -> int:
+    """Open the TUI on ``db``: ``mode="live"`` attaches to its runner, ``"review"`` reads the store only."""
+    settings, error = load_settings()
+    session = Session(Path(db), reviewer=reviewer_name(settings), live=mode == "live", suite_id=suite,
+                      on_exit_stop_runner=demo)
+    app = AgentMeterApp(session, screen=screen or ("review" if mode == "review" else "grid"), trial=trial,
+                        settings=settings, notices=[*notices, *([error] if error else [])])
+    try:
+        app.run()
+    finally:
+        session.close()
+    return app.return_code or 0

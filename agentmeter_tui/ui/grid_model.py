@@ -1,0 +1,155 @@
+"""Provides :class:`GridModel`: the model x CLI grid's cells, kept up to date incrementally.
+
+Finished trials come from the store once, at start; after that the feed's meters update
+single trials, and only the cells they belong to are marked dirty, so the grid screen
+redraws a handful of cells per tick instead of the whole table. No Textual here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..core.usage import TOKEN_CLASSES
+
+Config = tuple[str, str]  # (model, cli)
+COUNTABLE = frozenset({"passed", "failed", "killed", "errored"})
+ACTIVE = frozenset({"starting", "running", "verifying"})
+
+
+@dataclass(slots=True)
+class TrialSummary:
+    id: int
+    model: str
+    cli: str
+    task: str
+    trial: int
+    status: str
+    reason: str | None
+    raw: int
+    cost: float | None
+    flags: tuple[str, ...] = ()
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> TrialSummary:
+        flags = row.get("flags")
+        if isinstance(flags, str):
+            try:
+                flags = orjson.loads(flags)
+            except orjson.JSONDecodeError:
+                flags = [flags]
+        return cls(row["id"], row["model"], row["cli"], row["task_id"], row["trial_index"], row["status"],
+                   row.get("reason"), sum(int(row.get(c) or 0) for c in TOKEN_CLASSES), row.get("cost_usd"),
+                   tuple(flags or ()))
+
+    @classmethod
+    def from_meter(cls, meter: dict[str, Any]) -> TrialSummary:
+        return cls(meter["id"], meter["model"], meter["cli"], meter["task"], meter["trial"], meter["status"],
+                   meter.get("reason"), sum((meter.get("tokens") or {}).values()), meter.get("cost_usd"),
+                   tuple(meter.get("flags") or ()))
+
+
+@dataclass
+class CellStats:
+    done: int = 0
+    total: int = 0
+    running: int = 0
+    passes: int = 0
+    raw: int = 0
+    usd: float = 0.0
+    unpriced: int = 0
+    killed: int = 0
+    errored: int = 0
+    invalid: int = 0
+    thrash: int = 0
+    ams: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.done == 0 and self.running == 0 and self.invalid == 0
+
+
+class GridModel:
+    def __init__(self, models: list[str], clis: list[str], per_cell_total: int = 0):
+        self.models, self.clis = list(models), list(clis)
+        self.per_cell_total = per_cell_total
+        self.trials: dict[int, TrialSummary] = {}
+        self.by_cell: dict[Config, set[int]] = defaultdict(set)
+        self.ams: dict[Config, float | None] = {}
+        self.dirty: set[Config] = set()
+        self.shape_changed = False
+        self.finished_version = 0  # grows whenever a trial reaches a final status (AMS must be redone)
+
+    def load(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            self.upsert(TrialSummary.from_row(row))
+
+    def upsert(self, trial: TrialSummary) -> None:
+        config = (trial.model, trial.cli)
+        if trial.model not in self.models:
+            self.models.append(trial.model)
+            self.shape_changed = True
+        if trial.cli not in self.clis:
+            self.clis.append(trial.cli)
+            self.shape_changed = True
+        old = self.trials.get(trial.id)
+        if trial.status in COUNTABLE and (old is None or old.status != trial.status):
+            self.finished_version += 1
+        self.trials[trial.id] = trial
+        self.by_cell[config].add(trial.id)
+        self.dirty.add(config)
+
+    def apply_meters(self, meters: list[dict[str, Any]]) -> None:
+        for meter in meters:
+            if meter.get("id") is not None:
+                self.upsert(TrialSummary.from_meter(meter))
+
+    def set_ams(self, ams: dict[Config, float | None]) -> None:
+        for config, value in ams.items():
+            if self.ams.get(config) != value:
+                self.ams[config] = value
+                self.dirty.add(config)
+
+    def take_dirty(self) -> set[Config]:
+        dirty, self.dirty = self.dirty, set()
+        return dirty
+
+    def cell(self, config: Config) -> CellStats:
+        stats = CellStats(total=self.per_cell_total, ams=self.ams.get(config))
+        for trial_id in self.by_cell.get(config, ()):
+            trial = self.trials[trial_id]
+            status = trial.status
+            stats.raw += trial.raw
+            if trial.cost is None:
+                stats.unpriced += 1
+            else:
+                stats.usd += trial.cost
+            if "thrash" in trial.flags:
+                stats.thrash += 1
+            if status in COUNTABLE:
+                stats.done += 1
+                stats.passes += status == "passed"
+                stats.killed += status == "killed"
+                stats.errored += status == "errored"
+            elif status in ACTIVE:
+                stats.running += 1
+            elif status == "infra-invalid":
+                stats.invalid += 1
+        stats.total = max(stats.total, stats.done + stats.running)
+        return stats
+
+    def cell_trials(self, config: Config) -> list[TrialSummary]:
+        return sorted((self.trials[i] for i in self.by_cell.get(config, ())), key=lambda t: (t.task, t.trial, t.id))
+
+    def totals(self) -> CellStats:
+        total = CellStats()
+        for config in list(self.by_cell):
+            cell = self.cell(config)
+            for name in ("done", "running", "passes", "raw", "usd", "unpriced", "killed", "errored", "invalid",
+                         "thrash"):
+                setattr(total, name, getattr(total, name) + getattr(cell, name))
+        total.total = self.per_cell_total * len(self.models) * len(self.clis)
+        return total

@@ -1,0 +1,1 @@
+"""Screens of the agentmeter TUI: grid (home), cell, live panes, review, report, and dialogs."""

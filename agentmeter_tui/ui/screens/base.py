@@ -1,0 +1,41 @@
+"""Provides :class:`SessionScreen`: a screen that reads the shared session on a fixed cadence.
+
+Feed messages arrive about ten times a second; screens do not redraw per message. They
+note what changed (``on_feed``) and draw on their own timer (``flush``), and only while they
+are the current screen, so a hidden screen costs nothing and catches up when shown.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.screen import Screen
+
+if TYPE_CHECKING:
+    from ..live_model import TickSummary
+    from ..session import Session
+
+
+class SessionScreen(Screen):
+    REFRESH_SECONDS = 0.25
+
+    @property
+    def session(self) -> Session:
+        return self.app.session  # type: ignore[attr-defined]
+
+    def on_mount(self) -> None:
+        self.app.feed_signal.subscribe(self, self.on_feed, immediate=True)  # type: ignore[attr-defined]
+        self.set_interval(self.REFRESH_SECONDS, self._tick)
+
+    def _tick(self) -> None:
+        if self.is_current:
+            self.flush()
+
+    def on_screen_resume(self) -> None:
+        self.flush()
+
+    def on_feed(self, summary: TickSummary) -> None:
+        """A feed message was applied to the session (override to note what changed)."""
+
+    def flush(self) -> None:
+        """Draw what changed since the last flush (override)."""

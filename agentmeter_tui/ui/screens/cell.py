@@ -1,0 +1,68 @@
+"""Provides :class:`CellScreen`: the trials of one grid cell (a model x CLI configuration).
+
+Status, reason, tokens, USD and score per trial, live while they run. Enter opens a trial:
+the review screen for a finished one, its live pane for a running one.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.markup import escape
+from textual.widgets import DataTable, Footer, Static
+
+from ..data import latest_scores
+from ..grid_model import ACTIVE, Config
+from ..widgets.trial_table import TrialTable
+from .base import SessionScreen
+from .grid import cell_markup
+
+
+class CellScreen(SessionScreen):
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="cell-back"),
+                Binding("enter", "open_trial", "Open trial", id="open-trial",
+                        tooltip="Review a finished trial, or show a running one's pane")]
+
+    def __init__(self, config: Config) -> None:
+        super().__init__(classes="cell-screen")
+        self.config = config
+
+    def compose(self) -> ComposeResult:
+        model, cli = self.config
+        yield Static(f"[b]{escape(model)}[/] × [b]{escape(cli)}[/] · trials of this cell", classes="screen-title")
+        yield Static("", id="cell-summary")
+        yield TrialTable(columns=("id", "task", "trial", "status", "reason", "tokens", "usd", "score", "flags"),
+                         id="cell-trials")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one(TrialTable).focus()
+        self.run_worker(self._load_scores(), exit_on_error=False)
+
+    async def _load_scores(self) -> None:
+        if self.session.suite_id is not None:
+            self.session.scores.update(await self.session.store.call(latest_scores, self.session.suite_id))
+        self.flush()
+
+    def flush(self) -> None:
+        grid, scores = self.session.grid, self.session.scores
+        summary = cell_markup(self.config, grid.cell(self.config)).replace("\n\n", "\n").split("\n")[1:]
+        self.query_one("#cell-summary", Static).update("   ".join(line.strip() for line in summary if line))
+        rows = [{"id": t.id, "task": t.task, "trial": t.trial, "status": t.status, "reason": t.reason, "raw": t.raw,
+                 "cost_usd": t.cost, "score": scores.get(t.id), "flags": t.flags}
+                for t in grid.cell_trials(self.config)]
+        self.query_one(TrialTable).sync(rows)
+
+    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        await self.action_open_trial()
+
+    async def action_open_trial(self) -> None:
+        trial_id = self.query_one(TrialTable).current_id
+        if trial_id is None:
+            return
+        trial = self.session.grid.trials.get(trial_id)
+        if trial is not None and trial.status in ACTIVE:
+            await self.app.open_live(trial_id)  # type: ignore[attr-defined]
+        else:
+            await self.app.open_review(trial_id)  # type: ignore[attr-defined]

@@ -1,0 +1,131 @@
+"""Provides :class:`GridScreen`, the home screen: the model x CLI grid of the suite.
+
+Each cell sums its trials: done/total, running, passes, raw tokens, USD, AMS so far, and
+markers for killed, errored, thrashing and infra-invalid trials. The side panel details the
+highlighted cell and the table below lists its trials; Enter opens the cell. Cells are
+redrawn only when their trials changed; AMS is recomputed from the store in the background
+when trials finish, at most every few seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.markup import escape
+from textual.widgets import DataTable, Footer, Static
+
+from .. import format as fmt
+from ..data import ams_by_config
+from ..grid_model import Config
+from ..widgets.grid_table import GridTable
+from ..widgets.run_bar import RunBar
+from ..widgets.trial_table import TrialTable
+from .base import SessionScreen
+
+AMS_EVERY = 3.0  # seconds between AMS recomputations while trials finish
+
+LEGEND = ("[$status-running]▶[/] running  [$status-passed]✓[/] passed  [$status-killed]☠[/] killed  "
+          "[$status-errored]![/] errored  [$flag-thrash]↻[/] thrashing  [$status-invalid]⊘[/] infra-invalid")
+
+
+def cell_markup(config: Config, cell) -> str:
+    model, cli = config
+    lines = [f"[b]{escape(model)}[/] × [b]{escape(cli)}[/]", "",
+             f"done      [b]{cell.done}[/]/{cell.total}    running [$status-running]{cell.running}[/]",
+             f"passed    [$status-passed]{cell.passes}[/]       failed  {cell.done - cell.passes - cell.killed - cell.errored}",
+             f"killed    [$status-killed]{cell.killed}[/]       errored [$status-errored]{cell.errored}[/]",
+             f"thrashing [$flag-thrash]{cell.thrash}[/]       invalid [$status-invalid]{cell.invalid}[/]", "",
+             f"tokens    [b]{fmt.tokens(cell.raw)}[/]",
+             f"USD       [b $meter-usd]{fmt.usd(cell.usd)}[/]" + (f" (+{cell.unpriced} unpriced)" if cell.unpriced else ""),
+             f"AMS       [b]{'—' if cell.ams is None else f'{cell.ams:.3f}'}[/]"]
+    return "\n".join(lines)
+
+
+class GridScreen(SessionScreen):
+    BINDINGS = [Binding("enter", "open_cell", "Open cell", id="open-cell", tooltip="Open the highlighted cell's trials")]
+
+    def __init__(self) -> None:
+        super().__init__(id="grid-screen")
+        self._ams_version = -1
+        self._ams_at = 0.0
+        self._preview: Config | None = None
+
+    def compose(self) -> ComposeResult:
+        yield RunBar(id="run-bar")
+        with Horizontal(id="grid-area"):
+            yield GridTable(id="grid")
+            with Vertical(id="grid-side"):
+                yield Static("", id="cell-detail")
+                yield Static(LEGEND, id="legend")
+        yield Static("", id="preview-title", classes="section-title")
+        yield TrialTable(id="cell-preview")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one(GridTable).set_shape(self.session.grid)
+        self.query_one(GridTable).focus()
+        self.flush()
+
+    def flush(self) -> None:
+        session = self.session
+        grid, table = session.grid, self.query_one(GridTable)
+        if grid.shape_changed:
+            table.set_shape(grid)
+        dirty = grid.take_dirty()
+        if dirty:
+            with self.app.batch_update():
+                table.update_cells(grid, dirty)
+        self.query_one(RunBar).show(session)
+        self._show_cell(table.current_config, force=bool(self._preview in dirty))
+        self._maybe_update_ams()
+
+    def _show_cell(self, config: Config | None, force: bool = False) -> None:
+        if config is None:
+            return
+        grid = self.session.grid
+        self.query_one("#cell-detail", Static).update(cell_markup(config, grid.cell(config)))
+        if config != self._preview or force:
+            self._preview = config
+            scores = self.session.scores
+            rows = [{"id": t.id, "task": t.task, "trial": t.trial, "status": t.status, "reason": t.reason,
+                     "raw": t.raw, "cost_usd": t.cost, "score": scores.get(t.id), "flags": t.flags}
+                    for t in grid.cell_trials(config)]
+            self.query_one("#preview-title", Static).update(
+                f"Trials of [b]{escape(config[0])} × {escape(config[1])}[/] · enter opens the cell")
+            self.query_one(TrialTable).sync(rows)
+
+    def on_data_table_cell_highlighted(self, event: DataTable.CellHighlighted) -> None:
+        if event.data_table.id == "grid":
+            self._show_cell(self.query_one(GridTable).current_config)
+
+    def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
+        if event.data_table.id == "grid":
+            self.action_open_cell()
+
+    def action_open_cell(self) -> None:
+        config = self.query_one(GridTable).current_config
+        if config is not None:
+            from .cell import CellScreen
+
+            self.app.push_screen(CellScreen(config))
+
+    def _maybe_update_ams(self) -> None:
+        session = self.session
+        finished = session.grid.finished_version
+        if session.suite_id is None or finished == self._ams_version or time.monotonic() - self._ams_at < AMS_EVERY:
+            return
+        self._ams_version, self._ams_at = finished, time.monotonic()
+        self.run_worker(partial(self._load_ams, session.suite_id), group="ams", exclusive=True, exit_on_error=False)
+
+    async def _load_ams(self, suite_id: str) -> None:
+        try:
+            ams = await self.session.store.call(ams_by_config, suite_id)
+        except Exception as exc:  # a report that cannot be built yet (e.g. a suite folder gone) is not fatal
+            self.log.warning(f"AMS unavailable: {exc!r}")
+            return
+        self.session.grid.set_ams(ams)

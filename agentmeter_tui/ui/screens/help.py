@@ -1,0 +1,51 @@
+"""Provides :class:`HelpScreen`: every key of every screen, with the binding ids to remap them.
+
+Built from the ``BINDINGS`` of the app and its screens plus the keymap in effect, so it can
+never disagree with what the keys do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Label, Static
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help-close")]
+
+    def __init__(self, sections: Sequence[tuple[str, Sequence[Binding]]], keymap: dict[str, str]) -> None:
+        super().__init__(classes="dialog")
+        self.sections, self.keymap = sections, keymap
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog-box help-box"):
+            yield Label("Keys", classes="dialog-title")
+            yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
+            yield Static("Remap a key: [b]keymap[/] in ~/.config/agentmeter/ui.toml, e.g. "
+                         "[b]keymap = { kill = \"ctrl+k\" }[/] · ctrl+p lists every action · esc closes",
+                         classes="dialog-hint")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_column("where", width=10)
+        table.add_column("key", width=16)
+        table.add_column("does", width=40)
+        table.add_column("id", width=16)
+        for section, bindings in self.sections:
+            for binding in bindings:
+                if not binding.description:
+                    continue
+                keys = self.keymap.get(binding.id or "", binding.key)
+                shown = ", ".join(self.app.get_key_display(Binding(k.strip(), "")) for k in keys.split(","))
+                table.add_row(Text(section, style="bold"), shown, binding.tooltip or binding.description,
+                              Text(binding.id or "", style="dim"))
+        table.focus()
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(None)

@@ -1,0 +1,261 @@
+"""Provides :class:`LiveScreen`: a tiled pane per running trial, the rest in a list.
+
+As many panes as fit the terminal (at least ``PANE_MIN`` cells each); further running trials
+are listed below with their meters, and Enter on one pins it into a pane. Panes stay in
+place while their trial runs, so the eye can follow them; a finished trial's pane lingers
+a few seconds with its final status, then gives its slot away. Keys act on the focused
+pane: kill (after a confirm, recorded as ``operator``), raise its budget, maximize.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid
+from textual.widgets import DataTable, Footer, Static
+
+from .. import format as fmt
+from ..data import tail_events
+from ..live_model import TickSummary
+from ..widgets.run_bar import RunBar
+from ..widgets.trial_pane import TrialPane
+from ..widgets.trial_table import TrialTable
+from .base import SessionScreen
+from .dialogs import BudgetDialog, ConfirmDialog
+
+PANE_MIN = (56, 13)  # columns, rows a pane needs to be readable
+LINGER = 5.0  # seconds a finished trial keeps its pane
+SEED_EVENTS = 200  # history read from the store for a pane opened mid-trial
+
+
+class LiveScreen(SessionScreen):
+    REFRESH_SECONDS = 0.15
+    BINDINGS = [
+        Binding("k", "kill", "Kill", id="kill", tooltip="Kill the focused trial (asks first; reason: operator)"),
+        Binding("b", "budget", "Raise budget", id="budget", tooltip="Raise the focused trial's budgets"),
+        Binding("m", "maximize", "Maximize", id="maximize", tooltip="Maximize the focused pane (esc restores)"),
+        Binding("escape", "minimize", "Restore", id="minimize", show=False),
+        Binding("right", "focus_pane(1)", "Next pane", id="pane-right", show=False),
+        Binding("left", "focus_pane(-1)", "Previous pane", id="pane-left", show=False),
+        Binding("down", "focus_pane('down')", "Pane below", id="pane-down", show=False),
+        Binding("up", "focus_pane('up')", "Pane above", id="pane-up", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(id="live-screen")
+        self.panes: dict[int, TrialPane] = {}
+        self.pinned: list[int] = []
+        self.finished_at: dict[int, float] = {}
+        self.columns = 1
+
+    def compose(self) -> ComposeResult:
+        yield RunBar(id="run-bar")
+        yield Static("", id="live-empty")
+        yield Grid(id="panes")
+        yield Static("", id="overflow-title", classes="section-title")
+        yield TrialTable(columns=("id", "task", "trial", "config", "status", "tokens", "usd", "flags"), id="overflow")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.flush()
+
+    def on_feed(self, summary: TickSummary) -> None:
+        now = self.session.live.clock()
+        for meter in summary.finished:
+            self.finished_at.setdefault(meter["id"], now)
+
+    def on_resize(self) -> None:
+        self.flush()
+
+    # -- layout ----------------------------------------------------------------------------------
+
+    def capacity(self, overflow: int) -> tuple[int, int]:
+        width, height = self.size.width or 160, self.size.height or 48
+        reserved = 2 + (min(overflow, 6) + 2 if overflow else 0)  # run bar, footer, overflow list
+        columns = max(1, width // PANE_MIN[0])
+        rows = max(1, (height - reserved) // PANE_MIN[1])
+        return columns, rows
+
+    def plan(self) -> tuple[list[int], list[int]]:
+        """(trial ids to show in panes, in order; running trials left for the list)."""
+        live = self.session.live
+        now = live.clock()
+        running = [t.id for t in live.running()]
+        running_set = set(running)
+        self.pinned = [i for i in self.pinned if i in running_set]
+        keep = [i for i in self.panes if i in running_set]
+        lingering = [i for i in self.panes if i not in running_set and i in live.trials
+                     and now - self.finished_at.setdefault(i, now) < LINGER]
+        candidates = [i for i in self.pinned if i not in keep] + [i for i in running if i not in keep
+                                                                   and i not in self.pinned]
+        columns, rows = self.capacity(max(0, len(running) - len(keep)))
+        slots = columns * rows
+        for pin in [i for i in self.pinned if i not in keep]:
+            if len(keep) >= slots:  # a pinned trial evicts the newest unpinned pane
+                unpinned = [i for i in keep if i not in self.pinned]
+                if unpinned:
+                    keep.remove(unpinned[-1])
+        keep = keep[:slots]
+        room = slots - len(keep)
+        add = candidates[:room]
+        linger = lingering[:max(0, room - len(add))]
+        shown = [i for i in self.panes if i in keep or i in linger] + add
+        self.columns = columns
+        overflow = [i for i in running if i not in shown]
+        return shown, overflow
+
+    def flush(self) -> None:
+        session = self.session
+        live = session.live
+        self.query_one(RunBar).show(session)
+        shown, overflow = self.plan()
+        grid = self.query_one("#panes", Grid)
+        grid.styles.grid_size_columns = self.columns
+        for trial_id in [i for i in self.panes if i not in shown]:
+            self.panes.pop(trial_id).remove()
+            live.forget(trial_id)
+        now = live.clock()
+        new = [i for i in shown if i not in self.panes]
+        for trial_id in new:
+            pane = self.panes[trial_id] = TrialPane(trial_id)
+            grid.mount(pane)
+            trial = live.trials[trial_id]
+            if (trial.events and trial.events[0][0] > 1) or (not trial.events and trial.meter.get("events")):
+                pane.seeding = True
+                self.run_worker(self._seed(pane), exit_on_error=False)
+        for trial_id in shown:
+            pane = self.panes[trial_id]
+            if not getattr(pane, "seeding", False) and pane.is_mounted:
+                pane.sync(live.trials[trial_id], now)
+        self._show_overflow(overflow)
+        self._show_empty(bool(shown))
+        if new and not isinstance(self.focused, (TrialPane, DataTable)) and self.panes:
+            self.call_after_refresh(self._focus_first)
+
+    def _focus_first(self) -> None:
+        if self.focused is None and self.panes:
+            next(iter(self.panes.values())).focus()
+
+    async def _seed(self, pane: TrialPane) -> None:
+        try:
+            rows = await self.session.store.call(tail_events, pane.trial_id, SEED_EVENTS)
+            pane.seed(rows)
+        finally:
+            pane.seeding = False
+
+    def _show_overflow(self, overflow: list[int]) -> None:
+        live = self.session.live
+        rows = [dict(live.trials[i].meter) for i in overflow]
+        title = self.query_one("#overflow-title", Static)
+        table = self.query_one("#overflow", TrialTable)
+        title.display = table.display = bool(rows)
+        if rows:
+            title.update(f"{len(rows)} more running · enter shows one in a pane")
+        table.sync(rows)
+
+    def _show_empty(self, have_panes: bool) -> None:
+        empty = self.query_one("#live-empty", Static)
+        empty.display = not have_panes
+        if have_panes:
+            return
+        session = self.session
+        if not session.live_mode:
+            text = ("No runner attached: this store is shown as it is.\n"
+                    "Start a run with [b]agentmeter run SUITE[/], or watch one with [b]agentmeter attach[/].")
+        elif session.live.ended == "lost":
+            text = "The connection to the runner was lost. [b]agentmeter attach[/] reconnects."
+        elif session.live.ended:
+            text = f"The schedule {session.live.ended}. [b]g[/] grid · [b]r[/] review · [b]t[/] report"
+        elif not session.live.connected:
+            text = "Connecting to the runner…"
+        else:
+            text = "Nothing running right now" + (" (paused)" if session.live.progress.get("paused") else "") + "."
+        empty.update(text)
+
+    # -- actions ---------------------------------------------------------------------------------
+
+    def focused_trial(self) -> int | None:
+        focused = self.focused
+        if isinstance(focused, TrialPane):
+            return focused.trial_id
+        if isinstance(focused, TrialTable):
+            return focused.current_id
+        return None
+
+    def pin(self, trial_id: int) -> None:
+        """Show ``trial_id`` in a pane (evicting the newest unpinned one if full) and focus it."""
+        if trial_id not in self.pinned:
+            self.pinned.insert(0, trial_id)
+        self.flush()
+        pane = self.panes.get(trial_id)
+        if pane is not None:
+            self.call_after_refresh(pane.focus)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "overflow" and event.row_key.value is not None:
+            self.pin(int(event.row_key.value))
+
+    def action_focus_pane(self, step: int | str) -> None:
+        panes = list(self.panes.values())
+        if not panes:
+            return
+        delta = {"down": self.columns, "up": -self.columns}.get(step, step) if isinstance(step, str) else step
+        current = panes.index(self.focused) if self.focused in panes else -1
+        target = max(0, min(len(panes) - 1, current + int(delta)))
+        panes[target].focus()
+
+    def action_maximize(self) -> None:
+        if isinstance(self.focused, TrialPane):
+            self.maximize(self.focused)
+
+    def action_minimize(self) -> None:
+        self.minimize()
+
+    def action_kill(self) -> None:
+        trial_id = self.focused_trial()
+        trial = self.session.live.trials.get(trial_id) if trial_id is not None else None
+        if trial is None or trial.finished:
+            self.notify("Focus a running trial's pane first.", severity="warning")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(self._kill(trial.id), exit_on_error=False)
+
+        self.app.push_screen(ConfirmDialog(f"Kill trial #{trial.id}?", fmt.trial_title(trial.meter) +
+                                           "\nIts transcript, tokens and cost so far are kept; the reason "
+                                           "recorded is 'operator'.", yes="Kill"), answered)
+
+    async def _kill(self, trial_id: int) -> None:
+        try:
+            await self.session.request("kill", trial=trial_id, reason="operator")
+        except Exception as exc:
+            self.notify(f"Kill failed: {exc}", severity="error")
+        else:
+            self.notify(f"Killing trial #{trial_id}…")
+
+    def action_budget(self) -> None:
+        trial_id = self.focused_trial()
+        trial = self.session.live.trials.get(trial_id) if trial_id is not None else None
+        if trial is None or trial.finished:
+            self.notify("Focus a running trial's pane first.", severity="warning")
+            return
+
+        def answered(limits: dict | None) -> None:
+            if limits:
+                self.run_worker(self._raise(trial.id, limits), exit_on_error=False)
+
+        self.app.push_screen(BudgetDialog(f"Raise the budget of trial #{trial.id}", trial.meter.get("budget") or {}),
+                             answered)
+
+    async def _raise(self, trial_id: int, limits: dict) -> None:
+        try:
+            reply = await self.session.request("budget", trial=trial_id, **limits)
+        except Exception as exc:
+            self.notify(f"Budget change failed: {exc}", severity="error")
+            return
+        trial = self.session.live.trials.get(trial_id)
+        if trial is not None and reply.get("budget"):
+            trial.meter["budget"] = reply["budget"]
+        self.notify(f"Trial #{trial_id}: budget now " + ", ".join(f"{k} {v:g}" for k, v in limits.items()))

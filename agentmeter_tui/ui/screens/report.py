@@ -1,0 +1,158 @@
+"""Provides :class:`ReportScreen`: the Table-2 report, the rubric with winrates, and charts.
+
+Built by ``core.reporting.report_from_store`` on the store thread (the same report that
+``agentmeter report`` prints), when the screen is shown, when ``ctrl+r`` asks, and after
+trials finish while it is visible. ``s`` switches the trial-selection rule (latest / median).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.markup import escape
+from textual.widgets import DataTable, Footer, Static
+
+from ...core.charts import heatmap_data, scatter_data, tier_profile_data
+from ...core.metrics.runs import TIERS
+from ...core.reporting.render import fmt_median, fmt_score, fmt_tokens, fmt_usd
+from ..data import report
+from ..widgets.charts import AmsHeatmap, PassCostPlot, TierProfile
+from .base import SessionScreen
+
+# (header, value of a ConfigScore, formatter, higher is better)
+TABLE2 = (
+    ("Tok/P ↓", lambda r: r.tokens_per_pass, fmt_tokens, False),
+    ("USD/P ↓", lambda r: r.usd_per_pass, fmt_usd, False),
+    ("S_E ↑", lambda r: r.tier_scores["easy"], fmt_score, True),
+    ("S_M ↑", lambda r: r.tier_scores["medium"], fmt_score, True),
+    ("S_H ↑", lambda r: r.tier_scores["hard"], fmt_score, True),
+    ("AMS ↑", lambda r: r.ams, fmt_score, True),
+    ("Δbest ↓", lambda r: r.delta_best, fmt_score, False),
+    ("WR ↑", lambda r: r.rubric_winrate, fmt_score, True),
+)
+
+
+def best_cells(values: list[float | None], fmt: Callable, higher: bool) -> list[Text]:
+    """Cells with the best value of the column in bold (every tie too)."""
+    present = [v for v in values if v is not None]
+    best = (max if higher else min)(present) if present else None
+    return [Text(fmt(v), style="bold" if v is not None and v == best else "", justify="right") for v in values]
+
+
+class ReportScreen(SessionScreen):
+    REFRESH_SECONDS = 5.0
+    BINDINGS = [Binding("s", "selection", "Latest/median", id="selection",
+                        tooltip="Switch the trial-selection rule: latest completed trial or median trial"),
+                Binding("ctrl+r", "reload", "Reload", id="reload", tooltip="Build the report again from the store")]
+
+    def __init__(self) -> None:
+        super().__init__(id="report-screen")
+        self.selection = "latest"
+        self.report = None
+        self._version = -1
+
+    def compose(self) -> ComposeResult:
+        yield Static("Report", id="report-title", classes="screen-title")
+        with Horizontal(id="report-body"):
+            with Vertical(id="report-tables"):
+                yield Static("Table 2 · pass, cost and AgentMeter Score per configuration", classes="section-title")
+                yield DataTable(id="table2", cursor_type="row", zebra_stripes=True)
+                yield Static("Rubric · median 0-3 per cell, bold = task winner", id="rubric-title",
+                             classes="section-title")
+                yield DataTable(id="rubric", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="report-notes")
+            with Vertical(id="report-charts"):
+                yield Static("AMS heatmap · ★ best CLI per model", classes="section-title")
+                yield AmsHeatmap(id="heatmap")
+                yield PassCostPlot(id="scatter")
+                yield Static("Passes by tier · top configurations by AMS", classes="section-title")
+                yield TierProfile(id="tiers")
+        yield Footer()
+
+    def on_screen_resume(self) -> None:
+        self.action_reload()
+
+    def flush(self) -> None:
+        if self.session.grid.finished_version != self._version:
+            self.action_reload()
+
+    def action_selection(self) -> None:
+        self.selection = "median" if self.selection == "latest" else "latest"
+        self.action_reload()
+
+    def action_reload(self) -> None:
+        self._version = self.session.grid.finished_version
+        self.run_worker(self._load, group="report", exclusive=True, exit_on_error=False)
+
+    async def _load(self) -> None:
+        if self.session.suite_id is None:
+            self.query_one("#report-title", Static).update("Report · no suite in this store yet")
+            return
+        try:
+            built = await self.session.store.call(report, self.session.suite_id, self.selection)
+        except Exception as exc:  # a report that cannot be built says why instead of crashing the app
+            self.query_one("#report-title", Static).update(f"Report unavailable: {escape(str(exc))}")
+            return
+        self.report = built
+        self._show()
+
+    def _show(self) -> None:
+        rep = self.report
+        self.query_one("#report-title", Static).update(
+            f"[b]Report[/] {escape(rep.suite)} [$text-muted]│[/] {rep.n_tasks} tasks · {len(rep.configurations)} "
+            f"configurations [$text-muted]│ selection:[/] {escape(rep.selection_text)} [$text-muted]│ budgets:[/] "
+            f"{escape(rep.budgets_source)}")
+        self._table2(rep)
+        self._rubric(rep)
+        notes = list(rep.notes)
+        if rep.rubric is not None and rep.rubric.gate is not None:
+            notes.append(("Honesty gate passed: " if rep.rubric.gate.passed else "Honesty gate FAILED: ")
+                         + rep.rubric.gate.message)
+        self.query_one("#report-notes", Static).update("\n".join(f"· {escape(n)}" for n in notes))
+        self.query_one(AmsHeatmap).show(heatmap_data(rep))
+        self.query_one(PassCostPlot).show(scatter_data(rep))
+        self.query_one(TierProfile).show(tier_profile_data(rep, top=8))
+
+    def _table2(self, rep) -> None:
+        table = self.query_one("#table2", DataTable)
+        table.clear(columns=True)
+        rows = rep.configurations
+        table.add_columns("Model", "CLI", "Pass", "P(E/M/H)", *(h for h, *_ in TABLE2))
+        columns = [best_cells([get(r) for r in rows], fmt, higher) for _, get, fmt, higher in TABLE2]
+        passes = best_cells([r.passes for r in rows], str, True)
+        last_model = None
+        for i, row in enumerate(rows):
+            model = row.model if row.model != last_model else ""
+            last_model = row.model
+            table.add_row(Text(model, style="bold"), row.cli, Text(f"{passes[i].plain}/{row.n_tasks}",
+                                                                   style=passes[i].style, justify="right"),
+                          "/".join(str(row.passes_by_tier[t]) for t in TIERS), *(col[i] for col in columns))
+
+    def _rubric(self, rep) -> None:
+        table = self.query_one("#rubric", DataTable)
+        table.clear(columns=True)
+        rubric = rep.rubric
+        if rubric is None or not rubric.medians:
+            table.add_column("No scored trials yet: score them on the review screen (r, then 0-3).")
+            return
+        configs = [c for c in rubric.configs if c in rubric.standings]
+        table.add_columns("Task", *(f"{m}/{c}"[:16] for m, c in configs))
+        for task in rubric.tasks:
+            winners = rubric.winners.get(task)
+            if not winners:
+                continue
+            cells = []
+            for config in configs:
+                value = rubric.medians.get((config, task))
+                cells.append(Text("—" if value is None else fmt_median(value), justify="right",
+                                  style="bold" if config in winners else "dim" if value is None else ""))
+            table.add_row(task, *cells)
+        rates = [rubric.standings[c].winrate for c in configs]
+        table.add_row(Text("winrate", style="bold"), *best_cells(rates, fmt_score, True))
+        table.add_row(Text("wins/losses", style="dim"),
+                      *(Text(f"{rubric.standings[c].wins}/{rubric.standings[c].losses}", justify="right", style="dim")
+                        for c in configs))

@@ -1,0 +1,124 @@
+"""Provides :class:`Session`, what the screens share, and :class:`FeedClient`.
+
+A session is one store (read on its own thread), the grid and live models built from it and
+from the runner's feed, the reviewer's name, and a way to send the runner control requests.
+The feed client is an asyncio task in the app's loop: it reads the runner's JSON lines and
+hands each message to a callback; it reconnects when the runner drops a slow client, and
+reports the end (schedule finished, runner gone) once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..core.control import ControlError, encode, open_async
+from .data import StoreThread, SuiteOverview, grid_rows, overview
+from .grid_model import GridModel
+from .live_model import LiveModel
+
+RECONNECTS = 3
+
+
+class FeedClient:
+    def __init__(self, db: Path, on_message: Callable[[dict[str, Any]], None],
+                 on_end: Callable[[str, str | None], None]):
+        self.db = db
+        self.on_message, self.on_end = on_message, on_end
+
+    async def run(self) -> None:
+        """Subscribe and forward messages until the runner says it finished or is gone."""
+        failures = 0
+        while True:
+            try:
+                reader, writer = await open_async(self.db)
+            except ControlError as exc:
+                failures += 1
+                if failures > RECONNECTS:
+                    self.on_end("lost", str(exc))
+                    return
+                await asyncio.sleep(0.5)
+                continue
+            failures = 0
+            try:
+                writer.write(encode({"op": "subscribe"}))
+                await writer.drain()
+                while line := await reader.readline():
+                    message = orjson.loads(line)
+                    self.on_message(message)
+                    if message.get("type") == "finished":
+                        self.on_end(message.get("status", "finished"), None)
+                        return
+            except (ConnectionError, asyncio.IncompleteReadError, orjson.JSONDecodeError, ValueError):
+                pass
+            finally:
+                writer.close()
+            failures += 1  # dropped without "finished": a backlog drop or the runner died
+            if failures > RECONNECTS:
+                self.on_end("lost", "the runner closed the connection")
+                return
+
+
+async def control_request(db: Path, op: str, **fields: Any) -> dict[str, Any]:
+    """One request on its own connection (the feed connection only streams)."""
+    reader, writer = await open_async(db)
+    try:
+        writer.write(encode({"op": op, **fields}))
+        await writer.drain()
+        line = await asyncio.wait_for(reader.readline(), 10)
+    finally:
+        writer.close()
+    if not line:
+        raise ControlError("the runner closed the connection")
+    reply = orjson.loads(line)
+    if not reply.get("ok"):
+        raise ControlError(reply.get("error", f"{op} failed"))
+    return reply
+
+
+class Session:
+    def __init__(self, db: Path, *, reviewer: str, live: bool, suite_id: str | None = None,
+                 on_exit_stop_runner: bool = False):
+        self.db = db
+        self.reviewer = reviewer
+        self.live_mode = live
+        self.suite_id = suite_id
+        self.stop_runner_on_exit = on_exit_stop_runner  # the demo's runner is ours to stop
+        self.store = StoreThread(db)
+        self.live = LiveModel()
+        self.grid = GridModel([], [])
+        self.overview = SuiteOverview(suite_id)
+        self.scores: dict[int, int] = {}
+
+    async def load(self) -> None:
+        """Read the suite's shape and its trials so far (once; the feed keeps them current)."""
+        self.overview = await self.store.call(overview, self.suite_id)
+        self.suite_id = self.overview.suite_id
+        grid = GridModel(self.overview.models, self.overview.clis, self.overview.per_cell_total)
+        if self.suite_id is not None:
+            grid.load(await self.store.call(grid_rows, self.suite_id))
+        grid.ams = self.grid.ams
+        self.grid = grid
+
+    def apply(self, message: dict[str, Any]):
+        """One feed message into both models; returns the live model's summary of it."""
+        if message.get("type") == "snapshot" and self.suite_id is None:
+            self.suite_id = message.get("suite")
+        summary = self.live.apply(message)
+        kind = message.get("type")
+        if kind == "snapshot":
+            self.grid.apply_meters(message.get("running") or [])
+        elif kind == "tick":
+            self.grid.apply_meters(message.get("meters") or [])
+            self.grid.apply_meters(message.get("finished") or [])
+        return summary
+
+    async def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        return await control_request(self.db, op, **fields)
+
+    def close(self) -> None:
+        self.store.close()

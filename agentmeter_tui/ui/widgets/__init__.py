@@ -1,0 +1,1 @@
+"""Widgets of the agentmeter TUI: small, reusable, drawn from theme variables only."""

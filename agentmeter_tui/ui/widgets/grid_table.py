@@ -1,0 +1,110 @@
+"""Provides :class:`GridTable`: the model x CLI grid, one three-line cell per configuration.
+
+Rows are models and columns CLIs, keyed by name, so a feed tick updates only the cells of
+the trials it touched (``update_cell`` on change only; the caller wraps a batch in
+``app.batch_update()``). Cell text is Rich ``Text`` styled from component classes whose
+colours are theme variables; a theme switch re-renders every cell from the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from .. import format as fmt
+from ..grid_model import CellStats, Config, GridModel
+
+CELL_WIDTH = 24
+LABEL_COLUMN = "model"
+
+
+class GridTable(DataTable):
+    COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {
+        "grid--model", "grid--running", "grid--passed", "grid--killed", "grid--errored", "grid--thrash",
+        "grid--invalid", "grid--usd", "grid--ams", "grid--muted",
+    }
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(cursor_type="cell", zebra_stripes=False, fixed_columns=1, **kwargs)
+        self._shown: dict[Config, str] = {}
+        self._model: GridModel | None = None
+
+    def set_shape(self, grid: GridModel) -> None:
+        """(Re)build rows and columns; called at start and when a new model or CLI appears."""
+        self._model = grid
+        self.clear(columns=True)
+        self._shown.clear()
+        self.add_column("", key=LABEL_COLUMN, width=max(8, max((len(m) for m in grid.models), default=8) + 1))
+        for cli in grid.clis:
+            self.add_column(cli, key=cli, width=CELL_WIDTH)
+        for model in grid.models:
+            self.add_row(Text(model, style=self._style("grid--model")), *([""] * len(grid.clis)), key=model,
+                         height=3)
+        grid.shape_changed = False
+        self.update_cells(grid, [(m, c) for m in grid.models for c in grid.clis])
+        if grid.clis:
+            self.move_cursor(row=0, column=1)
+
+    def update_cells(self, grid: GridModel, configs: Iterable[Config]) -> int:
+        """Redraw the given cells where their text changed; returns how many changed."""
+        changed = 0
+        for config in configs:
+            model, cli = config
+            if model not in grid.models or cli not in grid.clis:
+                continue
+            text = self.cell_text(grid.cell(config))
+            signature = text.markup
+            if self._shown.get(config) == signature:
+                continue
+            self._shown[config] = signature
+            self.update_cell(model, cli, text)
+            changed += 1
+        return changed
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if self._model is not None and self._shown:
+            self._shown.clear()
+            self.update_cells(self._model, [(m, c) for m in self._model.models for c in self._model.clis])
+
+    def _style(self, name: str):
+        try:
+            return self.get_component_rich_style(name, partial=True)
+        except KeyError:
+            return ""
+
+    def cell_text(self, cell: CellStats) -> Text:
+        style = self._style
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if cell.running:
+            text.append(f"▶{cell.running} ", style("grid--running"))
+        text.append(f"{cell.done}/{cell.total}", style("grid--muted") if not cell.done else "")
+        if cell.done:
+            text.append(f"  ✓{cell.passes}", style("grid--passed"))
+        text.append("\n")
+        if cell.empty:
+            text.append("queued", style("grid--muted"))
+        else:
+            text.append(f"{fmt.tokens(cell.raw)} tok  ")
+            text.append(fmt.usd(cell.usd) + ("+?" if cell.unpriced else ""), style("grid--usd"))
+        text.append("\n")
+        if cell.ams is not None:
+            text.append(f"AMS {cell.ams:.3f}", style("grid--ams"))
+        else:
+            text.append("AMS —", style("grid--muted"))
+        for count, glyph, name in ((cell.killed, "☠", "grid--killed"), (cell.errored, "!", "grid--errored"),
+                                   (cell.thrash, "↻", "grid--thrash"), (cell.invalid, "⊘", "grid--invalid")):
+            if count:
+                text.append(f" {glyph}{count}", style(name))
+        return text
+
+    @property
+    def current_config(self) -> Config | None:
+        if self._model is None or not self.row_count:
+            return None
+        row, column = self.cursor_coordinate
+        if column == 0 or row >= len(self._model.models) or column - 1 >= len(self._model.clis):
+            return None
+        return self._model.models[row], self._model.clis[column - 1]

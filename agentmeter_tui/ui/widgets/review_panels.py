@@ -1,0 +1,120 @@
+"""Provides the panels beside a transcript under review: score, usage and cost, verdict.
+
+Each is a ``Static`` rendered from a :class:`~..data.TrialDetail`. The verdict panel shows a
+differential verifier's funnel when the trial's ``extra`` holds one: per class pass rates
+and the failing cases with the oracle's and the candidate's stdout side by side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.markup import escape
+from textual.widgets import Static
+
+from ...core.metrics.rubric import RUBRIC
+from ...core.usage import TOKEN_CLASSES
+from .. import format as fmt
+from ..data import TrialDetail
+from .meters import TOKEN_LABELS
+from .trial_pane import flags_markup, status_markup
+
+VERIFIER_LINES = 40
+FAILING_CASES = 6
+
+
+def score_markup(detail: TrialDetail | None, saving: int | None = None) -> str:
+    if detail is None:
+        return "[$text-muted]no trial[/]"
+    lines = []
+    current = detail.score
+    if saving is not None:
+        lines.append(f"[b $score-{saving}]{saving}[/]  [$text-muted]saving…[/]")
+    elif current is None:
+        lines.append("[$text-muted]not scored yet · press 0 1 2 3[/]")
+    else:
+        lines.append(f"[b $background on $score-{current.score}] {current.score} [/] [b]{RUBRIC[current.score]}[/]")
+        lines.append(f"[$status-passed]✓ saved[/] [$text-muted]by[/] {escape(current.reviewer)} "
+                     f"[$text-muted]at {current.created_at[:19].replace('T', ' ')}[/]")
+        if current.note:
+            lines.append(f"[i]{escape(current.note)}[/]")
+    if len(detail.scores) > 1:
+        history = " → ".join(str(s.score) for s in detail.scores)
+        lines.append(f"[$text-muted]history {history}[/]")
+    for note in detail.notes[-3:]:
+        lines.append(f"[$text-muted]note ({escape(note['author'] or '')}):[/] {escape(note['text'] or '')}")
+    lines.append("[$text-muted]0 refused · 1 partial · 2 one loss · 3 first time[/]")
+    return "\n".join(lines)
+
+
+def usage_markup(detail: TrialDetail) -> str:
+    row = detail.row
+    tokens = {name: int(row.get(name) or 0) for name in TOKEN_CLASSES}
+    lines = [status_markup(row["status"], row.get("reason")) + "  " + flags_markup(_flags(row))]
+    lines.append("  ".join(f"[$text-muted]{label}[/] [${var}]{fmt.tokens(tokens[key])}[/]"
+                           for key, label, var in TOKEN_LABELS[:3]))
+    lines.append("  ".join(f"[$text-muted]{label}[/] [${var}]{fmt.tokens(tokens[key])}[/]"
+                           for key, label, var in TOKEN_LABELS[3:]) + f"  [$text-muted]raw[/] [b]{fmt.tokens(sum(tokens.values()))}[/]")
+    cost = f"[b $meter-usd]{fmt.usd(row.get('cost_usd'))}[/] [$text-muted]{row.get('cost_source') or ''}[/]"
+    if row.get("cost_actual_usd") is not None:
+        cost += f"  [$text-muted]reported[/] {fmt.usd(row['cost_actual_usd'])}"
+    lines.append(cost)
+    lines.append(f"[$text-muted]turns[/] {row.get('turns') or 0}  [$text-muted]tool calls[/] {row.get('tool_calls') or 0}"
+                 f"  [$text-muted]events[/] {detail.events:,}  [$text-muted]exit[/] {row.get('exit_code')}")
+    if row.get("cli_version") or row.get("imported"):
+        lines.append(f"[$text-muted]{escape(row.get('cli') or '')} {escape(row.get('cli_version') or '')}"
+                     + (" · imported" if row.get("imported") else "") + "[/]")
+    return "\n".join(lines)
+
+
+def _flags(row: dict[str, Any]) -> list[str]:
+    import orjson
+
+    try:
+        return [f for f in orjson.loads(row.get("flags") or "[]") if f != "unpriced"]
+    except orjson.JSONDecodeError:
+        return []
+
+
+def verdict_renderable(detail: TrialDetail):
+    row = detail.row
+    funnel = detail.extra.get("verifier")
+    if isinstance(funnel, dict) and "scores" in funnel and "classes" in funnel:
+        return funnel_renderable(funnel)
+    output = (row.get("verifier_output") or "").rstrip()
+    if not output and row.get("verifier_exit") is None:
+        return Text("no verifier verdict (the trial did not reach verification)", style="dim")
+    lines = output.splitlines()
+    shown = "\n".join(lines[:VERIFIER_LINES]) + (f"\n… {len(lines) - VERIFIER_LINES} more lines" if len(lines) >
+                                                   VERIFIER_LINES else "")
+    return Group(Text(f"exit {row.get('verifier_exit')}", style="bold"), Text(shown or "(no output)"))
+
+
+def funnel_renderable(details: dict[str, Any]):
+    from ...core.difftest.report import class_table, failing_cases, first_failed_check, funnel_lines
+
+    parts: list[Any] = [Text("\n".join(funnel_lines(details))), Text("")]
+    parts.append(Text("\n".join(class_table(details)), no_wrap=True, overflow="ellipsis"))
+    failing = failing_cases(details)
+    if failing:
+        parts.append(Text(f"\n{len(failing)} failing case(s)", style="bold"))
+    for case in failing[:FAILING_CASES]:
+        table = Table(title=f"{case['id']} [{first_failed_check(case)}] {' '.join(case['argv'])}"[:80],
+                      title_justify="left", expand=True, show_lines=False, padding=(0, 1))
+        table.add_column(f"oracle (exit {case['oracle'].get('exit_code')})", ratio=1, overflow="fold")
+        candidate = case.get("candidate") or {}
+        table.add_column(f"candidate (exit {candidate.get('exit_code')})", ratio=1, overflow="fold")
+        table.add_row(Text((case["oracle"].get("stdout") or "")[:600]), Text((candidate.get("stdout") or "")[:600]))
+        parts.append(table)
+    return Group(*parts)
+
+
+class ReviewPanel(Static):
+    """A titled panel; the title sits in the border."""
+
+    def __init__(self, title: str, **kwargs) -> None:
+        super().__init__("", **kwargs)
+        self.border_title = title

@@ -1,0 +1,70 @@
+"""Provides :class:`RunBar`: the one-line run summary at the top of the grid and live screens.
+
+Suite and run, the connection to the runner (live, paused, finished, lost, or store only),
+progress, totals and the burn rate of everything running. Redrawn by its screen's refresh
+cadence, and only when the text changed.
+"""
+
+from __future__ import annotations
+
+from textual.markup import escape
+from textual.widgets import Static
+
+from .. import format as fmt
+from ..session import Session
+
+
+def connection_markup(session: Session) -> str:
+    live = session.live
+    if not session.live_mode:
+        return "[$text-muted]○ store only[/]"
+    if live.ended == "lost":
+        return "[b $error]✗ runner lost[/]"
+    if live.ended:
+        return f"[b $status-passed]■ {live.ended}[/]"
+    if not live.connected:
+        return "[$text-muted]… connecting[/]"
+    if live.progress.get("stopping"):
+        return "[b $warning]■ stopping[/]"
+    if live.progress.get("paused"):
+        return "[b $background on $warning] ❚❚ PAUSED [/]"
+    return "[b $status-running]● live[/]"
+
+
+def run_bar_markup(session: Session, width: int) -> str:
+    grid = session.grid
+    totals = grid.totals()
+    progress = session.live.progress
+    done = progress.get("done", totals.done) if session.live_mode and progress else totals.done
+    total = progress.get("total", totals.total) if session.live_mode and progress else totals.total
+    running = progress.get("running", totals.running) if progress else totals.running
+    name = session.overview.name or session.suite_id or "no suite"
+    parts = [f"[b $accent]agentmeter[/] [b]{escape(str(name))}[/]"
+             + (f" [$text-muted]run {session.live.run_id}[/]" if session.live.run_id else ""),
+             connection_markup(session)]
+    fraction = done / total if total else None
+    parts.append(f"[b]{done}[/]/{total} [$status-passed on $meter-track]{fmt.bar(fraction, 12)}[/]"
+                 f" [$status-running]▶ {running}[/]"
+                 + (f" [$text-muted]· {progress.get('queued')} queued[/]" if progress.get("queued") else ""))
+    parts.append(f"{fmt.tokens(totals.raw)} tok · [$meter-usd]{fmt.usd(totals.usd)}[/]")
+    if session.live_mode and not session.live.ended:
+        burn = session.live.totals()
+        parts.append(f"[$text-muted]burn[/] {fmt.tokens(burn['tokens_per_min'])} tok/min · "
+                     f"{fmt.usd(burn['usd_per_min'])}/min")
+    if width >= 150:
+        parts.append(f"[$text-muted]reviewer[/] {escape(session.reviewer)}")
+    return " [$text-muted]│[/] ".join(parts)
+
+
+class RunBar(Static):
+    DEFAULT_CSS = "RunBar { height: 1; }"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("", **kwargs)
+        self._shown = ""
+
+    def show(self, session: Session) -> None:
+        markup = run_bar_markup(session, self.size.width or 120)
+        if markup != self._shown:
+            self._shown = markup
+            self.update(markup)

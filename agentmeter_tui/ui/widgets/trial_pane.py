@@ -1,0 +1,82 @@
+"""Provides :class:`TrialPane`: one running trial, as a focusable tile of the live screen.
+
+Border title: which trial (task, model, CLI, trial number). Body: the transcript tail as it
+streams. Below it the meters. Border subtitle: status, elapsed against the time budget, and
+flags such as thrashing. ``sync`` draws only what changed since the last call.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.markup import escape
+
+from .. import format as fmt
+from ..live_model import TrialLive
+from .meters import TrialMeter, budget_fractions
+from .tail import TranscriptTail
+
+FLAG_TEXT = {"thrash": "↻ thrashing", "cost-divergence": "≠ cost", "usage-recovered": "↺ usage", "unpriced": "unpriced"}
+
+
+def status_markup(status: str, reason: str | None = None) -> str:
+    var = {"infra-invalid": "status-invalid", "starting": "status-queued"}.get(status, f"status-{status}")
+    glyph = fmt.STATUS_GLYPH.get(status, "?")
+    text = f"[b ${var}]{glyph} {status}[/]"
+    if reason:
+        text += f" [$text-muted]{escape(reason)}[/]"
+    return text
+
+
+def flags_markup(flags: list[str]) -> str:
+    parts = []
+    for flag in flags:
+        label = FLAG_TEXT.get(flag, flag)
+        parts.append(f"[b $background on $flag-thrash] {label} [/]" if flag == "thrash" else f"[$warning]{label}[/]")
+    return " ".join(parts)
+
+
+class TrialPane(Vertical, can_focus=True):
+    ALLOW_MAXIMIZE = True
+
+    def __init__(self, trial_id: int, **kwargs) -> None:
+        super().__init__(id=f"pane-{trial_id}", classes="trial-pane", **kwargs)
+        self.trial_id = trial_id
+        self.shown_seq = 0
+        self.seeding = False  # history is being read from the store; live events wait until it is in
+        self._subtitle = ""
+
+    def compose(self) -> ComposeResult:
+        yield TranscriptTail(id=f"tail-{self.trial_id}", classes="pane-tail")
+        yield TrialMeter(classes="pane-meter")
+
+    def seed(self, rows: list[list]) -> None:
+        """History read from the store for a pane opened mid-trial (older than the feed's tail)."""
+        rows = [r for r in rows if r[0] > self.shown_seq]
+        if rows:
+            self.query_one(TranscriptTail).write_events(rows)
+            self.shown_seq = max(self.shown_seq, rows[-1][0])
+
+    def sync(self, trial: TrialLive, now: float) -> None:
+        meter = trial.meter
+        self.border_title = escape(fmt.trial_title(meter))
+        new = trial.since(self.shown_seq)
+        if new:
+            self.query_one(TranscriptTail).write_events(new)
+            self.shown_seq = new[-1][0]
+        elapsed = trial.elapsed(now)
+        self.query_one(TrialMeter).show(meter, elapsed, trial.burn())
+        wall = (meter.get("budget") or {}).get("wall_seconds")
+        clock = fmt.duration(elapsed) + (f" / {fmt.duration(wall)}" if wall else "")
+        parts = [status_markup(meter.get("status", "?"), meter.get("reason")), f"[$text-muted]{clock}[/]"]
+        flags = flags_markup([f for f in meter.get("flags") or [] if f != "unpriced"])
+        if flags:
+            parts.append(flags)
+        subtitle = "  ".join(parts)
+        if subtitle != self._subtitle:
+            self._subtitle = subtitle
+            self.border_subtitle = subtitle
+        self.set_class(trial.finished, "-finished")
+        self.set_class("thrash" in (meter.get("flags") or ()), "-thrash")
+        fractions = budget_fractions(meter, elapsed)
+        self.set_class(any((f or 0) >= 0.8 for f in fractions.values()), "-near-budget")

@@ -1,0 +1,99 @@
+"""Provides :class:`TrialTable`: trials as keyed rows, updated in place.
+
+Used for a cell's trials, the live screen's list of running trials that have no pane, and
+the review screen's other trials of the cell. ``sync(rows)`` adds new keys, updates only the
+cells whose text changed and removes rows that are gone (``clear`` when most are), the way
+dolphie keeps its process list cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from .. import format as fmt
+
+COLUMNS = (("id", "#", 6), ("task", "task", 18), ("trial", "t", 3), ("config", "model × cli", 24),
+           ("status", "status", 16), ("reason", "reason", 22), ("tokens", "tokens", 8), ("usd", "USD", 9),
+           ("score", "score", 6), ("flags", "flags", 12))
+STATUS_CLASS = {"infra-invalid": "trials--invalid"}
+
+
+class TrialTable(DataTable):
+    COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {
+        "trials--queued", "trials--starting", "trials--running", "trials--verifying", "trials--passed",
+        "trials--failed", "trials--killed", "trials--errored", "trials--invalid", "trials--muted", "trials--thrash",
+    }
+
+    def __init__(self, columns: Sequence[str] = ("id", "task", "trial", "status", "reason", "tokens", "usd",
+                                                 "score", "flags"), **kwargs) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self.column_keys = [c for c in columns]
+        self._rows: dict[int, tuple] = {}
+
+    def on_mount(self) -> None:
+        spec = {key: (label, width) for key, label, width in COLUMNS}
+        for key in self.column_keys:
+            label, width = spec[key]
+            self.add_column(label, key=key, width=width)
+
+    def _style(self, name: str):
+        try:
+            return self.get_component_rich_style(name, partial=True)
+        except KeyError:
+            return ""
+
+    def cells(self, row: dict[str, Any]) -> tuple:
+        status = row.get("status") or "?"
+        raw = row.get("raw")
+        if raw is None:
+            raw = sum((row.get("tokens") or {}).values())
+        score = row.get("score")
+        flags = row.get("flags") or ()
+        values = {
+            "id": Text(f"#{row['id']}", self._style("trials--muted")),
+            "task": row.get("task") or row.get("task_id") or "",
+            "trial": str(row.get("trial") or row.get("trial_index") or ""),
+            "config": f"{row.get('model')} × {row.get('cli')}",
+            "status": Text(f"{fmt.STATUS_GLYPH.get(status, '?')} {status}",
+                           self._style(STATUS_CLASS.get(status, f"trials--{status}"))),
+            "reason": Text(row.get("reason") or "", self._style("trials--muted")),
+            "tokens": Text(fmt.tokens(raw), justify="right"),
+            "usd": Text(fmt.usd(row.get("cost_usd"), unpriced="—"), justify="right"),
+            "score": Text("—" if score is None else str(score), self._style("trials--muted") if score is None else "",
+                          justify="center"),
+            "flags": Text(" ".join(f for f in flags if f != "unpriced"), self._style("trials--thrash")),
+        }
+        return tuple(values[key] for key in self.column_keys)
+
+    def sync(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Make the table show ``rows`` (each with an ``id``), touching only what changed."""
+        wanted = {row["id"]: row for row in rows}
+        gone = [key for key in self._rows if key not in wanted]
+        if gone and len(gone) > len(self._rows) // 2:
+            self.clear()
+            self._rows.clear()
+        else:
+            for key in gone:
+                self.remove_row(str(key))
+                del self._rows[key]
+        for trial_id, row in wanted.items():
+            cells = self.cells(row)
+            old = self._rows.get(trial_id)
+            if old is None:
+                self.add_row(*cells, key=str(trial_id))
+            elif old != cells:
+                for key, before, after in zip(self.column_keys, old, cells):
+                    if before != after:
+                        self.update_cell(str(trial_id), key, after)
+            self._rows[trial_id] = cells
+
+    @property
+    def current_id(self) -> int | None:
+        if not self.row_count:
+            return None
+        row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        return int(row_key.value) if row_key.value is not None else None
