@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import functools
 import math
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,10 @@ class _Conn:
     def __init__(self, conn: Any):
         self.conn, self.users, self.tunnels = conn, 0, {}
         self.closed = False
+
+    @property
+    def lost(self) -> bool:
+        return self.closed or self.conn.is_closed()
 
 
 class SshSandbox(Sandbox):
@@ -88,7 +93,7 @@ class SshSandbox(Sandbox):
     async def connection(self, name: str) -> _Conn:
         """The least used connection to ``name``, opening another while all are busy."""
         async with self.locks[name]:
-            pool = [c for c in self.pools[name] if not c.closed]
+            pool = [c for c in self.pools[name] if not c.lost]
             limit = math.ceil(self.hosts[name].slots / self.config.sessions_per_connection)
             free = [c for c in pool if c.users < self.config.sessions_per_connection]
             if free:
@@ -136,8 +141,10 @@ class SshSandbox(Sandbox):
         session = SshSession(self, self.hosts[name], conn, trial_id, token)
         try:
             await session.create(task)
-        except Exception:
+        except Exception as exc:
             await session.cleanup()
+            if conn.lost or _connection_error(exc):
+                raise HostLost(f"host {name}: connection lost while preparing the trial ({exc})") from None
             raise
         return session
 
@@ -151,6 +158,13 @@ class SshSandbox(Sandbox):
             for conn in pool:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(conn.conn.wait_closed(), 2)
+
+
+def _connection_error(exc: BaseException) -> bool:
+    import asyncssh
+
+    return isinstance(exc, (OSError, asyncssh.DisconnectError, asyncssh.ChannelOpenError,
+                            asyncssh.SFTPConnectionLost))
 
 
 @functools.cache
@@ -194,7 +208,7 @@ class SshAgent(AgentHandle):
 
     async def wait(self) -> int:
         exc = await asyncio.shield(self.done)
-        if self.channel.exit_code is None and (exc is not None or self.session.conn.closed):
+        if self.channel.exit_code is None and (exc is not None or self.session.conn.lost):
             raise HostLost(f"host {self.session.host.display}: connection lost while the agent ran"
                            + (f" ({exc})" if exc else ""))
         return self.channel.exit_code if self.channel.exit_code is not None else -1
@@ -214,6 +228,16 @@ class SshSession(SandboxSession):
 
     async def _run(self, command: str, timeout: float | None = None) -> Any:
         return await self.conn.conn.run(command, check=False, timeout=timeout, encoding=None)
+
+    @contextlib.asynccontextmanager
+    async def _on_host(self, doing: str) -> AsyncIterator[None]:
+        """Name the host when its connection fails under us: the trial is infra-invalid."""
+        try:
+            yield
+        except Exception as exc:
+            if self.conn.lost or _connection_error(exc):
+                raise HostLost(f"host {self.host.display}: connection lost while {doing} ({exc})") from None
+            raise
 
     async def create(self, task: Task) -> None:
         folders = " ".join(q(f"{self.root}/{d}") for d in ("workspace", "home", "tmp", "scratch", "tools"))
@@ -236,7 +260,9 @@ class SshSession(SandboxSession):
         target = target_of(url)
         listener = self.conn.tunnels.get(target)
         if listener is None:
-            listener = self.conn.tunnels[target] = await self.conn.conn.forward_remote_port("127.0.0.1", 0, *target)
+            async with self._on_host("opening the tunnel to the model"):
+                listener = await self.conn.conn.forward_remote_port("127.0.0.1", 0, *target)
+            self.conn.tunnels[target] = listener
         return replace_host(url, "127.0.0.1", listener.get_port())
 
     def environment(self, extra: dict[str, str], cwd: str | None = None) -> dict[str, str]:
@@ -251,7 +277,8 @@ class SshSession(SandboxSession):
                                  f"{self.root}/agent.pid")
         done = asyncio.get_running_loop().create_future()
         channel = _channel_class()(on_output, done)
-        await self.conn.conn.create_session(lambda: channel, command, encoding=None)
+        async with self._on_host("starting the agent"):
+            await self.conn.conn.create_session(lambda: channel, command, encoding=None)
         self.agent = SshAgent(self, channel, done)
         return self.agent
 
@@ -264,7 +291,8 @@ class SshSession(SandboxSession):
                                  f"{self.root}/exec.pid")
         started = asyncio.get_running_loop().time()
         try:
-            result = await self._run(command, timeout)
+            async with self._on_host("running a command"):
+                result = await self._run(command, timeout)
             timed_out = False
         except asyncssh.TimeoutError as exc:
             await self._run(sweep_script(self.token))
@@ -275,7 +303,8 @@ class SshSession(SandboxSession):
 
     async def kill(self, policy: KillPolicy) -> None:
         script = kill_script(self.token, f"{self.root}/agent.pid", policy.int_grace, policy.grace)
-        result = await self._run(script, timeout=policy.grace + 15)
+        async with self._on_host("killing the agent"):
+            result = await self._run(script, timeout=policy.grace + 15)
         if result.exit_status != 0:
             raise RuntimeError(f"host {self.host.display}: processes of trial {self.token} survive SIGKILL")
 
@@ -286,17 +315,20 @@ class SshSession(SandboxSession):
 
     async def write_files(self, base: str, files: dict[str, bytes]) -> None:
         root = self._base(base)
-        for rel, data in files.items():
-            target = f"{root}/{rel}"
-            parent = target.rsplit("/", 1)[0]
-            await self.sftp.makedirs(parent, exist_ok=True)
-            async with self.sftp.open(target, "wb") as handle:
-                await handle.write(data)
+        async with self._on_host("writing files"):
+            for rel, data in files.items():
+                target = f"{root}/{rel}"
+                await self.sftp.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+                async with self.sftp.open(target, "wb") as handle:
+                    await handle.write(data)
 
     async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
+        async with self._on_host("fetching files"):
+            return await self._fetch(self._base(base), patterns, limit_bytes)
+
+    async def _fetch(self, root: str, patterns: list[str], limit_bytes: int) -> dict[str, bytes]:
         import asyncssh
 
-        root = self._base(base)
         found: dict[str, bytes] = {}
         total = 0
         for pattern in patterns:
@@ -318,12 +350,13 @@ class SshSession(SandboxSession):
 
     async def collect_workspace(self, dest: Path) -> Path:
         dest.mkdir(parents=True, exist_ok=True)
-        await self.sftp.get(self.workspace, str(dest), recurse=True, preserve=True)
+        async with self._on_host("fetching the workspace"):
+            await self.sftp.get(self.workspace, str(dest), recurse=True, preserve=True)
         return dest / "workspace"
 
     async def cleanup(self, keep: bool = False) -> None:
         try:
-            if not self.conn.closed:  # one round trip: sweep the trial's processes, then its folder
+            if not self.conn.lost:  # one round trip: sweep the trial's processes, then its folder
                 remove = "" if keep else f"; rm -rf {q(self.root)}"
                 await self._run(f"({sweep_script(self.token)}){remove}", timeout=60)
             else:

@@ -1,0 +1,200 @@
+"""The ssh sandbox against real sshd instances on 127.0.0.1 (two "hosts", 2 slots each): a
+suite spreads over both, a runaway is killed on the host with no process left, losing a
+host mid-run makes its trials infra-invalid and they finish on the other, and an unknown or
+changed host key is refused with a message that says what to do."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import psutil
+import pytest
+
+from agentmeter_tui.core import procs
+from agentmeter_tui.core.sandboxes.ssh import SshSandbox
+from agentmeter_tui.core.sandboxes.sshconn import HostKeyError, SshTarget, accept_host_key
+from agentmeter_tui.core.store import Store
+from agentmeter_tui.core.suites import load_suite
+from tests.conftest import FIXTURES, need
+from tests.core.sandbox_support import RUNAWAY, SMOKE, suite_copy, unique_id
+from tests.core.sshd_support import SshdInstance, keygen, sshd_available
+
+pytestmark = pytest.mark.ssh
+RAW = ("uncached_input", "cached_input", "cache_write", "output", "reasoning")
+
+
+@pytest.fixture
+def hosts(tmp_path):
+    need(sshd_available(), "sshd and ssh-keygen are needed, as root")
+    key = keygen(tmp_path / "client_ed25519")
+    pair = [SshdInstance(tmp_path / name, client_key=key).start() for name in ("a", "b")]
+    known = tmp_path / "known_hosts"
+    for sshd in pair:
+        sshd.trust(known)
+    yield pair, known
+    for sshd in pair:
+        sshd.stop()
+
+
+def sandbox_toml(pair, known: Path, *, slots: int = 2) -> str:
+    return 'kind = "ssh"\nprobe_interval = 0.5\n\n' + "\n".join(
+        sshd.host_toml(name, slots, known) for name, sshd in zip("ab", pair))
+
+
+def run_suite(suite: Path, db: Path, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agentmeter_tui.core.runner", "--suite", str(suite), "--db", str(db)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def processes_of(token: str) -> list[psutil.Process]:
+    return procs.alive(procs.processes_with_token(token))
+
+
+def test_a_suite_spreads_over_two_hosts(tmp_path, db, hosts):
+    pair, known = hosts
+    suite_id = unique_id("ssh-smoke")
+    suite = suite_copy(SMOKE, tmp_path / "suite", sandbox_toml(pair, known), suite_id=suite_id)
+    result = run_suite(suite, db)
+    assert result.returncode == 0, result.stderr
+    trials = Store(db).trials(suite_id)
+    assert len(trials) == 8
+    for trial in trials:
+        assert trial["sandbox"] == "ssh", trial
+        assert trial["status"] == ("passed" if trial["model"] == "solver" else "failed"), trial
+        assert trial["workspace"].startswith(str(pair[0 if trial["host"] == "a" else 1].work_root))
+        assert processes_of(trial["proc_token"]) == []
+    assert {t["host"] for t in trials} == {"a", "b"}
+    assert all(t["quality"] == 0.5 for t in trials if t["model"] == "fumbler" and t["task_id"] == "count-lines")
+    for sshd in pair:  # every trial folder was removed from its host
+        assert list(sshd.work_root.iterdir()) == []
+
+
+def test_runaways_are_killed_on_the_host(tmp_path, db, hosts):
+    pair, known = hosts
+    suite_id = unique_id("ssh-runaway")
+    suite = suite_copy(RUNAWAY, tmp_path / "suite", sandbox_toml(pair, known), suite_id=suite_id)
+    result = run_suite(suite, db)
+    assert result.returncode == 0, result.stderr
+    store = Store(db)
+    trials = {t["model"]: t for t in store.trials(suite_id)}
+    burner = trials["burner"]
+    assert burner["status"] == "killed" and burner["reason"] == "budget:tokens"
+    assert trials["sleeper"]["reason"] == "budget:time" and trials["thrasher"]["status"] == "killed"
+    total, crossed_at = 0, None
+    for seq, ts, kind, *_ in store.events(burner["id"]):
+        if kind == "usage":
+            row = next(store.db.query("select * from usage where trial_id = ? and seq = ?", [burner["id"], seq]))
+            total += sum(row[c] for c in RAW)
+            if total >= 20000 and crossed_at is None:
+                crossed_at = ts
+    assert datetime.fromisoformat(burner["finished_at"]).timestamp() - crossed_at < 3.0
+    for trial in trials.values():  # the burner's setsid'd `sleep 300` included
+        assert processes_of(trial["proc_token"]) == [], trial["model"]
+
+
+def test_losing_a_host_mid_run_retries_its_trials_on_the_other(tmp_path, db, hosts):
+    pair, known = hosts
+    suite_id = unique_id("ssh-loss")
+    suite = suite_copy(FIXTURES / "suites" / "slow", tmp_path / "suite", sandbox_toml(pair, known),
+                       suite_id=suite_id, replace={"concurrency = 2": "concurrency = 4"})
+    for scenario in (suite / "scenarios").glob("*.toml"):
+        scenario.write_text(scenario.read_text().replace("sleep 0.4", "sleep 2"))
+    runner = subprocess.Popen([sys.executable, "-m", "agentmeter_tui.core.runner", "--suite", str(suite),
+                               "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        on_a: list[dict] = []
+        while time.monotonic() < deadline and not on_a:
+            time.sleep(0.1)
+            if db.exists():
+                on_a = [t for t in Store(db).trials(suite_id) if t["host"] == "a" and t["status"] == "running"]
+        assert on_a, "no trial started on host a"
+        pair[0].crash()
+        _, stderr = runner.communicate(timeout=180)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 0, stderr
+    trials = Store(db).trials(suite_id)
+    lost = [t for t in trials if t["status"] == "infra-invalid"]
+    assert lost and all("host a: connection lost" in (t["reason"] or "") for t in lost), lost
+    cells = {(t["task_id"], t["config_id"], t["trial_index"]) for t in trials}
+    assert len(cells) == 6
+    for cell in cells:  # every cell finished, the lost ones on the surviving host
+        final = [t for t in trials if (t["task_id"], t["config_id"], t["trial_index"]) == cell
+                 and t["status"] == "passed"]
+        assert len(final) == 1, cell
+    retried = {(t["task_id"], t["config_id"], t["trial_index"]) for t in lost}
+    assert all(t["host"] == "b" for t in trials if t["status"] == "passed"
+               and (t["task_id"], t["config_id"], t["trial_index"]) in retried)
+    for trial in trials:  # what ran on the lost host was orphaned there; sweep it (it is this machine)
+        procs.sweep(trial["proc_token"])
+
+
+async def test_an_unknown_host_key_is_refused_with_what_to_do(tmp_path, hosts):
+    pair, _ = hosts
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    suite = load_suite(suite_copy(SMOKE, tmp_path / "suite", sandbox_toml(pair[:1], empty)))
+    sandbox = SshSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+    with pytest.raises(HostKeyError) as refused:
+        await sandbox.preflight()
+    message = str(refused.value)
+    assert "unknown SSH host key" in message and "ssh-ed25519 SHA256:" in message
+    assert f"agentmeter hosts accept root@127.0.0.1:{pair[0].port}" in message
+    await sandbox.close()
+
+    # Accepting it once records it; then the host is usable.
+    target = SshTarget("127.0.0.1", pair[0].port, "root", str(pair[0].client_key), str(empty))
+    fingerprint, added = await accept_host_key(target)
+    assert added and fingerprint.startswith("ssh-ed25519 SHA256:")
+    assert (await accept_host_key(target))[1] is False  # already known
+    sandbox = SshSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+    await sandbox.preflight()
+    await sandbox.close()
+
+    # A host that comes back with another key on the same address is refused, accept or not.
+    port = pair[0].port
+    pair[0].stop()
+    impostor = SshdInstance(tmp_path / "impostor", port=port, client_key=pair[0].client_key).start()
+    try:
+        sandbox = SshSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+        with pytest.raises(HostKeyError, match="differs from the one recorded"):
+            await sandbox.preflight()
+        await sandbox.close()
+        with pytest.raises(HostKeyError, match="different key is recorded"):
+            await accept_host_key(target)
+    finally:
+        impostor.stop()
+
+
+def test_the_runner_says_why_it_cannot_start(tmp_path, db, hosts):
+    pair, _ = hosts
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    suite = suite_copy(SMOKE, tmp_path / "suite", sandbox_toml(pair, empty), suite_id=unique_id("ssh-refused"))
+    result = run_suite(suite, db, timeout=60)
+    assert result.returncode != 0
+    assert "unknown SSH host key" in result.stderr
+
+
+def test_hosts_file_errors_name_file_line_and_field(tmp_path):
+    from agentmeter_tui.core.tomlerrors import InputError
+
+    suite = suite_copy(SMOKE, tmp_path / "suite", 'kind = "ssh"\nhosts_file = "hosts.toml"')
+    (suite / "hosts.toml").write_text('[[hosts]]\naddress = "127.0.0.1"\nslots = 0\n')
+    with pytest.raises(InputError) as bad:
+        load_suite(suite)
+    assert bad.value.path.endswith("hosts.toml") and bad.value.line == 3 and bad.value.field == "hosts[0].slots"
+    (suite / "hosts.toml").write_text('[[hosts]]\naddress = "127.0.0.1"\nwork_root = "relative/path"\n')
+    with pytest.raises(InputError, match="absolute path"):
+        load_suite(suite)
+    (suite / "hosts.toml").write_text('[[hosts]]\naddress = "10.0.0.1"\nkey = "keys/id"\nslots = 3\n')
+    loaded = load_suite(suite)
+    sandbox = SshSandbox(loaded, loaded.spec.sandbox.model_dump(exclude={"kind"}))
+    (host,) = sandbox.hosts.values()
+    assert host.key == str(suite / "keys" / "id") and sandbox.capacity() == 3
