@@ -232,7 +232,7 @@ class TrialRun:
         wall = self.budget.wall_seconds
         timer = asyncio.get_running_loop().call_later(
             wall, self.request_kill, KillReason("budget:time", f"{wall:g} s")) if wall else None
-        poll = self.adapter.live_session_poll
+        poll = self.adapter.live_session_poll if self.proxy_route is None else None  # the proxy sees every call
         watcher = asyncio.ensure_future(self._watch_sessions(session, poll)) \
             if poll and self.adapter.session_globs else None
         await asyncio.wait({wait_task, kill_task}, return_when=asyncio.FIRST_COMPLETED)

@@ -110,6 +110,18 @@ class StreamParser(ABC):
         self.turns += new_turns
         return ParsedEvent(EventKind.USAGE, _usage_text(delta), usage=delta, turns=new_turns, model=model)
 
+    def absorb(self, recovery: Recovery) -> ParsedEvent | None:
+        """Usage read from the CLI's session files (during the run or after it), taken as the
+        running total where it shows more than the stream has; an event with the difference."""
+        if recovery.usage.raw < self.usage.raw:
+            return None
+        if recovery.usage.raw == self.usage.raw and recovery.turns <= self.turns:
+            return None
+        event = self.set_total(recovery.usage, turns=recovery.turns)
+        if event is not None:
+            event.text = f"{event.text} (from {recovery.source})"
+        return event
+
     def raw(self, line: bytes) -> ParsedEvent:
         return ParsedEvent(EventKind.RAW, line.decode("utf-8", "replace")[:2000])
 
@@ -140,6 +152,10 @@ class HarnessAdapter(ABC):
     #: token classes this CLI cannot tell apart, e.g. {"reasoning": "output"} when reasoning is
     #: folded into output; tests and the UI use it to compare like with like
     merged_classes: ClassVar[dict[str, str]] = {}
+    #: seconds between reads of ``session_globs`` while the CLI runs, for CLIs whose stdout has
+    #: no per-call usage (Codex, Gemini CLI): meters and token budgets then see every call;
+    #: None reads them only after the run (a kill, or no final record)
+    live_session_poll: ClassVar[float | None] = None
 
     @property
     def version(self) -> str:
