@@ -1,0 +1,218 @@
+"""Adapter for Qwen Code 0.15.10 (``qwen --output-format stream-json``, OpenAI-compatible auth).
+
+Its stream-json mimics Claude Code's (``system/init``, ``assistant``, ``user``, ``result``),
+but the numbers carry OpenAI meaning under Anthropic names, so a Claude parser would run on
+it and silently double-charge the cache:
+
+- ``input_tokens`` is the whole prompt: cache reads *and* cache writes are inside it, and no
+  cache-write figure exists, so writes land in uncached input;
+- ``output_tokens`` includes reasoning, and reasoning tokens never reach stdout (the chat file
+  has an estimate), so reasoning is merged into output;
+- usage comes once per model call, on the ``assistant`` event that closes the call (the
+  thinking and text fragments before it carry zeros); ``result.usage`` is the session total,
+  taken through :meth:`StreamParser.set_total` so it corrects rather than adds.
+
+Errors do not show in the exit code or the flags: an HTTP 400 ends as ``result/success``,
+``is_error: false``, exit 0, and only the text ``[API Error: 400 ...]`` says it failed.
+With ``QWEN_CODE_NO_RELAUNCH=true`` the pid we hold is the real CLI (by default it is a
+launcher that does not pass signals on); SIGINT then cancels the tool and exits 130 without
+a ``result``, and the chat file under ``~/.qwen/projects`` keeps every finished call's usage.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import ClassVar
+
+from ..model import EventKind, ParsedEvent
+from ..usage import TokenUsage
+from .base import AgentOutcome, HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
+from .jsonl import as_int, content_text, load_object, objects, tool_key, tool_text
+
+API_ERROR = re.compile(r"^\s*\[API Error:?\s*(.*)", re.DOTALL)
+
+
+def qwen_usage(usage: dict) -> TokenUsage:
+    """``input_tokens`` includes the cache (reads and writes), ``output_tokens`` the reasoning."""
+    prompt, cached = as_int(usage.get("input_tokens")), as_int(usage.get("cache_read_input_tokens"))
+    return TokenUsage(uncached_input=max(0, prompt - cached), cached_input=cached,
+                      output=as_int(usage.get("output_tokens")))
+
+
+def safe_positional(text: str) -> str:
+    """An instruction passed as a positional argument must not look like an option."""
+    return "\n" + text if text.startswith("-") else text
+
+
+class QwenCodeParser(StreamParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self._counted: dict[str, TokenUsage] = {}  # message id -> usage counted for it
+
+    def feed(self, stream: str, line: bytes) -> list[ParsedEvent]:
+        obj = load_object(line) if stream == "stdout" else None
+        if obj is None:
+            return [self.raw(line)]
+        kind = obj.get("type")
+        if kind == "assistant":
+            return self._assistant(obj)
+        if kind == "user":
+            return self._user(obj)
+        if kind == "result":
+            return self._result(obj)
+        if kind == "system":
+            if obj.get("subtype") == "init":
+                return [ParsedEvent(EventKind.SYSTEM, f"init: model {obj.get('model')}, session "
+                                    f"{obj.get('session_id')}, qwen {obj.get('qwen_code_version')}",
+                                    model=obj.get("model"))]
+            return [ParsedEvent(EventKind.SYSTEM, f"system: {obj.get('subtype')}")]
+        if kind == "stream_event":  # --include-partial-messages; the closing assistant event has the usage
+            return [ParsedEvent(EventKind.SYSTEM, f"stream: {(obj.get('event') or {}).get('type')}")]
+        return [self.raw(line)]
+
+    def _assistant(self, obj: dict) -> list[ParsedEvent]:
+        message = obj.get("message") or {}
+        model = message.get("model")
+        events: list[ParsedEvent] = []
+        for block in message.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text":
+                text = block.get("text") or ""
+                failed = API_ERROR.match(text)
+                if failed:  # Qwen's only sign of a failed API call: the text it made up for it
+                    self.errors.append(f"API error: {failed.group(1).rstrip(']').strip()}")
+                    events.append(ParsedEvent(EventKind.ERROR, text, is_error=True, model=model))
+                else:
+                    events.append(ParsedEvent(EventKind.ASSISTANT, text, model=model))
+            elif btype == "thinking":
+                events.append(ParsedEvent(EventKind.REASONING, block.get("thinking") or "", model=model))
+            elif btype == "tool_use":
+                name, arguments = block.get("name") or "?", block.get("input") or {}
+                self.tool_calls += 1
+                events.append(ParsedEvent(EventKind.TOOL_CALL, tool_text(arguments), tool_name=name,
+                                          tool_key=tool_key(name, arguments), model=model))
+        usage = message.get("usage")
+        if isinstance(usage, dict):
+            event = self._count(str(message.get("id") or obj.get("uuid") or ""), qwen_usage(usage), model)
+            if event is not None:
+                events.append(event)
+        return events or [ParsedEvent(EventKind.SYSTEM, "assistant: (empty)", model=model)]
+
+    def _count(self, message_id: str, usage: TokenUsage, model: str | None) -> ParsedEvent | None:
+        """A call's usage once: fragments carry zeros, and a repeated message id (partial
+        messages) adds only what grew since its last copy."""
+        if not usage:
+            return None
+        seen = self._counted.get(message_id) if message_id else None
+        if seen is None:
+            if message_id:
+                self._counted[message_id] = usage
+            return self.add_usage(usage, model=model, turns=1)
+        grown = TokenUsage(*(max(a, b) for a, b in zip(seen.as_tuple(), usage.as_tuple(), strict=True)))
+        if grown == seen:
+            return None
+        self._counted[message_id] = grown
+        return self.add_usage(grown - seen, model=model, turns=0)
+
+    def _user(self, obj: dict) -> list[ParsedEvent]:
+        content = (obj.get("message") or {}).get("content")
+        events = []
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    events.append(ParsedEvent(EventKind.TOOL_RESULT, content_text(block.get("content")),
+                                              is_error=bool(block.get("is_error"))))
+        elif isinstance(content, str):
+            events.append(ParsedEvent(EventKind.SYSTEM, f"user: {content}"))
+        return events or [ParsedEvent(EventKind.SYSTEM, "user: (empty)")]
+
+    def _result(self, obj: dict) -> list[ParsedEvent]:
+        self.final_seen = True
+        events = []
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            # The session total: corrects the per-call sum if they differ, never adds to it.
+            turns = None if self._counted else as_int(obj.get("num_turns"))
+            event = self.set_total(qwen_usage(usage), turns=turns)
+            if event is not None:
+                events.append(event)
+        text = obj.get("result") if isinstance(obj.get("result"), str) else ""
+        failed = bool(obj.get("is_error")) or obj.get("subtype") != "success"
+        api_error = API_ERROR.match(text or "")
+        if api_error and not self.errors:
+            self.errors.append(f"API error: {api_error.group(1).rstrip(']').strip()}")
+        if failed and not self.errors:
+            self.errors.append(text or f"result {obj.get('subtype')}")
+        failed = failed or bool(api_error)
+        events.append(ParsedEvent(EventKind.SYSTEM, f"result: {obj.get('subtype')}{' (error)' if failed else ''}",
+                                  is_error=failed))
+        return events
+
+    def outcome(self, exit_code: int | None, killed: bool) -> AgentOutcome:
+        if killed:
+            return AgentOutcome(False)
+        if self.errors:
+            return AgentOutcome(True, self.errors[-1])
+        if not self.final_seen:
+            return AgentOutcome(True, f"ended without its result record (exit code {exit_code})")
+        return AgentOutcome(False)
+
+
+def recover_qwen(files: dict[str, bytes]) -> Recovery | None:
+    """Per-call usage from the chat files: ``assistant`` records with ``usageMetadata`` (Gemini
+    names, same meaning as stdout: the prompt includes the cache, candidates include thoughts).
+    ``thoughtsTokenCount`` is left inside output, as on stdout, so a killed trial's classes
+    mean what a finished one's do."""
+    calls: dict[str, TokenUsage] = {}
+    sources: set[str] = set()
+    for name, obj in objects(files, (b'"usageMetadata"',)):
+        meta = obj.get("usageMetadata")
+        if obj.get("type") != "assistant" or not isinstance(meta, dict):
+            continue
+        prompt, cached = as_int(meta.get("promptTokenCount")), as_int(meta.get("cachedContentTokenCount"))
+        usage = TokenUsage(uncached_input=max(0, prompt - cached), cached_input=cached,
+                           output=as_int(meta.get("candidatesTokenCount")))
+        calls[str(obj.get("uuid") or len(calls))] = usage
+        sources.add(name)
+    if not calls:
+        return None
+    return Recovery(sum(calls.values(), TokenUsage()), len(calls), "session:" + ", ".join(sorted(sources)))
+
+
+class QwenCodeAdapter(HarnessAdapter):
+    name = "qwen-code"
+    protocol = "chat"
+    install = InstallSpec("npm", "@qwen-code/qwen-code", "0.15.10", "qwen", size_hint="55 MB")
+    session_globs: ClassVar[list[str]] = [".qwen/projects/*/chats/*.jsonl"]
+    # No cache-write figure (writes are inside input_tokens); reasoning is inside output_tokens.
+    merged_classes: ClassVar[dict[str, str]] = {"cache_write": "uncached_input", "reasoning": "output"}
+
+    def command(self, ctx: LaunchContext) -> list[str]:
+        return [self.executable(ctx.clis_root), "--auth-type", "openai", "-m", ctx.model_name,
+                "--output-format", "stream-json", "--approval-mode", "yolo", *ctx.extra_args,
+                safe_positional(ctx.instruction)]
+
+    def environment(self, ctx: LaunchContext) -> dict[str, str]:
+        env = {
+            "OPENAI_API_KEY": ctx.api_key, "OPENAI_MODEL": ctx.model_name,
+            # Without it the pid is a launcher that forwards no signal: a kill would orphan the worker.
+            "QWEN_CODE_NO_RELAUNCH": "true",
+        }
+        if ctx.base_url:
+            env["OPENAI_BASE_URL"] = ctx.base_url.rstrip("/") + "/v1"
+        return env
+
+    def home_files(self, ctx: LaunchContext) -> dict[str, bytes]:
+        settings = {"privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+                    "general": {"disableAutoUpdate": True},
+                    "security": {"auth": {"selectedType": "openai"}}}
+        return {".qwen/settings.json": json.dumps(settings, indent=2).encode()}
+
+    def new_parser(self) -> QwenCodeParser:
+        return QwenCodeParser()
+
+    def recover(self, files: dict[str, bytes]) -> Recovery | None:
+        return recover_qwen(files)

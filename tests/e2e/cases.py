@@ -1,0 +1,143 @@
+"""The five scenarios every real agent CLI must pass end to end, and the checks they share.
+
+(a) a shell call writes a file, then a final answer; (b) a cache-heavy run with cache writes
+and reads; (c) reasoning tokens; (d) an HTTP 400 that must end as ``errored``; (e) a runaway
+stopped by a token budget, with no process of the trial left and the finished calls' usage
+kept. Token classes are compared with what the scripted server served, after folding the
+classes the CLI cannot tell apart (its adapter's ``merged_classes``).
+
+Set ``AGENTMETER_SAVE_STREAMS=1`` to (re)write the CLI's own output of each run into
+``tests/fixtures/streams/<cli>/`` (the fixtures of ``agentmeter transcript parse``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from agentmeter_tui.core.harnesses import ADAPTERS
+from agentmeter_tui.core.usage import TokenUsage
+from agentmeter_tui.core.wireusage import fold
+from tests.conftest import FIXTURES
+from tests.core.test_kill import processes_of
+from tests.e2e.harness import TrialResult
+
+WRITE_FILE = """
+description = "a shell call writes out.txt, then a final answer"
+[[turns]]
+reasoning = "I should write the file."
+text = "Writing the file."
+shell = "echo hi > out.txt"
+usage = { uncached_input = 1200, cached_input = 4000, cache_write = 300, output = 30, reasoning = 20 }
+[[turns]]
+text = "Done: out.txt contains hi."
+usage = { uncached_input = 1300, cached_input = 4500, output = 80, reasoning = 25 }
+"""
+CHECK_FILE = '#!/bin/sh\ngrep -qx hi "$AGENTMETER_WORKSPACE/out.txt"\n'
+
+CACHE_HEAVY = (FIXTURES / "scenarios" / "cache-heavy.toml").read_text()
+REASONING = (FIXTURES / "scenarios" / "reasoning.toml").read_text()
+CHECK_ANSWER = '#!/bin/sh\ngrep -qx 42 "$AGENTMETER_WORKSPACE/answer.txt"\n'
+ERROR_400 = (FIXTURES / "scenarios" / "error-400.toml").read_text()
+LOOP = (FIXTURES / "scenarios" / "loop.toml").read_text()  # 2,500 tokens a call, forever
+LOOP_BUDGET = 10_000
+
+
+def merged(cli: str) -> dict[str, str]:
+    return ADAPTERS.get(cli).merged_classes
+
+
+def assert_classes_match(result: TrialResult, cli: str, served: TokenUsage | None = None) -> None:
+    """The CLI's normalized classes equal what the server served, folded where the CLI cannot
+    tell classes apart; with nothing folded they must be equal as they are."""
+    served = result.served if served is None else served
+    classes = merged(cli)
+    assert fold(result.usage, classes) == fold(served, classes), (result.usage, served, classes)
+    for folded in classes:  # a class the CLI cannot see must not be made up either
+        assert getattr(result.usage, folded) == 0
+
+
+def served_calls(result: TrialResult) -> list[tuple[str, bool, TokenUsage]]:
+    """(status, completed, usage) of each model call the server answered, in order."""
+    return [(str(status), bool(completed), TokenUsage(*values))
+            for _turn, status, completed, values in result.extra["scripted"]["served"]]
+
+
+def assert_runaway_stopped(result: TrialResult, cli: str) -> None:
+    """(e): killed by the token budget, no process left, and the usage kept is exactly that
+    of the first ``turns`` calls the server completed (calls the CLI never reported, cut off
+    by the kill, are the only ones missing)."""
+    row = result.row
+    assert row["status"] == "killed" and row["reason"] == "budget:tokens", (row["status"], row["reason"])
+    assert processes_of(row["proc_token"]) == [], f"{cli} left processes behind"
+    assert result.usage.raw >= LOOP_BUDGET
+    completed = [usage for _status, done, usage in served_calls(result) if done]
+    kept = sum(completed[:row["turns"]], TokenUsage())
+    assert row["turns"] >= LOOP_BUDGET // 2500
+    classes = merged(cli)
+    assert fold(result.usage, classes) == fold(kept, classes), (result.usage, kept, row["turns"], len(completed))
+
+
+def kinds(result: TrialResult) -> list[str]:
+    return [row[2] for row in result.events()]
+
+
+def stdout_stream(result: TrialResult) -> bytes:
+    """The CLI's stdout as it printed it, rebuilt from the stored raw lines."""
+    lines = [data for _seq, _ts, _kind, stream, _text, data in result.events() if stream == "stdout" and data]
+    return b"".join(bytes(line).rstrip(b"\n") + b"\n" for line in lines)
+
+
+KEEP = "keep_workspaces = true"  # suite_extra for tests that read the CLI's session files afterwards
+
+
+def session_file(result: TrialResult, pattern: str) -> Path:
+    """The one file matching ``pattern`` under the trial's HOME (the suite must keep workspaces)."""
+    home = Path(result.row["workspace"]).parent / "home"
+    (found,) = sorted(home.glob(pattern))
+    return found
+
+
+def save_stream(result: TrialResult, cli: str, name: str, extra_files: dict[str, Path] | None = None) -> None:
+    """Keep this run's output as a fixture (only with AGENTMETER_SAVE_STREAMS=1), with a
+    ``.expected.json`` of the normalized classes and status the adapter produced. Sandbox
+    paths become ``/sandbox``. When the trial's HOME was kept (``keep_workspaces = true``), the
+    lines of the CLI's session files that carry usage go to ``<name>.session.jsonl``."""
+    if os.environ.get("AGENTMETER_SAVE_STREAMS") != "1":
+        return
+    folder = FIXTURES / "streams" / cli
+    folder.mkdir(parents=True, exist_ok=True)
+    root = Path(result.row["workspace"]).parent if result.row.get("workspace") else None
+    (folder / f"{name}.stdout.jsonl").write_bytes(_portable(stdout_stream(result), root))
+    for suffix, path in (extra_files or {}).items():
+        (folder / f"{name}.{suffix}").write_bytes(path.read_bytes())
+    session = session_usage_lines(cli, root / "home") if root is not None and (root / "home").is_dir() else b""
+    if session:
+        (folder / f"{name}.session.jsonl").write_bytes(_portable(session, root))
+    expected = {"tokens": result.usage.as_dict(), "served": result.served.as_dict(), "turns": result.row["turns"],
+                "tool_calls": result.row["tool_calls"], "status": result.row["status"],
+                "reported_cost_usd": result.row.get("cost_actual_usd")}
+    (folder / f"{name}.expected.json").write_text(json.dumps(expected, indent=2) + "\n")
+
+
+def session_usage_lines(cli: str, home: Path) -> bytes:
+    """The lines of the CLI's session files under ``home`` from which its adapter recovers
+    usage (the rest holds prompts, tool output and paths that a fixture does not need)."""
+    adapter = ADAPTERS.get(cli)()
+    kept = []
+    for pattern in adapter.session_globs:
+        for path in sorted(home.glob(pattern)):
+            for line in path.read_bytes().splitlines():
+                if line.strip() and adapter.recover({path.name: line}) is not None:
+                    kept.append(line + b"\n")
+    return b"".join(kept)
+
+
+def _portable(data: bytes, root: Path | None) -> bytes:
+    """Sandbox paths as ``/sandbox``, also in the slug form Claude Code names folders with."""
+    if root is None:
+        return data
+    slug = re.sub(r"[^A-Za-z0-9]", "-", str(root)).encode()
+    return data.replace(str(root).encode(), b"/sandbox").replace(slug, b"-sandbox")
