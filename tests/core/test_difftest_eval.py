@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from agentmeter_tui.core.difftest import evaluate
 from agentmeter_tui.core.difftest.cases import Case, CaseFile, CommandClass, FileSpec
 from agentmeter_tui.core.difftest.evaluate import CommandJudge, OracleError
 from agentmeter_tui.core.difftest.executor import LocalExecutor, ToolCommand
+from agentmeter_tui.core.difftest.oracle import clear_oracle_cache
 
 ORACLE = Path(__file__).resolve().parents[2] / "suites" / "cli-tools" / "file-sweeper" / "tests" / "oracle"
 COMMAND = ToolCommand(run="{python} -S {tool}/sweep.py", install="{python} -m py_compile sweep.py",
@@ -151,8 +153,8 @@ async def test_accepting_bad_input_fails_reject_only(tmp_path):
 
 
 async def test_a_hanging_candidate_is_cut_at_the_case_timeout(tmp_path):
-    hang = candidate(tmp_path, ("    args = parse(argv)\n", "    args = parse(argv)\n"
-                                "    if args.recursive:\n        time.sleep(60)\n"))
+    hang = candidate(tmp_path, ("    args = parse(argv)\n", ("    args = parse(argv)\n"
+                                "    if args.recursive:\n        time.sleep(60)\n")))
     command = ToolCommand(run=COMMAND.run, install=COMMAND.install, case_timeout=0.5)
     report = await judge(hang, command=command)
     cases = by_id(report)
@@ -190,19 +192,39 @@ async def test_judge_that_cannot_answer_counts_as_no(tmp_path):
     assert "no yes/no answer" in report.verdicts[0].judge_note
 
 
-async def test_the_oracle_runs_once_per_cache_key(tmp_path):
-    runs = {"oracle": 0, "candidate": 0}
-
+def counting_executor(runs: dict[str, int]) -> type[LocalExecutor]:
     class Counting(LocalExecutor):
         async def run(self, case, files):
-            runs[self.root.name] += 1
+            side = "oracle" if "oracle" in self.root.name else "candidate"
+            runs[side] += 1
             return await super().run(case, files)
 
-    first = await judge(ORACLE, executor=Counting, use_cache=True)
+    return Counting
+
+
+async def test_the_oracle_runs_once_per_cache_key(tmp_path):
+    clear_oracle_cache()
+    runs = {"oracle": 0, "candidate": 0}
+    counting = counting_executor(runs)
+    first = await judge(ORACLE, executor=counting, use_cache=True)
     second = await judge(candidate(tmp_path, ("{len(matched)} files (", "{len(matched)} file(s) (")),
-                         executor=Counting, use_cache=True)
+                         executor=counting, use_cache=True)
     assert runs == {"oracle": 8, "candidate": 16}
     assert first.scores["exact"] == 1.0 and second.scores["exact"] == 0.0
+    clear_oracle_cache()
+
+
+async def test_concurrent_trials_share_the_oracle_runs_in_flight(tmp_path):
+    clear_oracle_cache()
+    runs = {"oracle": 0, "candidate": 0}
+    counting = counting_executor(runs)
+    reworded = candidate(tmp_path, ("{len(matched)} files (", "{len(matched)} file(s) ("))
+    reports = await asyncio.gather(*(judge(folder, executor=counting, use_cache=True)
+                                     for folder in (ORACLE, reworded, ORACLE)))
+    assert runs == {"oracle": 8, "candidate": 24}
+    assert [r.scores["exact"] for r in reports] == [1.0, 0.0, 1.0]
+    assert all(r.scores["fuzzy"] == 1.0 for r in reports)
+    clear_oracle_cache()
 
 
 async def test_an_oracle_that_does_not_install_is_our_error(tmp_path):

@@ -9,7 +9,13 @@ import pytest
 from agentmeter_tui.core.difftest.cases import FileSpec, place_files
 from agentmeter_tui.core.difftest.executor import BuildResult, CaseRun
 from agentmeter_tui.core.difftest.funnel import (
-    FunnelReport, class_scores, exact_match, judge_case, macro_scores, runtime_summary, similarity,
+    FunnelReport,
+    class_scores,
+    exact_match,
+    judge_case,
+    macro_scores,
+    runtime_summary,
+    similarity,
 )
 from agentmeter_tui.core.difftest.report import render_text
 from agentmeter_tui.core.difftest.snapshot import SideEffects, is_hidden, snapshot
@@ -67,13 +73,13 @@ DELETED = SideEffects(deleted=["data/a.log"])
 
 
 @pytest.mark.parametrize("candidate, expect", [
-    (run(0, "deleted 1 files", DELETED), dict(exec=True, side_effects=True, exact=True, fuzzy=True)),
-    (run(0, "deleted 1 files", SideEffects()), dict(exec=True, side_effects=False, exact=False, fuzzy=False)),
-    (run(0, " deleted 1\tfiles\n", DELETED), dict(exec=True, side_effects=True, exact=True, fuzzy=True)),
-    (run(0, "deleted 1 file", DELETED), dict(exec=True, side_effects=True, exact=False, fuzzy=True)),
-    (run(0, "nothing at all", DELETED), dict(exec=True, side_effects=True, exact=False, fuzzy=False)),
-    (run(1, "deleted 1 files", DELETED), dict(exec=False, side_effects=False, exact=False, fuzzy=False)),
-    (run(None, "", timed_out=True), dict(exec=False, side_effects=False, exact=False, fuzzy=False)),
+    (run(0, "deleted 1 files", DELETED), {"exec": True, "side_effects": True, "exact": True, "fuzzy": True}),
+    (run(0, "deleted 1 files", SideEffects()), {"exec": True, "side_effects": False, "exact": False, "fuzzy": False}),
+    (run(0, " deleted 1\tfiles\n", DELETED), {"exec": True, "side_effects": True, "exact": True, "fuzzy": True}),
+    (run(0, "deleted 1 file", DELETED), {"exec": True, "side_effects": True, "exact": False, "fuzzy": True}),
+    (run(0, "nothing at all", DELETED), {"exec": True, "side_effects": True, "exact": False, "fuzzy": False}),
+    (run(1, "deleted 1 files", DELETED), {"exec": False, "side_effects": False, "exact": False, "fuzzy": False}),
+    (run(None, "", timed_out=True), {"exec": False, "side_effects": False, "exact": False, "fuzzy": False}),
 ])
 def test_positive_case_funnel(candidate, expect):
     verdict = judge_case("c", "c#1", ["x"], None, run(0, "deleted 1 files", DELETED), candidate)

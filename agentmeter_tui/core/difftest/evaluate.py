@@ -1,33 +1,27 @@
 """Differential evaluation: build both sides, run every case on each, judge, and score the funnel.
 
-The oracle's side is the same for every trial of a task, so its build and case runs are kept
-in a small in-process cache keyed by the oracle's files, the case file and the tool command:
-a runner judging many trials runs the oracle once. Cases run concurrently (``jobs`` at a time);
-each case's oracle and candidate runs are made back to back so both see the same load, which
-keeps the runtime ratio honest.
+The oracle's side is shared between the trials of a task (:mod:`.oracle`). Cases run
+concurrently (``jobs`` at a time); each case's oracle and candidate runs are made back to back
+so both see the same load, which keeps the runtime ratio honest.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import shlex
 import shutil
 import tempfile
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
 from .cases import Case, CaseFile
-from .executor import BuildResult, CaseExecutor, CaseRun, LocalExecutor, ToolCommand, run_process
+from .executor import CaseExecutor, LocalExecutor, ToolCommand, run_process
 from .funnel import CaseVerdict, FunnelReport, class_scores, judge_case
-from .snapshot import snapshot
+from .oracle import shared_oracle
 
 ExecutorFactory = Callable[[Path, ToolCommand], CaseExecutor]
-_ORACLE_CACHE: OrderedDict[str, tuple[BuildResult, dict[str, CaseRun]]] = OrderedDict()
-_ORACLE_CACHE_SIZE = 16
 
 
 class OracleError(RuntimeError):
@@ -59,14 +53,6 @@ class CommandJudge:
         return first == "yes", answer[:200]
 
 
-def _cache_key(oracle_src: Path, cases: CaseFile, command: ToolCommand, kind: str) -> str:
-    digest = hashlib.sha256()
-    digest.update(json.dumps(sorted(snapshot(oracle_src).items())).encode())
-    digest.update(cases.model_dump_json().encode())
-    digest.update(repr((command, kind)).encode())
-    return digest.hexdigest()
-
-
 def default_jobs() -> int:
     return max(2, min(8, (os.cpu_count() or 2) * 2))  # case runs mostly wait on process start-up
 
@@ -74,48 +60,34 @@ def default_jobs() -> int:
 async def evaluate(cases: CaseFile, oracle_src: Path, candidate_src: Path, command: ToolCommand, *,
                    metric: str = "fuzzy", fuzzy_threshold: float = 0.8,
                    judge: Callable | None = None, jobs: int | None = None,
-                   executor: ExecutorFactory = LocalExecutor, use_cache: bool = True,
-                   workdir: Path | None = None) -> FunnelReport:
+                   executor: ExecutorFactory = LocalExecutor, use_cache: bool = True) -> FunnelReport:
     """Judge ``candidate_src`` against ``oracle_src`` on every case of ``cases``."""
-    root = Path(tempfile.mkdtemp(prefix="difftest-", dir=workdir))
+    root = Path(tempfile.mkdtemp(prefix="difftest-candidate-"))
     limit = asyncio.Semaphore(jobs or default_jobs())
-    cache_key = _cache_key(oracle_src, cases, command, getattr(executor, "__name__", str(executor)))
-    cached = _ORACLE_CACHE.get(cache_key) if use_cache else None
-    oracle_side = executor(root / "oracle", command)
-    candidate_side = executor(root / "candidate", command)
-    all_cases = [(cls.id, case) for cls in cases.classes for case in cls.cases]
+    candidate_side = executor(root, command)
     try:
-        candidate_build = await candidate_side.build(candidate_src)
-        if cached:
-            oracle_build, oracle_runs = cached
-        else:
-            oracle_build = await oracle_side.build(oracle_src)
+        async with shared_oracle(oracle_src, cases, command, executor, use_cache) as oracle_side:
+            candidate_build, oracle_build = await asyncio.gather(candidate_side.build(candidate_src),
+                                                                 oracle_side.build())
             if not oracle_build.ok:
                 raise OracleError(f"the oracle does not install (exit {oracle_build.exit_code}): "
                                   f"{oracle_build.output.strip()[-500:]}")
-            oracle_runs = {}
-        if not candidate_build.ok:
             verdicts: list[CaseVerdict] = []  # Build failed: every score is 0, nothing else to learn
-        else:
-            async def one(class_id: str, case: Case) -> CaseVerdict:
-                files = cases.files_for(case)
-                async with limit:
-                    if case.id not in oracle_runs:
-                        oracle_runs[case.id] = await oracle_side.run(case, files)
-                    candidate_run = await candidate_side.run(case, files)
-                verdict = judge_case(class_id, case.id, case.argv, case.stdin, oracle_runs[case.id],
-                                     candidate_run, fuzzy_threshold, case.oracle_exit)
-                if judge is not None and verdict.valid:
-                    await _semantic(verdict, judge, limit)
-                return verdict
+            if candidate_build.ok:
+                async def one(class_id: str, case: Case) -> CaseVerdict:
+                    files = cases.files_for(case)
+                    async with limit:
+                        oracle_run = await oracle_side.run(case, files)
+                        candidate_run = await candidate_side.run(case, files)
+                    verdict = judge_case(class_id, case.id, case.argv, case.stdin, oracle_run, candidate_run,
+                                         fuzzy_threshold, case.oracle_exit)
+                    if judge is not None and verdict.valid:
+                        await _semantic(verdict, judge, limit)
+                    return verdict
 
-            verdicts = list(await asyncio.gather(*(one(cid, case) for cid, case in all_cases)))
-            if use_cache and not cached:
-                _ORACLE_CACHE[cache_key] = (oracle_build, oracle_runs)
-                while len(_ORACLE_CACHE) > _ORACLE_CACHE_SIZE:
-                    _ORACLE_CACHE.popitem(last=False)
+                verdicts = list(await asyncio.gather(*(one(cls.id, case) for cls in cases.classes
+                                                       for case in cls.cases)))
     finally:
-        await oracle_side.close()
         await candidate_side.close()
         shutil.rmtree(root, ignore_errors=True)
     classes = class_scores(verdicts, [cls.id for cls in cases.classes])
@@ -134,5 +106,3 @@ async def _semantic(verdict: CaseVerdict, judge: Callable, limit: asyncio.Semaph
                                                            verdict.argv)
 
 
-def clear_oracle_cache() -> None:
-    _ORACLE_CACHE.clear()

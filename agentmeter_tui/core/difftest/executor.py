@@ -25,6 +25,7 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
+from ..procs import OWN_CHILDREN
 from .cases import Case, FileSpec, place_files
 from .snapshot import SideEffects, snapshot
 
@@ -80,7 +81,7 @@ class CaseExecutor(ABC):
     @abstractmethod
     async def run(self, case: Case, files: list[FileSpec]) -> CaseRun: ...
 
-    async def close(self) -> None:  # noqa: B027 - optional hook
+    async def close(self) -> None:
         """Release what the side holds (temporary folders, a container)."""
 
 
@@ -103,6 +104,9 @@ async def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin:
                       timeout: float, shell: bool = False) -> tuple[int | None, bytes, bytes, float]:
     """Run to completion in its own process group; on timeout kill the group. Exit 127 if not found."""
     started = time.perf_counter()
+    # Inside the runner (a child subreaper that reaps stray zombies), a child must be registered
+    # as our own, or its exit status can be reaped away from asyncio (which then reports 255).
+    OWN_CHILDREN.spawning += 1
     try:
         if shell:
             proc = await asyncio.create_subprocess_shell(
@@ -112,8 +116,19 @@ async def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin:
             proc = await asyncio.create_subprocess_exec(
                 *argv, cwd=cwd, env=env, start_new_session=True, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        OWN_CHILDREN.pids.add(proc.pid)
     except (FileNotFoundError, PermissionError) as exc:
         return 127, b"", f"{exc}\n".encode(), time.perf_counter() - started
+    finally:
+        OWN_CHILDREN.spawning -= 1
+    try:
+        return await _communicate(proc, stdin, timeout, started)
+    finally:
+        OWN_CHILDREN.pids.discard(proc.pid)
+
+
+async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes | None, timeout: float,
+                       started: float) -> tuple[int | None, bytes, bytes, float]:
     assert proc.stdin and proc.stdout and proc.stderr
 
     async def feed() -> None:
@@ -130,7 +145,7 @@ async def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin:
     try:
         _, out, err, code = await asyncio.wait_for(gathered, timeout)
         return code, out, err, time.perf_counter() - started
-    except asyncio.TimeoutError:
+    except TimeoutError:
         elapsed = time.perf_counter() - started
         _kill_group(proc.pid)
         await proc.wait()

@@ -161,6 +161,7 @@ def derive(schema: Schema, plan: ClassPlan, pool: int) -> None:
     rng = random.Random(f"{schema.tool.seed}:{plan.id}")
     build = _Builder(schema, plan)
     params = [*plan.required, *plan.flags]
+    optional_args = [a for a in plan.command.arg if not a.required]  # drawn in or left out
     stdins = plan.command.stdin or [None]
 
     def base() -> dict[str, object]:
@@ -179,7 +180,7 @@ def derive(schema: Schema, plan: ClassPlan, pool: int) -> None:
     out_of_range: list[Case] = []
     conflicts: list[Case] = []
     edges: list[list[Case]] = []
-    for param in params:
+    for param in [*params, *optional_args]:
         if param.required:
             add(omitted, "error", {k: v for k, v in base().items() if k != param.name})
         if param.takes_value:
@@ -207,21 +208,23 @@ def derive(schema: Schema, plan: ClassPlan, pool: int) -> None:
     for attempt in range(pool * 4):
         if len(plan.commons) >= pool:
             break
-        assignment: dict[str, object] = {}
-        for param in params:
-            if not param.takes_value:
-                assignment[param.name] = True
-            elif param.variadic:
-                choices = common_values(param)
-                assignment[param.name] = [rng.choice(choices) for _ in range(rng.randint(1, min(3, len(choices))))]
-            else:
-                assignment[param.name] = rng.choice(common_values(param))
-        for flag in plan.optional_globals:
+        assignment = {param.name: _draw(rng, param) for param in params}
+        for optional in (*optional_args, *plan.optional_globals):
             if rng.random() < 0.5:
-                assignment[flag.name] = True if not flag.takes_value else rng.choice(common_values(flag))
+                assignment[optional.name] = _draw(rng, optional)
         case = build.case("common", assignment, attempt, rng.choice(stdins))
         if case is not None:
             plan.commons.append(case)
+
+
+def _draw(rng: random.Random, param: Param) -> object:
+    """A common value: True for a bool flag, one to three values for a variadic argument."""
+    if not param.takes_value:
+        return True
+    choices = common_values(param)
+    if param.variadic:
+        return [rng.choice(choices) for _ in range(rng.randint(1, min(3, len(choices))))]
+    return rng.choice(choices)
 
 
 def _first(param: Param) -> object:

@@ -65,8 +65,8 @@ def first_failed_check(case: dict[str, Any]) -> str:
 def case_lines(case: dict[str, Any], width: int = 200) -> list[str]:
     oracle, candidate = case["oracle"], case["candidate"] or {}
     lines = [f"{case['id']}  [{first_failed_check(case)}]  argv: {' '.join(case['argv'])}"[:width],
-             f"  exit    oracle {oracle['exit_code']}  candidate {candidate.get('exit_code')}"
-             f"  similarity {case['similarity']:.2f}"]
+             (f"  exit    oracle {oracle['exit_code']}  candidate {candidate.get('exit_code')}"
+             f"  similarity {case['similarity']:.2f}")]
     for side, run in (("oracle", oracle), ("candidate", candidate)):
         effects = run.get("side_effects") or {}
         changed = ([f"+{p}" for p in effects.get("created", {})] + [f"~{p}" for p in effects.get("modified", {})]

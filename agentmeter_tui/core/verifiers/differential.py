@@ -97,7 +97,7 @@ class DifferentialVerifier(Verifier):
                 settings.timeout_sec)
         except OracleError as exc:
             return VerifierResult(False, 0.0, str(exc), infra_error=str(exc))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             message = f"differential evaluation took longer than {settings.timeout_sec:g} s"
             return VerifierResult(False, 0.0, message, infra_error=message)
         details = report.as_dict()
