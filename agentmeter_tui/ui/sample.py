@@ -117,11 +117,12 @@ def build_sample_store(path: str | Path, *, events_per_trial: int = 40, big_tria
                     trial_id = db["trials"].insert(_trial_row(suite, run_id, config_id, model, cli, task, tier, index,
                                                               status, rng)).last_pk
                     seed += 1
-                    _insert_events(db, trial_id, transcript(events_per_trial, seed))
+                    _insert_events(db, trial_id, transcript(events_per_trial, seed, fail_every=3))
         if big_trial_events:
             trial_id = db["trials"].insert(_trial_row(suite, run_id, configs[("ace", "reference")], "ace", "reference",
                                                       "fix-median", "medium", 3, "passed", rng)).last_pk
             _insert_events(db, trial_id, transcript(big_trial_events, 99))
+        db["trials"].update(17, {"extra": orjson.dumps({"verifier": sample_funnel()}).decode()})
     if scores:
         for trial_id, score in ((1, 3), (2, 2), (3, 0), (9, 3), (10, 1)):
             store.add_score(trial_id, score, "sample-reviewer", note="sample score" if score == 0 else None)
@@ -129,6 +130,25 @@ def build_sample_store(path: str | Path, *, events_per_trial: int = 40, big_tria
             db.execute("update scores set created_at = '2026-06-04T10:30:00.000+00:00'")
             db.execute("update audit set ts = '2026-06-04T10:30:00.000+00:00'")
     return store
+
+
+def sample_funnel() -> dict[str, Any]:
+    """A differential verifier's details (built with the real funnel code, so the shape is current)."""
+    from ..core.difftest.executor import BuildResult, CaseRun
+    from ..core.difftest.funnel import FunnelReport, class_scores, judge_case
+
+    def run(code: int, out: str) -> CaseRun:
+        return CaseRun(exit_code=code, stdout=out, duration=0.004)
+
+    cases = [("set-get", "c1", ["set", "a", "1"], run(0, "OK\n"), run(0, "OK\n")),
+             ("set-get", "c2", ["get", "a"], run(0, "1\n"), run(0, "1\n")),
+             ("list", "c3", ["list"], run(0, "a=1\nb=2\n"), run(0, "a = 1, b = 2\n")),
+             ("list", "c4", ["list", "--json"], run(0, '{"a": 1, "b": 2}\n'), run(2, "unknown flag --json\n")),
+             ("errors", "c5", ["get", "missing"], run(1, ""), run(0, "None\n"))]
+    verdicts = [judge_case(cls, cid, argv, None, oracle, candidate) for cls, cid, argv, oracle, candidate in cases]
+    report = FunnelReport("fuzzy", BuildResult(True, 0), BuildResult(True, 0), verdicts,
+                          class_scores(verdicts, ["set-get", "list", "errors"]))
+    return report.as_dict()
 
 
 def _insert_events(db, trial_id: int, rows: list[tuple]) -> None:

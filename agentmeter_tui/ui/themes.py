@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
@@ -37,51 +39,46 @@ APP_VARIABLES: dict[str, str] = {
 }
 
 
+def _colour(value: str) -> str:
+    try:
+        Color.parse(value)
+    except ColorParseError as exc:
+        raise ValueError(f"not a colour: {value!r} ({exc})") from None
+    return value
+
+
+def _known(name: str) -> str:
+    if name not in APP_VARIABLES:
+        raise ValueError(f"unknown variable '{name}' (known: status-*, meter-*, score-0..3, ev-*, flag-thrash, "
+                         "heat-low, heat-high; see ui/themes.py)")
+    return name
+
+
+Colour = Annotated[str, AfterValidator(_colour)]
+VariableName = Annotated[str, AfterValidator(_known)]
+
+
 class ThemeFile(BaseModel):
     """The schema of ``themes/<name>.toml``."""
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     dark: bool = True
-    primary: str
-    secondary: str | None = None
-    accent: str | None = None
-    warning: str | None = None
-    error: str | None = None
-    success: str | None = None
-    foreground: str | None = None
-    background: str | None = None
-    surface: str | None = None
-    panel: str | None = None
-    boost: str | None = None
-    variables: dict[str, str] = {}
-
-    @field_validator("primary", "secondary", "accent", "warning", "error", "success", "foreground", "background",
-                     "surface", "panel", "boost")
-    @classmethod
-    def _colour(cls, value: str | None) -> str | None:
-        if value is not None:
-            _parse_colour(value)
-        return value
-
-    @field_validator("variables")
-    @classmethod
-    def _known_variables(cls, variables: dict[str, str]) -> dict[str, str]:
-        for name, value in variables.items():
-            if name not in APP_VARIABLES:
-                raise ValueError(f"unknown variable '{name}'; known: {', '.join(sorted(APP_VARIABLES))}")
-            _parse_colour(value)
-        return variables
+    primary: Colour
+    secondary: Colour | None = None
+    accent: Colour | None = None
+    warning: Colour | None = None
+    error: Colour | None = None
+    success: Colour | None = None
+    foreground: Colour | None = None
+    background: Colour | None = None
+    surface: Colour | None = None
+    panel: Colour | None = None
+    boost: Colour | None = None
+    variables: dict[VariableName, Colour] = {}
 
     def to_theme(self) -> Theme:
         return Theme(**self.model_dump(exclude={"variables"}), variables=dict(self.variables))
-
-
-def _parse_colour(value: str) -> None:
-    try:
-        Color.parse(value)
-    except ColorParseError as exc:
-        raise ValueError(f"not a colour: {value!r} ({exc})") from None
 
 
 def theme_dirs() -> list[Path]:

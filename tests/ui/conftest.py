@@ -95,3 +95,8 @@ async def settle(pilot, screen=None) -> None:
         target.flush()
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
+
+
+def text_of(widget) -> str:
+    """What a widget shows, as plain text (for renderables that are not markup)."""
+    return "\n".join(strip.text for strip in widget.render_lines(widget.region.reset_offset))

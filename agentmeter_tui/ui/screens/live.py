@@ -113,29 +113,46 @@ class LiveScreen(SessionScreen):
         grid = self.query_one("#panes", Grid)
         grid.styles.grid_size_columns = self.columns
         for trial_id in [i for i in self.panes if i not in shown]:
-            self.panes.pop(trial_id).remove()
+            pane = self.panes.pop(trial_id)
+            if pane.is_attached:
+                pane.remove()
             live.forget(trial_id)
-        now = live.clock()
         new = [i for i in shown if i not in self.panes]
         for trial_id in new:
-            pane = self.panes[trial_id] = TrialPane(trial_id)
-            grid.mount(pane)
-            trial = live.trials[trial_id]
-            if (trial.events and trial.events[0][0] > 1) or (not trial.events and trial.meter.get("events")):
-                pane.seeding = True
-                self.run_worker(self._seed(pane), exit_on_error=False)
-        for trial_id in shown:
-            pane = self.panes[trial_id]
-            if not getattr(pane, "seeding", False) and pane.is_mounted:
-                pane.sync(live.trials[trial_id], now)
+            self.panes[trial_id] = TrialPane(trial_id)
+        self._sync_panes(shown)
+        if new:
+            self.run_worker(self._mount([self.panes[i] for i in new], shown), exit_on_error=False)
         self._show_overflow(overflow)
         self._show_empty(bool(shown))
-        if new and not isinstance(self.focused, (TrialPane, DataTable)) and self.panes:
-            self.call_after_refresh(self._focus_first)
+
+    async def _mount(self, panes: list[TrialPane], shown: list[int]) -> None:
+        await self.query_one("#panes", Grid).mount_all(panes)
+        live = self.session.live
+        for pane in panes:
+            trial = live.trials.get(pane.trial_id)
+            # Opened mid-trial (attached late, or pinned from the list): its start is in the store.
+            if trial is not None and ((trial.events and trial.events[0][0] > 1)
+                                      or (not trial.events and trial.meter.get("events"))):
+                pane.seeding = True
+                self.run_worker(self._seed(pane), exit_on_error=False)
+        self._sync_panes(shown)
+        if not isinstance(self.focused, (TrialPane, DataTable)):
+            self._focus_first()
+
+    def _sync_panes(self, shown: list[int]) -> None:
+        live = self.session.live
+        now = live.clock()
+        for trial_id in shown:
+            pane = self.panes.get(trial_id)
+            if pane is not None and not pane.seeding and pane.is_mounted and trial_id in live.trials:
+                pane.sync(live.trials[trial_id], now)
 
     def _focus_first(self) -> None:
-        if self.focused is None and self.panes:
-            next(iter(self.panes.values())).focus()
+        for pane in self.panes.values():
+            if pane.is_mounted:
+                pane.focus()
+                return
 
     async def _seed(self, pane: TrialPane) -> None:
         try:
@@ -143,6 +160,7 @@ class LiveScreen(SessionScreen):
             pane.seed(rows)
         finally:
             pane.seeding = False
+        self._sync_panes([pane.trial_id])
 
     def _show_overflow(self, overflow: list[int]) -> None:
         live = self.session.live

@@ -59,9 +59,10 @@ class ReviewScreen(SessionScreen):
             with VerticalScroll(id="review-side"):
                 yield ReviewPanel("Score", id="score-panel", classes="panel")
                 yield ReviewPanel("Usage and cost", id="usage-panel", classes="panel")
-                yield ReviewPanel("Verifier", id="verdict-panel", classes="panel")
                 yield Static("", id="cell-title", classes="section-title")
-                yield TrialTable(columns=("id", "trial", "status", "tokens", "usd", "score"), id="siblings")
+                yield TrialTable(columns=("id", "trial", "status", "tokens", "usd", "score"), widths={"status": 12},
+                                 id="siblings")
+                yield ReviewPanel("Verifier", id="verdict-panel", classes="panel")
         yield Input(placeholder="search the transcript · enter: next match · esc: close", id="search")
         yield Footer()
 

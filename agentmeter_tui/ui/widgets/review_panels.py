@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -93,21 +94,40 @@ def verdict_renderable(detail: TrialDetail):
     return Group(Text(f"exit {row.get('verifier_exit')}", style="bold"), Text(shown or "(no output)"))
 
 
-def funnel_renderable(details: dict[str, Any]):
-    from ...core.difftest.report import class_table, failing_cases, first_failed_check, funnel_lines
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.0f}%"
 
-    parts: list[Any] = [Text("\n".join(funnel_lines(details))), Text("")]
-    parts.append(Text("\n".join(class_table(details)), no_wrap=True, overflow="ellipsis"))
+
+def funnel_renderable(details: dict[str, Any]):
+    """The funnel, per class pass rates, and failing cases with both stdouts side by side."""
+    from ...core.difftest.funnel import FUNNEL, METRIC_LABELS
+    from ...core.difftest.report import failing_cases, first_failed_check, funnel_lines
+
+    parts: list[Any] = [Text("\n".join(funnel_lines(details)))]
+    classes = Table(box=box.SIMPLE_HEAD, padding=(0, 1), expand=False, show_edge=False, header_style="bold")
+    # The panel is narrow: Exec, Exact, Fuzzy, the metric R is read from, and Reject.
+    chosen = details.get("metric")
+    metrics = [m for m in FUNNEL if m in ("exec", "exact", "fuzzy") or m == chosen] + ["reject"]
+    classes.add_column("class", no_wrap=True, max_width=16)
+    classes.add_column("+/-", justify="right", no_wrap=True)
+    for metric in metrics:
+        classes.add_column(METRIC_LABELS[metric], justify="right", no_wrap=True)
+    for cls in details["classes"]:
+        classes.add_row(cls["class"], f"{cls['positives']}/{cls['negatives']}",
+                        *(_rate(cls["rates"].get(m)) for m in metrics))
+    parts.append(classes)
     failing = failing_cases(details)
     if failing:
-        parts.append(Text(f"\n{len(failing)} failing case(s)", style="bold"))
+        parts.append(Text(f"{len(failing)} failing case(s)", style="bold"))
     for case in failing[:FAILING_CASES]:
         table = Table(title=f"{case['id']} [{first_failed_check(case)}] {' '.join(case['argv'])}"[:80],
-                      title_justify="left", expand=True, show_lines=False, padding=(0, 1))
+                      title_justify="left", title_style="italic", expand=True, box=box.SIMPLE_HEAD,
+                      padding=(0, 1), header_style="bold")
         table.add_column(f"oracle (exit {case['oracle'].get('exit_code')})", ratio=1, overflow="fold")
         candidate = case.get("candidate") or {}
         table.add_column(f"candidate (exit {candidate.get('exit_code')})", ratio=1, overflow="fold")
-        table.add_row(Text((case["oracle"].get("stdout") or "")[:600]), Text((candidate.get("stdout") or "")[:600]))
+        table.add_row(Text((case["oracle"].get("stdout") or "").rstrip()[:600] or "(empty)"),
+                      Text((candidate.get("stdout") or "").rstrip()[:600] or "(empty)"))
         parts.append(table)
     return Group(*parts)
 

@@ -128,13 +128,16 @@ class TranscriptView(ScrollView, can_focus=True):
         self.show_event(self.cursor + step)
 
     def action_page(self, direction: int) -> None:
-        if self.doc is None:
+        """Move the cursor a screenful of lines, scrolling with it."""
+        doc = self.doc
+        if doc is None or not len(doc):
             return
-        y = self.scroll_offset.y + direction * max(1, self.size.height - 1)
-        self.scroll_to(y=y, animate=False, immediate=True)
-        located = self.doc.locate(max(0, min(self.doc.height - 1, int(self.scroll_offset.y))))
+        page = max(1, self.size.height - 1)
+        target = max(0, min(doc.height - 1, doc.offsets[self.cursor] + direction * page))
+        located = doc.locate(target)
         if located is not None:
-            self.cursor = located[0]
+            self.scroll_to(y=self.scroll_offset.y + direction * page, animate=False, immediate=True)
+            self.show_event(located[0])
 
     def action_edge(self, end: int) -> None:
         if self.doc is not None:

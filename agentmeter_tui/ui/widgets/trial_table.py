@@ -29,16 +29,18 @@ class TrialTable(DataTable):
     }
 
     def __init__(self, columns: Sequence[str] = ("id", "task", "trial", "status", "reason", "tokens", "usd",
-                                                 "score", "flags"), **kwargs) -> None:
+                                                 "score", "flags"), widths: dict[str, int] | None = None,
+                 **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self.column_keys = [c for c in columns]
+        self.widths = widths or {}
         self._rows: dict[int, tuple] = {}
 
     def on_mount(self) -> None:
         spec = {key: (label, width) for key, label, width in COLUMNS}
         for key in self.column_keys:
             label, width = spec[key]
-            self.add_column(label, key=key, width=width)
+            self.add_column(label, key=key, width=self.widths.get(key, width))
 
     def _style(self, name: str):
         try:

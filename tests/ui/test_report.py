@@ -1,0 +1,51 @@
+"""The report screen: Table 2, the rubric with winrates, the charts; keys s and ctrl+r."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable
+
+from agentmeter_tui.ui.screens.report import ReportScreen
+
+from .conftest import SIZE, make_app, settle, text_of
+
+
+async def open_report(pilot) -> ReportScreen:
+    await settle(pilot)
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, ReportScreen) and screen.report is not None
+    return screen
+
+
+async def test_table2_rubric_and_charts(sample_db):
+    app = make_app(sample_db, screen="report")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_report(pilot)
+        table2 = screen.query_one("#table2", DataTable)
+        assert table2.row_count == 8  # 4 models x 2 CLIs
+        header = [str(c.label) for c in table2.columns.values()]
+        assert header[:4] == ["Model", "CLI", "Pass", "P(E/M/H)"] and "AMS ↑" in header
+        first = [str(cell) for cell in table2.get_row_at(0)]
+        assert first[0] == "ace" and first[2] == "3/3"
+        rubric = screen.query_one("#rubric", DataTable)
+        labels = [str(rubric.get_row_at(i)[0]) for i in range(rubric.row_count)]
+        assert "winrate" in labels and "count-lines" in labels
+        heatmap = text_of(screen.query_one("#heatmap"))
+        assert "ace" in heatmap and "★" in heatmap
+        assert "easy" in text_of(screen.query_one("#tiers"))
+        title = str(screen.query_one("#report-title").render())
+        assert "latest completed trial" in title
+
+
+async def test_s_switches_the_selection_rule_and_ctrl_r_reloads(sample_db):
+    app = make_app(sample_db, screen="report")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_report(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        assert screen.selection == "median" and screen.report.selection == "median"
+        assert "median trial" in str(screen.query_one("#report-title").render())
+        before = screen.report
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert screen.report is not before and screen.report.selection == "median"
