@@ -137,7 +137,8 @@ class ClaudeCodeParser(StreamParser):
             total = model_usage_total(model_usage)
         else:
             total = anthropic_usage(obj.get("usage") or {})
-        turns = None if self._counted else as_int(obj.get("num_turns"))
+        # num_turns counts agent turns, not model calls: only a stand-in when no message was seen.
+        turns = as_int(obj.get("num_turns")) if total and not self._counted else None
         events = []
         usage_event = self.set_total(total, turns=turns)
         if usage_event is not None:
