@@ -4,6 +4,7 @@
 an oracle it keeps only the cases the oracle runs the same way twice. ``run CANDIDATE`` judges a
 tool folder against the oracle on a case file (a task's settings with ``--task``) and prints the
 funnel: what the differential verifier would say, for task authors checking their cases.
+``report`` prints the funnel per configuration of a suite's differential trials.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 from ..core.tomlerrors import InputError
+from . import add_db_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,6 +45,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--jobs", type=int)
     run.add_argument("--json", action="store_true", help="print the whole funnel as JSON")
     run.set_defaults(handler=_run)
+
+    report = commands.add_parser("report", help="the funnel per configuration of a suite's differential trials")
+    add_db_argument(report)
+    report.add_argument("--suite", help="suite id (default: the latest suite in the store)")
+    report.add_argument("--records", type=Path, help="read trial records (JSONL) instead of the store")
+    report.add_argument("--by-task", action="store_true", help="one row per configuration and task")
+    report.add_argument("--json", action="store_true")
+    report.set_defaults(handler=_report)
 
 
 def _gen(args: argparse.Namespace) -> int:
@@ -118,3 +128,29 @@ def _run(args: argparse.Namespace) -> int:
         print(render_text(result.details, max_failing=20), end="")
         print(f"R = {result.quality:.3f} ({settings.metric}); {'PASSED' if result.passed else 'FAILED'}")
     return 0 if result.passed else 1
+
+
+def _report(args: argparse.Namespace) -> int:
+    from ..core.difftest.summary import funnel_markdown, funnel_rows
+    from ..core.records import RecordError, load_records, records_from_store
+    from ..core.store import Store
+
+    try:
+        if args.records:
+            records = load_records(args.records)
+        else:
+            if not Path(args.db).is_file():
+                print(f"error: no store at {args.db}", file=sys.stderr)
+                return 2
+            records = records_from_store(Store(args.db, readonly=True), args.suite)
+    except (OSError, RecordError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    rows = funnel_rows(records, by_task=args.by_task)
+    if args.json:
+        print(json.dumps([row.as_dict() for row in rows], indent=1))
+    elif not rows:
+        print("no differential trials")
+    else:
+        print(funnel_markdown(rows), end="")
+    return 0

@@ -159,3 +159,56 @@ def test_details_are_json_able_and_text_names_failing_cases():
     assert "sweep#01  [SideFx]" in text and "-data/a.log" in text and "(none)" in text
     assert "sweep#02" not in text
     assert "Fuzzy     50.0%  <- R" in text
+
+
+def record(model, task, status, scores=None, attempt=0, trial=1, ratio=None):
+    from agentmeter_tui.core.records import TrialRecord
+    from agentmeter_tui.core.usage import TokenUsage
+
+    extra = {"attempt": attempt} if attempt else {}
+    if scores is not None:
+        extra["verifier"] = {"kind": "differential", "scores": scores, "runtime": {"ratio": ratio}}
+    return TrialRecord(suite="s", task=task, tier=None, model=model, cli="reference", trial=trial, status=status,
+                       passed=status == "passed", quality=0.0, tokens=TokenUsage(), cost_usd=None,
+                       cost_source=None, turns=0, tool_calls=0, started_at=None, finished_at=None, extra=extra)
+
+
+def test_funnel_per_configuration_from_trial_records():
+    from agentmeter_tui.core.difftest.summary import funnel_markdown, funnel_rows
+
+    full = {"build": 1.0, "exec": 1.0, "side_effects": 1.0, "exact": 0.5, "fuzzy": 1.0, "semantic": None}
+    broken = {"build": 0.0, "exec": 0.0, "side_effects": 0.0, "exact": 0.0, "fuzzy": 0.0, "semantic": None}
+    records = [
+        record("a", "t1", "passed", full, ratio=2.0),
+        record("a", "t2", "failed", broken),
+        record("a", "t3", "killed"),  # killed before judging: 0 everywhere
+        record("a", "t4", "infra-invalid"),  # our failure: left out
+        record("b", "t1", "infra-invalid", attempt=0),
+        record("b", "t1", "passed", full, attempt=1, ratio=0.5),  # the retry counts
+        record("b", "t9", "passed", None),  # another verifier kind: not in the funnel
+    ]
+    rows = {r.model: r.as_dict() for r in funnel_rows(records)}
+    assert rows["a"]["trials"] == 3
+    assert rows["a"]["build"] == pytest.approx(1 / 3) and rows["a"]["exact"] == pytest.approx(0.5 / 3)
+    assert rows["a"]["semantic"] is None  # off in every judged trial
+    assert rows["a"]["runtime_ratio"] == 2.0
+    assert rows["b"]["trials"] == 1 and rows["b"]["fuzzy"] == 1.0 and rows["b"]["semantic"] is None
+    table = funnel_markdown(funnel_rows(records))
+    assert "| a | reference | 3 | 33.3 | 33.3 | 33.3 | 16.7 | 33.3 | - | 2.00 |" in table
+    by_task = funnel_rows(records, by_task=True)
+    assert [(r.model, r.task) for r in by_task] == [("a", "t1"), ("a", "t2"), ("a", "t3"), ("b", "t1")]
+
+
+def test_difftest_report_command_reads_records(tmp_path, capsys):
+    from agentmeter_tui.cli import main
+    from agentmeter_tui.core.records import write_records
+
+    path = tmp_path / "records.jsonl"
+    full = {"build": 1.0, "exec": 1.0, "side_effects": 0.5, "exact": 0.5, "fuzzy": 0.5, "semantic": None}
+    with open(path, "wb") as handle:
+        write_records([record("m", "t1", "failed", full, ratio=1.5)], handle)
+    assert main(["difftest", "report", "--records", str(path)]) == 0
+    assert "| m | reference | 1 | 100.0 | 100.0 | 50.0 | 50.0 | 50.0 | - | 1.50 |" in capsys.readouterr().out
+    assert main(["difftest", "report", "--records", str(path), "--json"]) == 0
+    assert '"side_effects": 0.5' in capsys.readouterr().out
+    assert main(["difftest", "report", "--db", str(tmp_path / "none.db")]) == 2
