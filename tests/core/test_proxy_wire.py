@@ -126,6 +126,14 @@ def test_gemini_running_usage_counts_only_at_the_finish():
     assert scanner.finish() and scanner.final == TokenUsage(7, 0, 0, 2, 0)
 
 
+def test_a_last_event_without_its_blank_line_is_read_at_the_end():
+    usage = orjson.dumps({"choices": [], "usage": to_chat(USAGE)})
+    scanner = UsageScanner("chat", "text/event-stream")
+    assert not scanner.feed(b'data: {"choices": []}\n\ndata: ' + usage[:10])
+    assert not scanner.feed(usage[10:] + b"\n")
+    assert scanner.finish() and scanner.final == USAGE
+
+
 def test_unknown_encoding_and_broken_json_are_reported_not_raised():
     scanner = UsageScanner("chat", "application/json", "br")
     assert not scanner.feed(b"\x00\x01") and not scanner.finish()

@@ -80,8 +80,8 @@ class UsageScanner:
             return False
         if self.sse:
             if clean:
-                if self._buf:
-                    self._line(bytes(self._buf))
+                for line in bytes(self._buf).split(b"\n"):  # a last event without its blank line
+                    self._line(line)
                 self._dispatch()
                 if self.final is None and self.partial is not None and self.protocol == "gemini":
                     self._set_final(self.partial)  # its last running figures are the totals
@@ -94,13 +94,18 @@ class UsageScanner:
         return self._changed
 
     def _feed_sse(self, chunk: bytes) -> None:
+        # Only whole events are looked at, and only those with a usage mark are parsed line by
+        # line: a long text stream costs two C-level searches per chunk, not a Python loop per frame.
         self._buf += chunk
-        if b"\n" not in chunk:
+        lf, crlf = self._buf.rfind(b"\n\n"), self._buf.rfind(b"\r\n\r\n")
+        end = max(lf + 2 if lf >= 0 else 0, crlf + 4 if crlf >= 0 else 0)
+        if not end:
             return
-        *lines, rest = self._buf.split(b"\n")
-        self._buf = bytearray(rest)
-        for line in lines:
-            self._line(bytes(line))
+        complete = bytes(self._buf[:end])
+        del self._buf[:end]
+        if _USAGE_MARK in complete:
+            for line in complete.split(b"\n"):
+                self._line(line)
 
     def _line(self, line: bytes) -> None:
         line = line.rstrip(b"\r")

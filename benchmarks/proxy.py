@@ -1,0 +1,178 @@
+"""The metering proxy's cost: added latency to first byte, and streamed throughput, through the
+proxy against a direct connection to the same provider.
+
+    python benchmarks/proxy.py [--calls 300] [--streams 30] [--frames 20000]
+
+Three processes, as in a real run: a provider (a bare Chat Completions SSE server, so that its
+own cost is as small as possible and the proxy's shows), the proxy (its own event loop, as
+inside the runner, with a route and a sink that meters every call), and this client (stdlib
+``http.client`` with keep-alive). Direct and proxied calls alternate so load on the machine
+hits both alike; figures are medians. Each proxied call's usage is metered and checked.
+
+Target (issue 8): no added latency worth measuring against a model's own time to first
+token (hundreds of ms); throughput far above any model's output rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import multiprocessing
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FRAME_TEXT = "x" * 900  # about 1 KB per SSE frame, a long text delta
+USAGE = {"prompt_tokens": 5000, "completion_tokens": 50,
+         "prompt_tokens_details": {"cached_tokens": 4000}, "completion_tokens_details": {"reasoning_tokens": 10}}
+
+
+# -- the provider ---------------------------------------------------------------------------------
+
+def serve_provider(ready) -> None:
+    from aiohttp import web
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        frames = int((await request.json()).get("frames", 10))
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        chunk = b"data: " + json.dumps({"object": "chat.completion.chunk", "choices": [
+            {"index": 0, "delta": {"content": FRAME_TEXT}}]}).encode() + b"\n\n"
+        batch = chunk * 64
+        for _ in range(frames // 64):
+            await response.write(batch)
+        for _ in range(frames % 64):
+            await response.write(chunk)
+        await response.write(b"data: " + json.dumps({"choices": [], "usage": USAGE}).encode() + b"\n\n")
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", chat)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        ready.send(runner.addresses[0][1])
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+# -- the proxy ------------------------------------------------------------------------------------
+
+def serve_proxy(provider_port: int, conn) -> None:
+    from agentmeter_tui.core.proxy.server import MeteringProxy
+    from agentmeter_tui.core.usage import TokenUsage
+
+    class Sink:
+        usage = TokenUsage()
+        calls = 0
+
+        def admit_call(self):
+            return None
+
+        def on_proxy_usage(self, call, delta):
+            self.usage = self.usage + delta
+
+        def on_proxy_call(self, call):
+            self.calls += 1
+
+    async def main() -> None:
+        proxy = MeteringProxy()
+        await proxy.start()
+        sink = Sink()
+        route = proxy.route(f"http://127.0.0.1:{provider_port}", "sk-provider", sink, "bench")
+        conn.send((proxy.port, route.key))
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, conn.recv)  # the client is done
+        conn.send((sink.calls, sink.usage.raw))
+
+    asyncio.run(main())
+
+
+# -- the client -----------------------------------------------------------------------------------
+
+def one_call(conn: http.client.HTTPConnection, key: str, frames: int) -> tuple[float, float, int]:
+    """(seconds to the first body byte, seconds to the end, bytes) of one streamed call."""
+    body = json.dumps({"model": "bench", "stream": True, "frames": frames}).encode()
+    started = time.perf_counter()
+    conn.request("POST", "/v1/chat/completions", body, {"Authorization": f"Bearer {key}",
+                                                        "Content-Type": "application/json"})
+    response = conn.getresponse()
+    first = response.read1(65536)
+    ttfb = time.perf_counter() - started
+    size = len(first)
+    while data := response.read1(1 << 20):
+        size += len(data)
+    return ttfb, time.perf_counter() - started, size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=300, help="short calls (20 frames) for time to first byte")
+    parser.add_argument("--streams", type=int, default=30, help="long streams for throughput")
+    parser.add_argument("--frames", type=int, default=20000, help="frames of ~1 KB per long stream")
+    args = parser.parse_args()
+    ctx = multiprocessing.get_context("spawn")
+    ready_in, ready_out = ctx.Pipe()
+    provider = ctx.Process(target=serve_provider, args=(ready_out,), daemon=True)
+    provider.start()
+    provider_port = ready_in.recv()
+    control, control_child = ctx.Pipe()
+    proxy = ctx.Process(target=serve_proxy, args=(provider_port, control_child), daemon=True)
+    proxy.start()
+    proxy_port, key = control.recv()
+    import psutil
+
+    proxy_cpu = psutil.Process(proxy.pid)
+    direct = http.client.HTTPConnection("127.0.0.1", provider_port)
+    proxied = http.client.HTTPConnection("127.0.0.1", proxy_port)
+    for _ in range(20):  # warm up connections and both event loops
+        one_call(direct, "sk-provider", 20)
+        one_call(proxied, key, 20)
+    ttfb = {"direct": [], "proxy": []}
+    cpu_before = sum(proxy_cpu.cpu_times()[:2])
+    for _ in range(args.calls):
+        ttfb["direct"].append(one_call(direct, "sk-provider", 20)[0])
+        ttfb["proxy"].append(one_call(proxied, key, 20)[0])
+    cpu_per_call = (sum(proxy_cpu.cpu_times()[:2]) - cpu_before) / args.calls
+    rate = {"direct": [], "proxy": []}
+    size = 0
+    cpu_before = sum(proxy_cpu.cpu_times()[:2])
+    for _ in range(args.streams):
+        for name, conn, k in (("direct", direct, "sk-provider"), ("proxy", proxied, key)):
+            _, total, size = one_call(conn, k, args.frames)
+            rate[name].append(size / total)
+    cpu_per_mb = (sum(proxy_cpu.cpu_times()[:2]) - cpu_before) / (args.streams * size / 1e6)
+    control.send("done")
+    metered_calls, metered_raw = control.recv()
+    expected_calls = 20 + args.calls + args.streams
+    assert metered_calls == expected_calls, (metered_calls, expected_calls)
+    assert metered_raw == expected_calls * 5050, metered_raw  # every call's usage read off the stream
+    med = {name: statistics.median(values) * 1000 for name, values in ttfb.items()}
+    p95 = {name: statistics.quantiles(values, n=20)[-1] * 1000 for name, values in ttfb.items()}
+    print(f"time to first byte, median of {args.calls} calls (p95):")
+    print(f"  direct {med['direct']:.3f} ms ({p95['direct']:.3f})   through the proxy {med['proxy']:.3f} ms "
+          f"({p95['proxy']:.3f})   added {med['proxy'] - med['direct']:.3f} ms")
+    mb = {name: statistics.median(values) / 1e6 for name, values in rate.items()}
+    print(f"streamed throughput, median of {args.streams} streams of {size / 1e6:.1f} MB "
+          f"({args.frames} SSE frames of ~1 KB):")
+    print(f"  direct {mb['direct']:.0f} MB/s   through the proxy {mb['proxy']:.0f} MB/s   "
+          f"ratio {mb['proxy'] / mb['direct']:.2f}")
+    print(f"proxy CPU: {cpu_per_call * 1000:.3f} ms per short call, {cpu_per_mb * 1000:.2f} ms per MB streamed")
+    print(f"metered: {metered_calls} calls, usage read off every stream")
+    proxy.terminate()
+    provider.terminate()
+
+
+if __name__ == "__main__":
+    main()
