@@ -29,6 +29,19 @@ def suite_copy(source: Path, dest: Path, sandbox: str, *, suite_id: str | None =
     return dest
 
 
+def single_trial(suite: Path, model: str = "solver", task: str = "count-lines") -> Path:
+    """Trim a suite copied from the smoke suite to one model, one task, one trial."""
+    text = (suite / "suite.toml").read_text()
+    text = re.sub(r"(?m)^trials = \d+", "trials = 1", text, count=1)
+    text = text.replace("[suite]\n", f'[suite]\ntasks = ["{task}"]\n', 1)
+    blocks = text.split("[[models]]\n")
+    kept = [b for b in blocks[1:] if b.startswith(f'id = "{model}"')]
+    tail = blocks[-1][blocks[-1].index("[[clis]]"):]
+    kept = [b[:b.index("[[clis]]")] if "[[clis]]" in b else b for b in kept]
+    (suite / "suite.toml").write_text(blocks[0] + "".join("[[models]]\n" + b for b in kept) + tail)
+    return suite
+
+
 def docker_client():
     """A client of the local engine, or skip (fail under CI=true) when none answers."""
     try:
