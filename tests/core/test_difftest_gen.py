@@ -89,7 +89,10 @@ def toy(tmp_path: Path, request) -> tuple[Path, Path]:
     (oracle / "toy.py").write_text(TOY)
     schema = tmp_path / "schema.toml"
     size = getattr(request, "param", 12)
-    schema.write_text(SCHEMA.replace("cases_per_class = 12", f"cases_per_class = {size}"))
+    text = SCHEMA.replace("cases_per_class = 12", f"cases_per_class = {size}")
+    if size < 12:  # the tests that run the oracle: fewer classes, fewer process starts
+        text = text.replace("combo_size = 2", "combo_size = 1")
+    schema.write_text(text)
     return schema, oracle
 
 
@@ -127,7 +130,7 @@ async def test_cases_are_deterministic_and_cover_errors_and_boundaries(toy):
 @pytest.mark.parametrize("toy", [6], indirect=True)  # small: every case runs twice on the oracle
 async def test_the_oracle_keeps_only_stable_cases_and_labels_them(toy):
     schema, sha = load_schema(toy[0])
-    cases, summary = await generate(schema, sha, toy[1], ToolCommand(run=schema.tool.run), jobs=2)
+    cases, summary = await generate(schema, sha, toy[1], ToolCommand(run=schema.tool.run), jobs=4)
     assert cases.oracle_checked
     rows = {row[0]: row[1:] for row in summary.classes}
     assert rows["now"][0] == 0 and rows["now"][2] > 0  # its output changes every run: all dropped
@@ -156,11 +159,11 @@ def test_schema_errors_name_file_line_and_field(tmp_path):
 def test_difftest_gen_and_run_commands(toy, tmp_path, capsys):
     schema, oracle = toy
     out = tmp_path / "cases.json"
-    assert main(["difftest", "gen", str(schema), "--oracle", str(oracle), "--out", str(out), "--jobs", "2"]) == 0
+    assert main(["difftest", "gen", str(schema), "--oracle", str(oracle), "--out", str(out), "--jobs", "4"]) == 0
     err = capsys.readouterr().err
-    assert "7 classes" in err and "no case where the oracle succeeds" in err  # the unstable `now`
+    assert "5 classes" in err and "no case where the oracle succeeds" in err  # the unstable `now`
     cases = load_cases(out)
-    assert cases.oracle_checked and cases.case_count() > 25
+    assert cases.oracle_checked and cases.case_count() > 20
     run = ["difftest", "run", "--cases", str(out), "--oracle", str(oracle), "--run", "{python} -S {tool}/toy.py"]
     assert main([*run, str(oracle)]) == 0
     assert "R = 1.000 (fuzzy); PASSED" in capsys.readouterr().out

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from ..tomlerrors import InputError
+from ..tomlerrors import InputError, validate
 
 FORMAT = "agentmeter-difftest-cases/1"
 Intent = Literal["common", "boundary", "error", "manual"]
@@ -77,13 +77,7 @@ def load_cases(path: Path) -> CaseFile:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         line = getattr(exc, "lineno", None)
         raise InputError(path, line, None, f"not a JSON case file: {exc}") from None
-    try:
-        cases = CaseFile.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in error["loc"]).replace(".[", "[")
-        message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
-        raise InputError(path, None, field or None, message) from None
+    cases: CaseFile = validate(CaseFile, data, path, "")  # JSON: the field, no line
     for cls in cases.classes:
         for case in cls.cases:
             if case.fixture and case.fixture not in cases.fixtures:
