@@ -1,7 +1,8 @@
 """The metering proxy's cost: added latency to first byte, and streamed throughput, through the
-proxy against a direct connection to the same provider.
+proxy against a direct connection to the same provider; and the runner's event ingest while
+the proxy in its event loop carries model traffic.
 
-    python benchmarks/proxy.py [--calls 300] [--streams 30] [--frames 20000]
+    python benchmarks/proxy.py [--calls 300] [--streams 30] [--frames 20000] [--agents 24]
 
 Three processes, as in a real run: a provider (a bare Chat Completions SSE server, so that its
 own cost is as small as possible and the proxy's shows), the proxy (its own event loop, as
@@ -9,8 +10,14 @@ inside the runner, with a route and a sink that meters every call), and this cli
 ``http.client`` with keep-alive). Direct and proxied calls alternate so load on the machine
 hits both alike; figures are medians. Each proxied call's usage is metered and checked.
 
+The ingest part runs one suite twice, without and with ``proxy = true``: half the agents
+print events as fast as they can (as in ``benchmarks/ingest.py``), the other half make
+streamed model calls to the scripted server for the whole run (through the proxy in the
+second run), and the flooders' sustained ingest rate is compared.
+
 Target (issue 8): no added latency worth measuring against a model's own time to first
-token (hundreds of ms); throughput far above any model's output rate.
+token (hundreds of ms); throughput far above any model's output rate; ingest as fast with
+the proxy's traffic as without it.
 """
 
 from __future__ import annotations
@@ -20,8 +27,11 @@ import asyncio
 import http.client
 import json
 import multiprocessing
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -116,11 +126,73 @@ def one_call(conn: http.client.HTTPConnection, key: str, frames: int) -> tuple[f
     return ttfb, time.perf_counter() - started, size
 
 
+# -- the runner's ingest with proxy traffic ---------------------------------------------------------
+
+INGEST_SUITE = """
+[suite]
+id = "proxy-ingest"
+trials = {agents}
+concurrency = {concurrency}
+proxy = {proxy}
+[[models]]
+id = "load"
+[[clis]]
+adapter = "command"
+args = ["{{python}}", "{agent}"]
+[budgets.default]
+wall_seconds = 300
+"""
+
+
+def ingest_run(folder: Path, agents: int, events: int, chat_seconds: float, proxy: bool) -> tuple[float, float]:
+    """(flooders' sustained events/s, chatters' model calls/s) of one run."""
+    from agentmeter_tui.core.store import Store
+
+    suite = folder / ("proxied" if proxy else "direct")
+    for task, instruction in (("flood", f"flood {events}"), ("chat", f"chat {chat_seconds:g}")):
+        (suite / task).mkdir(parents=True)
+        (suite / task / "task.toml").write_text('[verifier]\nkind = "none"\n')
+        (suite / task / "instruction.md").write_text(instruction + "\n")
+    (suite / "scenarios").mkdir()
+    (suite / "scenarios" / "load.toml").write_text('[[turns]]\nloop = true\ntext = "ok"\n')
+    (suite / "suite.toml").write_text(INGEST_SUITE.format(
+        agents=agents, concurrency=2 * agents, proxy=str(proxy).lower(),
+        agent=ROOT / "benchmarks" / "proxy_load_agent.py"))
+    db = folder / f"{suite.name}.db"
+    subprocess.run([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless", "--db", str(db)],
+                   check=True, stdout=subprocess.DEVNULL)
+    store = Store(db)
+    rates = []
+    for task, kind in (("flood", None), ("chat", "usage")):
+        count, first, last = store.db.execute(
+            "select count(*), min(e.ts), max(e.ts) from events e join trials t on t.id = e.trial_id "
+            "where t.task_id = ? and e.stream = 'stdout' and (? is null or e.kind = ?)", [task, kind, kind]).fetchone()
+        rates.append(count / (last - first))
+    sources = {r["usage_source"] for r in store.db.query("select usage_source from trials where task_id = 'chat'")}
+    assert sources == {"proxy" if proxy else "stdout"}, sources
+    return rates[0], rates[1]
+
+
+def ingest(agents: int, events: int) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="proxy-ingest-"))
+    try:
+        direct = ingest_run(folder, agents, events, 15, proxy=False)
+        proxied = ingest_run(folder, agents, events, 15, proxy=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"runner ingest, {agents} agents x {events} events while {agents} agents make model calls:")
+    print(f"  calls direct to the provider: {direct[0]:,.0f} events/s ingested, {direct[1]:,.0f} model calls/s")
+    print(f"  calls through the proxy:      {proxied[0]:,.0f} events/s ingested, {proxied[1]:,.0f} model calls/s "
+          f"(ingest ratio {proxied[0] / direct[0]:.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=300, help="short calls (20 frames) for time to first byte")
     parser.add_argument("--streams", type=int, default=30, help="long streams for throughput")
     parser.add_argument("--frames", type=int, default=20000, help="frames of ~1 KB per long stream")
+    parser.add_argument("--agents", type=int, default=24, help="flooders (and as many chatters) for the ingest part")
+    parser.add_argument("--events", type=int, default=5000, help="events per flooder")
     args = parser.parse_args()
     ctx = multiprocessing.get_context("spawn")
     ready_in, ready_out = ctx.Pipe()
@@ -172,6 +244,8 @@ def main() -> None:
     print(f"metered: {metered_calls} calls, usage read off every stream")
     proxy.terminate()
     provider.terminate()
+    if args.agents:
+        ingest(args.agents, args.events)
 
 
 if __name__ == "__main__":
