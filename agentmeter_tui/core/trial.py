@@ -265,7 +265,7 @@ class TrialRun:
         stdout never tells the number of calls, always), read the CLI's session files."""
         if not self.adapter.session_globs:
             return
-        if self.parser.final_seen and not killed and self.usage and not self.adapter.live_session_poll:
+        if self.parser.final_seen and not killed and self.parser.usage and not self.adapter.live_session_poll:
             return
         if await self._read_sessions(session) or (self._session_usage and not self.parser.final_seen):
             self.flags.add("usage-recovered")
