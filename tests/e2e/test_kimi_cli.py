@@ -14,12 +14,7 @@ from tests.e2e import cases
 from tests.e2e.harness import run_scenario
 
 CLI = "kimi-cli"
-WIRE = ".kimi/sessions/*/*/wire.jsonl"
 pytestmark = [pytest.mark.clis, pytest.mark.slow]
-
-
-def _save(result, name: str) -> None:
-    cases.save_stream(result, CLI, name, {"wire.jsonl": cases.session_file(result, WIRE)})
 
 
 def test_shell_call_writes_a_file(tmp_path):
@@ -30,7 +25,7 @@ def test_shell_call_writes_a_file(tmp_path):
     assert result.row["turns"] == 2 and result.row["tool_calls"] == 1
     assert result.row["usage_source"] == "session"  # nothing on stdout
     assert {"tool_call", "tool_result", "assistant", "reasoning", "usage"} <= set(cases.kinds(result))
-    _save(result, "write-file")
+    cases.save_stream(result, CLI, "write-file")
 
 
 def test_cache_heavy(tmp_path):
@@ -38,7 +33,7 @@ def test_cache_heavy(tmp_path):
     assert result.row["status"] == "passed", result.row["reason"]
     cases.assert_classes_match(result, CLI)
     assert result.usage.cached_input == 18_800 and result.row["turns"] == 3
-    _save(result, "cache-heavy")
+    cases.save_stream(result, CLI, "cache-heavy")
 
 
 def test_reasoning(tmp_path):
@@ -46,7 +41,7 @@ def test_reasoning(tmp_path):
     assert result.row["status"] == "passed", result.row["reason"]
     cases.assert_classes_match(result, CLI)
     assert "reasoning" in cases.kinds(result)  # the reasoning text is on stdout, its tokens are not split
-    _save(result, "reasoning")
+    cases.save_stream(result, CLI, "reasoning")
 
 
 def test_http_400_is_errored(tmp_path):
@@ -61,4 +56,4 @@ def test_runaway_stopped_by_token_budget(tmp_path):
     result = run_scenario(tmp_path, CLI, cases.LOOP, budget=f"wall_seconds = 180\ntokens = {cases.LOOP_BUDGET}",
                           suite_extra=cases.KEEP)
     cases.assert_runaway_stopped(result, CLI)
-    _save(result, "loop-killed")
+    cases.save_stream(result, CLI, "loop-killed")

@@ -206,8 +206,11 @@ class QwenCodeAdapter(HarnessAdapter):
         return env
 
     def home_files(self, ctx: LaunchContext) -> dict[str, bytes]:
+        # Managed auto-memory runs one more model call after the task (a background agent that
+        # writes memories into HOME): in a HOME thrown away after the trial it is pure cost, and
+        # against the scripted server it would take a turn of the scenario.
         settings = {"privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
-                    "general": {"disableAutoUpdate": True},
+                    "general": {"disableAutoUpdate": True}, "memory": {"enableManagedAutoMemory": False},
                     "security": {"auth": {"selectedType": "openai"}}}
         return {".qwen/settings.json": json.dumps(settings, indent=2).encode()}
 

@@ -1,0 +1,293 @@
+"""Health checks behind ``agentmeter doctor``: are the agent CLIs a suite uses installed at
+their pinned versions, does each one run a one-turn scenario against the scripted model
+server and come out parsed (the tokens it reports equal what was served), do the suite's
+sandbox hosts answer, is the store readable; and ``--clean``, removing what crashed runners
+left on docker engines.
+
+A CLI smoke run happens in a local sandbox session (fresh HOME and workspace, the adapter's
+own command, environment and HOME files), whatever sandbox the suite uses: it checks the CLI
+and its adapter, while :func:`check_sandbox` checks the suite's hosts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .harnesses import ADAPTERS, HarnessAdapter, LaunchContext, get_adapter
+from .sandboxes.base import KillPolicy, LaunchSpec
+from .sandboxes.local import LocalSession
+from .usage import TokenUsage
+from .wireusage import fold
+
+if TYPE_CHECKING:
+    from .suites import Suite
+
+ONE_TURN = """description = "agentmeter doctor: one text answer, no tool call"
+[[turns]]
+text = "Hello from the scripted model."
+usage = { uncached_input = 500, cached_input = 200, output = 12 }
+"""
+INSTRUCTION = "Say hello."
+DEFAULT_MODEL = "agentmeter-doctor"
+MODEL_NAMES = {"codex": "gpt-5.5"}  # CLIs that refuse a model name they do not know
+VERSION = re.compile(r"\d+\.\d+\.\d+")
+SKIPPED_WITHOUT_SUITE = {"command"}  # runs whatever program a suite names: nothing to check alone
+
+
+@dataclass
+class CliCheck:
+    """One CLI's row in the doctor's table; ``ok`` is None for a check that was skipped."""
+
+    name: str
+    pinned: str
+    installed: bool = False
+    version: str | None = None
+    ok: bool | None = None
+    detail: str = ""
+    fix: str = ""
+
+
+@dataclass
+class HostCheck:
+    subject: str
+    ok: bool | None
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class CliPlan:
+    """What to check for one CLI: the model name it gets, and the suite's args and env for it."""
+
+    adapter: HarnessAdapter
+    model_name: str = DEFAULT_MODEL
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+
+def plans_for(suite: Suite | None) -> list[CliPlan]:
+    """The suite's CLIs (with the model name the suite gives each), or every registered one."""
+    if suite is None:
+        return [CliPlan(get_adapter(name), MODEL_NAMES.get(name, DEFAULT_MODEL))
+                for name in ADAPTERS.names() if name not in SKIPPED_WITHOUT_SUITE]
+    plans = []
+    for cli in suite.spec.clis:
+        name = cli.adapter
+        named = [m.cli_names[name] for m in suite.spec.models if name in m.cli_names]
+        plans.append(CliPlan(get_adapter(name), named[0] if named else MODEL_NAMES.get(name, DEFAULT_MODEL),
+                             tuple(cli.args), tuple(cli.env.items())))
+    return plans
+
+
+async def check_clis(plans: list[CliPlan], clis_root: Path, server_url: str, *, timeout: float = 180,
+                     parallel: int = 2, work_root: Path | None = None) -> list[CliCheck]:
+    """Install, version and smoke checks for each plan, ``parallel`` smoke runs at a time."""
+    gate = asyncio.Semaphore(parallel)
+    work_root = work_root or Path(tempfile.gettempdir())
+
+    async def one(plan: CliPlan) -> CliCheck:
+        async with gate:
+            return await check_cli(plan, clis_root, server_url, timeout=timeout, work_root=work_root)
+
+    return list(await asyncio.gather(*(one(plan) for plan in plans)))
+
+
+async def check_cli(plan: CliPlan, clis_root: Path, server_url: str, *, timeout: float,
+                    work_root: Path) -> CliCheck:
+    adapter = plan.adapter
+    check = CliCheck(adapter.name, adapter.version)
+    if not adapter.is_installed(clis_root):
+        check.ok, check.detail = False, f"not installed in {clis_root}"
+        check.fix = f"run: {adapter.install.hint}"
+        return check
+    check.installed = True
+    root = Path(tempfile.mkdtemp(prefix=f"doctor-{adapter.name}-", dir=work_root))
+    for name in ("workspace", "home", "tmp", "scratch"):
+        (root / name).mkdir()
+    session = LocalSession(root, secrets.token_hex(8))
+    try:
+        ctx = await _launch_context(plan, session, clis_root, server_url, root)
+        check.version = await _version(adapter, session, ctx)
+        if adapter.install.registry != "bundled" and check.version != adapter.version:
+            check.ok = False
+            check.detail = f"version {check.version or 'unknown'} installed, {adapter.version} pinned"
+            check.fix = f"run: {adapter.install.hint}"
+            return check
+        check.ok, check.detail = await _smoke(plan, session, ctx, server_url, timeout)
+        if not check.ok:
+            check.fix = "see the detail; `agentmeter run` would mark its trials errored or infra-invalid"
+    except Exception as exc:  # noqa: BLE001 - a broken adapter or CLI is a finding, not a crash
+        check.ok, check.detail = False, f"{type(exc).__name__}: {exc}"
+        check.fix = f"reinstall it: {adapter.install.hint}"
+    finally:
+        await session.cleanup()
+    return check
+
+
+async def _launch_context(plan: CliPlan, session: LocalSession, clis_root: Path, server_url: str,
+                          root: Path) -> LaunchContext:
+    from .mockllm.client import register_session
+
+    scenario = root / "scratch" / "one-turn.toml"
+    scenario.write_text(ONE_TURN, encoding="utf-8")
+    api_key = f"doctor-{session.token}"
+    await asyncio.to_thread(register_session, server_url, api_key, str(scenario), f"doctor-{plan.adapter.name}")
+    ctx = LaunchContext(model_name=plan.model_name, instruction=INSTRUCTION, workspace=session.workspace,
+                        home=session.home, base_url=server_url, api_key=api_key, clis_root=str(clis_root),
+                        python=sys.executable, extra_args=list(plan.args),
+                        price={"input": "3", "cached_input": "0.3", "cache_write": "3.75", "output": "15"})
+    await session.write_files("home", plan.adapter.home_files(ctx))
+    return ctx
+
+
+async def _version(adapter: HarnessAdapter, session: LocalSession, ctx: LaunchContext) -> str | None:
+    if adapter.install.registry == "bundled":
+        return adapter.version
+    result = await session.exec([adapter.executable(ctx.clis_root), "--version"],
+                                env=adapter.environment(ctx), timeout=60)
+    found = VERSION.search((result.stdout + result.stderr).decode("utf-8", "replace"))
+    return found.group(0) if found else None
+
+
+async def _smoke(plan: CliPlan, session: LocalSession, ctx: LaunchContext, server_url: str,
+                 timeout: float) -> tuple[bool, str]:
+    """Run the one-turn scenario; pass when the adapter sees no error and the tokens it
+    parsed equal what the server served (side calls the CLI never reports left out)."""
+    from .mockllm.client import forget_session, session_info
+
+    adapter = plan.adapter
+    parser = adapter.new_parser()
+    tail: list[str] = []
+
+    def on_output(stream: str, lines: list[bytes]) -> None:
+        for line in lines:
+            parser.feed(stream, line)
+            tail.append(line.decode("utf-8", "replace").strip()[:200])
+        del tail[:-5]
+
+    spec = LaunchSpec(adapter.command(ctx), {**adapter.environment(ctx), **dict(plan.env)})
+    agent = await session.start(spec, on_output)
+    try:
+        code: int | None = await asyncio.wait_for(asyncio.shield(agent.wait()), timeout)
+        timed_out = False
+    except TimeoutError:
+        await session.kill(KillPolicy(grace=2.0))
+        code, timed_out = await agent.wait(), True
+    if adapter.session_globs:
+        recovery = adapter.recover(await session.fetch_files("home", adapter.session_globs))
+        if recovery is not None:
+            parser.absorb(recovery)
+    info = await asyncio.to_thread(session_info, server_url, ctx.api_key)
+    await asyncio.to_thread(forget_session, server_url, ctx.api_key)
+    if timed_out:
+        return False, f"no end within {timeout:g} s; last output: {' | '.join(tail) or '(none)'}"
+    outcome = parser.outcome(code, False)
+    if outcome.errored:
+        return False, f"the run failed (exit {code}): {outcome.error}"
+    served = sum((TokenUsage.from_dict(call["usage"]) for call in info["served"]
+                  if call.get("completed") and call.get("answer") != "side call"), TokenUsage())
+    if not info["served"]:
+        return False, f"it never called the model (exit {code}); last output: {' | '.join(tail) or '(none)'}"
+    merged = adapter.merged_classes
+    if fold(parser.usage, merged) != fold(served, merged):
+        return False, f"parsed {_tokens(parser.usage)} but {_tokens(served)} was served"
+    calls = sum(1 for call in info["served"] if call.get("answer") != "side call")
+    return True, f"{calls} model call(s), {parser.usage.raw} tokens parsed as served"
+
+
+def _tokens(usage: TokenUsage) -> str:
+    return "/".join(str(v) for v in usage.as_tuple()) + " (in/cached/write/out/reasoning)"
+
+
+# -- sandbox hosts, leftovers and the store ---------------------------------------------------
+
+async def check_sandbox(suite: Suite) -> HostCheck | None:
+    """Connect the suite's sandbox (engines, hosts, swarm manager) and resolve its images."""
+    from .sandboxes import SANDBOXES
+
+    kind = suite.spec.sandbox.kind
+    if kind == "local":
+        return None
+    sandbox = SANDBOXES.get(kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+    try:
+        await sandbox.preflight()
+        return HostCheck(f"sandbox {kind}", True, f"{sandbox.capacity()} slot(s) answering")
+    except Exception as exc:  # noqa: BLE001 - whatever stops the sandbox is the finding
+        return HostCheck(f"sandbox {kind}", False, str(exc),
+                         "start the engine / check the hosts and known_hosts named in [sandbox]")
+    finally:
+        await sandbox.close()
+
+
+def engine_targets(suite: Suite | None) -> list[tuple[str | None, str | None, str | None]]:
+    """(url, key, known_hosts) of the docker engines a suite uses; without a suite (or for a
+    local or ssh sandbox) the environment's own engine."""
+    if suite is None or suite.spec.sandbox.kind not in ("docker", "swarm"):
+        return [(None, None, None)]
+    from .sandboxes import SANDBOXES
+
+    sandbox = SANDBOXES.get(suite.spec.sandbox.kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+    config: Any = getattr(sandbox, "config", None)
+    if config is not None and hasattr(config, "entries"):
+        return [(e.url, e.key, e.known_hosts) for e in config.entries()]
+    if config is not None:
+        return [(getattr(config, "engine", None), getattr(config, "key", None), getattr(config, "known_hosts", None))]
+    return [(None, None, None)]
+
+
+def clean_engines(suite: Suite | None) -> list[HostCheck]:
+    """Remove containers, services, volumes and networks of runners that are gone. Blocking."""
+    from .sandboxes import engine as engines
+
+    checks = []
+    for url, key, known_hosts in engine_targets(suite):
+        where = url or "local docker engine"
+        try:
+            client = engines.connect(url, key=key, known_hosts=known_hosts, timeout=30)
+        except Exception:  # noqa: BLE001 - no engine here: nothing can have been left on it
+            checks.append(HostCheck(f"clean {where}", None, "no engine answering: nothing to clean"))
+            continue
+        report = engines.clean_leftovers(url, client=client)
+        removed = {kind: getattr(report, kind) for kind in ("containers", "services", "volumes", "networks",
+                                                              "configs") if getattr(report, kind, None)}
+        text = ", ".join(f"{len(v)} {k}" for k, v in removed.items()) or "nothing left behind"
+        checks.append(HostCheck(f"clean {where}", not report.errors,
+                                text + ("; " + "; ".join(report.errors) if report.errors else ""),
+                                "remove them by hand with `docker rm -f`" if report.errors else ""))
+    return checks
+
+
+def check_store(db: Path) -> HostCheck:
+    """Readable, schema current, and whether a runner holds it now."""
+    from .control import runner_alive
+    from .migrations import MIGRATIONS
+    from .store import Store
+
+    if not db.exists():
+        return HostCheck(f"store {db}", True, "not created yet (the first run creates it)")
+    try:
+        store = Store(db, readonly=True)
+        try:
+            tables = set(store.db.table_names())
+            done = {row["name"] for row in store.db["_migrations"].rows} if "_migrations" in tables else set()
+            pending = [m.__name__ for m in MIGRATIONS if m.__name__ not in done]
+            trials = store.db["trials"].count if "trials" in tables else 0
+            running = store.db.execute("select count(*) from trials where status in "
+                                       "('starting','running','verifying')").fetchone()[0] if trials else 0
+        finally:
+            store.close()
+    except Exception as exc:  # noqa: BLE001 - any failure to read it is the finding
+        return HostCheck(f"store {db}", False, f"unreadable: {exc}", "check the path, or move the file aside")
+    alive = runner_alive(db)
+    parts = [f"{trials} trial(s)", f"{len(pending)} migration(s) pending (applied when opened)" if pending
+             else "schema current", "a runner is attached" if alive else "no runner"]
+    if running and not alive:
+        parts.append(f"{running} trial(s) left running by a stopped runner (the next run marks them infra-invalid)")
+    return HostCheck(f"store {db}", True, ", ".join(parts))

@@ -1,0 +1,100 @@
+"""``agentmeter doctor``: a missing CLI is named with its install command (exit 1), a present
+one runs a one-turn scenario parsed as served, a dead sandbox engine fails its row; and a
+grid whose CLI is missing marks that CLI's trials infra-invalid with the hint while the rest
+of the grid runs."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agentmeter_tui.core.harnesses import get_adapter
+from agentmeter_tui.core.paths import default_clis_root
+from agentmeter_tui.core.store import Store
+from tests.conftest import agentmeter, need
+
+KIMI_HINT = "agentmeter install-clis --only kimi-cli@1.51.0"
+
+
+def test_a_missing_cli_is_named_with_its_install_command(tmp_path):
+    empty = tmp_path / "clis"
+    empty.mkdir()
+    result = agentmeter("doctor", "--only", "kimi-cli", "--only", "reference", "--db", str(tmp_path / "a.db"),
+                        env={"AGENTMETER_CLIS_DIR": str(empty), "COLUMNS": "200"}, timeout=180)
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = " ".join(result.stdout.split())
+    assert f"kimi-cli: not installed in {empty} -> run: {KIMI_HINT}" in out
+    assert "reference │ 0.1.0 │ 0.1.0 │ ok" in out  # the bundled agent ran its one turn
+    assert "1 check(s) failed" in out
+
+
+@pytest.mark.clis
+@pytest.mark.slow
+def test_present_cli_passes_beside_a_missing_one(tmp_path):
+    real = default_clis_root()
+    need(get_adapter("opencode").is_installed(real), "opencode is not installed (agentmeter install-clis)")
+    clis = tmp_path / "clis"  # the npm CLIs, but no Kimi venv
+    clis.mkdir()
+    (clis / "node_modules").symlink_to(real / "node_modules")
+    result = agentmeter("doctor", "--only", "opencode", "--only", "kimi-cli", "--db", str(tmp_path / "a.db"),
+                        env={"AGENTMETER_CLIS_DIR": str(clis), "COLUMNS": "200"}, timeout=300)
+    assert result.returncode == 1
+    out = " ".join(result.stdout.split())
+    assert "opencode │ 1.18.33 │ 1.18.33 │ ok │ 1 model call(s), 712 tokens parsed as served" in out, out
+    assert f"kimi-cli: not installed in {clis} -> run: {KIMI_HINT}" in out
+
+
+def write_suite(folder: Path, clis: list[str], sandbox: str = "", extra: str = "") -> Path:
+    (folder / "task" / "tests").mkdir(parents=True)
+    (folder / "scenarios").mkdir()
+    cli_entries = "".join(f'[[clis]]\nadapter = "{name}"\n' for name in clis)
+    (folder / "suite.toml").write_text(textwrap.dedent("""\
+        [suite]
+        id = "doctor-test"
+        max_retries = 0
+        {extra}
+        [[models]]
+        id = "mock"
+        """).format(extra=extra) + cli_entries + sandbox)
+    (folder / "scenarios" / "mock.toml").write_text(
+        '[[turns]]\nshell = "echo hi > out.txt"\n[[turns]]\ntext = "Done."\n')
+    (folder / "task" / "task.toml").write_text("[verifier]\ntimeout_sec = 30\n")
+    (folder / "task" / "instruction.md").write_text("Create out.txt.\n")
+    (folder / "task" / "tests" / "test.sh").write_text('#!/bin/sh\ngrep -qx hi "$AGENTMETER_WORKSPACE/out.txt"\n')
+    return folder
+
+
+def test_dead_docker_engine_fails_its_row_and_clean_finds_nothing(tmp_path):
+    sandbox = '[sandbox]\nkind = "docker"\nengine = "unix:///nonexistent/docker.sock"\n'
+    suite = write_suite(tmp_path / "suite", ["reference"], sandbox)
+    result = agentmeter("doctor", str(suite), "--clean", "--db", str(tmp_path / "a.db"), env={"COLUMNS": "200"},
+                        timeout=180)
+    out = " ".join(result.stdout.split())
+    assert result.returncode == 1, out + result.stderr
+    assert "sandbox docker │ FAIL" in out and "nonexistent/docker.sock" in out
+    assert "clean unix:///nonexistent/docker.sock │ skip │ no engine answering" in out
+    assert "reference │ 0.1.0 │ 0.1.0 │ ok" in out
+
+
+def test_bad_suite_exits_2(tmp_path):
+    (tmp_path / "suite.toml").write_text("[suite]\nid = 'x'\n")
+    result = agentmeter("doctor", str(tmp_path))
+    assert result.returncode == 2 and "suite.toml" in result.stderr
+
+
+def test_missing_cli_makes_its_trials_infra_invalid_and_the_grid_runs_on(tmp_path):
+    suite = write_suite(tmp_path / "suite", ["reference", "kimi-cli"])
+    empty = tmp_path / "clis"
+    empty.mkdir()
+    db = tmp_path / "grid.db"
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db),
+                        env={"AGENTMETER_CLIS_DIR": str(empty)}, timeout=180)
+    assert result.returncode == 0, result.stderr
+    trials = {t["cli"]: t for t in Store(db).trials("doctor-test")}
+    assert trials["reference"]["status"] == "passed"
+    kimi = trials["kimi-cli"]
+    assert kimi["status"] == "infra-invalid" and KIMI_HINT in kimi["reason"] and "not installed" in kimi["reason"]
+    assert os.path.isdir(empty) and not any(empty.iterdir())  # nothing was installed behind our back
