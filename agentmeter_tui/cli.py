@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "mockllm",
     "transcript",
     "doctor",
+    "hosts",
     "install_clis",
     "score",
     "report",

@@ -142,3 +142,30 @@ def test_clean_finds_what_a_dead_runner_left(docker_engine):
     finally:
         for container in (dead, live):
             container.remove(force=True)
+
+
+async def test_host_checks_of_a_docker_suite(tmp_path, docker_engine):
+    from agentmeter_tui.core.sandboxes.hostcheck import check_suite_hosts
+
+    suite = load_suite(suite_copy(SMOKE, tmp_path / "suite", 'kind = "docker"'))
+    checks = {c.subject: c for c in await check_suite_hosts(suite)}
+    assert checks["docker local: engine"].ok and "answering" in checks["docker local: engine"].detail
+    assert "swarm state:" in checks["docker local: swarm"].detail
+    assert checks["docker local: disk"].ok is not False and checks["docker local: CLIs"].ok
+
+
+def test_sandbox_settings_errors_name_line_and_field(tmp_path):
+    from agentmeter_tui.core.tomlerrors import InputError
+
+    cases = [('kind = "docker"\nworkspace = "shared"', "sandbox.workspace"),
+             ('kind = "docker"\nmemory = "lots"', "sandbox.memory"),
+             ('kind = "docker"\nengine = "ssh://u@h:22"\nworkspace = "bind"', "sandbox"),
+             ('kind = "swarm"\ncpus = 0', "sandbox.cpus"),
+             ('kind = "dockr"', "sandbox.kind")]
+    for index, (settings, field) in enumerate(cases):
+        suite = suite_copy(SMOKE, tmp_path / f"suite{index}", settings)
+        with pytest.raises(InputError) as bad:
+            load_suite(suite)
+        assert bad.value.field == field, (settings, bad.value)
+        lines = (suite / "suite.toml").read_text().splitlines()
+        assert bad.value.line is not None and lines[bad.value.line - 1].split(" =")[0] in settings + "[sandbox]"

@@ -19,7 +19,7 @@ from agentmeter_tui.core.sandboxes.ssh import SshSandbox
 from agentmeter_tui.core.sandboxes.sshconn import HostKeyError, SshTarget, accept_host_key
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.suites import load_suite
-from tests.conftest import FIXTURES, need
+from tests.conftest import FIXTURES, agentmeter, need
 from tests.core.sandbox_support import RUNAWAY, SMOKE, suite_copy, unique_id
 from tests.core.sshd_support import SshdInstance, keygen, sshd_available
 
@@ -198,3 +198,27 @@ def test_hosts_file_errors_name_file_line_and_field(tmp_path):
     sandbox = SshSandbox(loaded, loaded.spec.sandbox.model_dump(exclude={"kind"}))
     (host,) = sandbox.hosts.values()
     assert host.key == str(suite / "keys" / "id") and sandbox.capacity() == 3
+
+
+def test_hosts_accept_and_check_commands(tmp_path, hosts):
+    pair, _ = hosts
+    known = tmp_path / "accepted_known_hosts"
+    target = f"root@127.0.0.1:{pair[0].port}"
+    suite = suite_copy(SMOKE, tmp_path / "suite", sandbox_toml(pair[:1], known))
+    refused = agentmeter("hosts", "check", str(suite))
+    assert refused.returncode == 1
+    assert "FAIL  ssh a: host key" in refused.stdout and "agentmeter hosts accept" in refused.stdout
+
+    first = agentmeter("hosts", "accept", target, "--known-hosts", str(known), "--yes")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith(f"[127.0.0.1]:{pair[0].port}: ssh-ed25519 SHA256:")
+    assert "recorded in" in first.stdout and known.read_text().count("\n") == 1
+    again = agentmeter("hosts", "accept", target, "--known-hosts", str(known), "--yes")
+    assert "already in" in again.stdout and known.read_text().count("\n") == 1
+    unasked = agentmeter("hosts", "accept", target, "--known-hosts", str(tmp_path / "other"))
+    assert unasked.returncode == 1 and "--yes" in unasked.stderr  # never recorded without a decision
+
+    checked = agentmeter("hosts", "check", str(suite))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    for line in ("ok    ssh a: reachable", "ok    ssh a: host key", "ok    ssh a: CLIs", "ok    ssh a: disk"):
+        assert line in checked.stdout, checked.stdout

@@ -81,16 +81,17 @@ def connect(url: str | None = None, *, key: str | None = None, known_hosts: str 
             client = docker.DockerClient(base_url=url, version=API_VERSION, timeout=timeout, max_pool_size=POOL)
         client.ping()
     except Exception as exc:
-        raise EngineError(describe_failure(url, exc)) from None
+        raise EngineError(describe_failure(url, exc, known_hosts)) from None
     return client
 
 
-def describe_failure(url: str | None, exc: BaseException) -> str:
+def describe_failure(url: str | None, exc: BaseException, known_hosts: str | None = None) -> str:
     where = url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     text = str(exc)
     if "not found in known_hosts" in text:
+        option = f" --known-hosts {known_hosts}" if known_hosts else ""
         return (f"docker engine {where}: the SSH host key is not in known_hosts; check its fingerprint and "
-                f"accept it once with `agentmeter hosts accept {where}`")
+                f"accept it once with `agentmeter hosts accept {where}{option}`")
     if "Authentication failed" in text:
         return f"docker engine {where}: SSH authentication failed (check the user and key)"
     if isinstance(exc, FileNotFoundError) or "No such file" in text or "Connection refused" in text:
