@@ -46,6 +46,11 @@ ISOLATED_NETWORK = "agentmeter-isolated"
 # PID 2 under docker-init: ignores INT and TERM (inherited by its sleep), so the in-container
 # signal ladder reaches only the trial's processes and the container outlives it.
 KEEPALIVE = ["sh", "-c", "trap '' INT TERM HUP; while :; do sleep 3600; done"]
+# npm launchers that are node scripts -> the static binary each one would start, under the
+# CLIs root: a container needs no node for these (Codex ships a static musl build).
+NATIVE_LAUNCHERS = {
+    "node_modules/.bin/codex": "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+}
 
 
 class EngineEntry(Settings):
@@ -325,7 +330,7 @@ class DockerSession(SandboxSession):
     async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> DockerAgent:
         api = self.engine.client.api
         cwd = spec.cwd or self.workspace
-        argv = map_argv(spec.argv, ROOT)
+        argv = self._native(map_argv(spec.argv, ROOT))
         exec_id = (await self.engine.call(api.exec_create, self.container, argv,
                                           environment=self.environment(spec.env, cwd), workdir=cwd,
                                           user=self._user()))["Id"]
@@ -338,6 +343,15 @@ class DockerSession(SandboxSession):
         except Exception:
             pass
         return self.agent
+
+    def _native(self, argv: list[str]) -> list[str]:
+        """A mounted npm launcher that needs node becomes the static binary it would start."""
+        if self.config.clis != "mount" or not argv:
+            return argv
+        for launcher, native in NATIVE_LAUNCHERS.items():
+            if argv[0] == f"{self.clis_root}/{launcher}" and (default_clis_root() / native).is_file():
+                return [f"{self.clis_root}/{native}", *argv[1:]]
+        return argv
 
     async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
                    timeout: float | None = None) -> ExecResult:
