@@ -221,6 +221,12 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
                           selection=selection, seed_prompt_hash=row.get("seed_hash"), scores=scores,
                           subset=subset, subset_source=subset_source)
     report.notes[:0] = notes
+    if store.db.execute("select 1 from trials where suite_id = ? and extra like '%\"kind\":\"differential\"%' "
+                        "limit 1", [suite_id]).fetchone():
+        from ..difftest.summary import funnel_rows
+        from ..records import records_from_store
+
+        report.funnel = [r.as_dict() for r in funnel_rows(records_from_store(store, suite_id))]
     return report
 
 

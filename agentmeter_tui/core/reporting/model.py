@@ -70,6 +70,7 @@ class Report:
     validation: RankValidation | None = None
     validation_source: str | None = None
     notes: list[str] = field(default_factory=list)
+    funnel: list[dict[str, Any]] | None = None  # the differential funnel per configuration, where tasks have one
 
     @property
     def n_tasks(self) -> int:
@@ -98,6 +99,8 @@ class Report:
             out["rubric"] = self.rubric.to_dict()
         if self.validation is not None:
             out["validation"] = _validation_dict(self.validation, self.validation_source)
+        if self.funnel:
+            out["differential_funnel"] = self.funnel
         if self.notes:
             out["notes"] = list(self.notes)
         return out

@@ -176,9 +176,29 @@ def render_markdown(report: Report) -> str:
         lines += _rubric_lines(report)
     if report.validation is not None:
         lines += _validation_lines(report)
+    if report.funnel:
+        lines += _funnel_lines(report)
     if report.notes:
         lines += ["## Notes", "", *(f"- {n}" for n in report.notes), ""]
     return "\n".join(lines)
+
+
+FUNNEL_COLUMNS = (("build", "Build"), ("exec", "Exec"), ("side_effects", "SideFx"), ("exact", "Exact"),
+                  ("fuzzy", "Fuzzy"), ("semantic", "Semantic"))
+
+
+def _funnel_lines(report: Report) -> list[str]:
+    """Seed 001's funnel per configuration: mean pass rate (%) at each stage, macro over classes."""
+    rows = []
+    for row in report.funnel or []:
+        cells = [_md(row["model"]), _md(row["cli"]), str(row["trials"])]
+        cells += ["-" if row.get(key) is None else f"{row[key] * 100:.1f}" for key, _ in FUNNEL_COLUMNS]
+        cells.append("-" if row.get("runtime_ratio") is None else f"{row['runtime_ratio']:.2f}")
+        rows.append(cells)
+    header = ["Model", "CLI", "Trials", *(label for _, label in FUNNEL_COLUMNS), "Runtime ×"]
+    return ["## Differential funnel", "", *_table(header, rows, "lll" + "r" * 7), "",
+            "Per-class pass rates in %, macro-averaged over command classes, mean over trials; killed or "
+            "errored trials count 0. Runtime × is candidate / oracle.", ""]
 
 
 def _num(value: float | None, digits: int = 6) -> str:
@@ -216,6 +236,12 @@ def render_csv(report: Report) -> str:
         writer.writerow([])
         writer.writerow(["Spearman", "Kendall tau-b", "AMS MAE", "Top-1 preserved", "Top-3 preserved"])
         writer.writerow([_num(v.spearman), _num(v.kendall), _num(v.mae), v.top1_preserved, v.top3_preserved])
+    if report.funnel:
+        writer.writerow([])
+        writer.writerow(["Model", "CLI", "Trials", *(label for _, label in FUNNEL_COLUMNS), "Runtime ratio"])
+        for row in report.funnel:
+            writer.writerow([row["model"], row["cli"], row["trials"], *(_num(row.get(k)) for k, _ in FUNNEL_COLUMNS),
+                             _num(row.get("runtime_ratio"))])
     return out.getvalue()
 
 
