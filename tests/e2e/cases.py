@@ -22,7 +22,7 @@ from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.wireusage import fold
 from tests.conftest import FIXTURES
 from tests.core.test_kill import processes_of
-from tests.e2e.harness import TrialResult
+from tests.e2e.harness import TrialResult, run_scenario
 
 WRITE_FILE = """
 description = "a shell call writes out.txt, then a final answer"
@@ -78,6 +78,36 @@ def assert_runaway_stopped(result: TrialResult, cli: str) -> None:
     assert row["turns"] >= LOOP_BUDGET // 2500
     classes = merged(cli)
     assert fold(result.usage, classes) == fold(kept, classes), (result.usage, kept, row["turns"], len(completed))
+
+
+def run_passing(tmp_path: Path, cli: str, scenario: str, name: str, *, turns: int, tool_calls: int,
+                **run_kwargs) -> TrialResult:
+    """Run a scenario the CLI must pass: passed, the classes as served, the scripted number of
+    model calls and tool calls; its stream saved as fixture ``name`` (session files kept)."""
+    result = run_scenario(tmp_path, cli, scenario, suite_extra=KEEP, **run_kwargs)
+    assert result.row["status"] == "passed", (result.row["reason"], result.row["verifier_output"])
+    assert_classes_match(result, cli)
+    assert (result.row["turns"], result.row["tool_calls"]) == (turns, tool_calls)
+    save_stream(result, cli, name)
+    return result
+
+
+def run_runaway(tmp_path: Path, cli: str, name: str = "loop-killed") -> TrialResult:
+    """(e) for one CLI: the loop scenario under a token budget, checked and saved."""
+    result = run_scenario(tmp_path, cli, LOOP, budget=f"wall_seconds = 180\ntokens = {LOOP_BUDGET}", suite_extra=KEEP)
+    assert_runaway_stopped(result, cli)
+    save_stream(result, cli, name)
+    return result
+
+
+def run_error_400(tmp_path: Path, cli: str, name: str = "error-400") -> TrialResult:
+    """(d) for one CLI: a first call answered with HTTP 400 ends the trial as errored, with
+    nothing counted, whatever the exit code (the caller checks the CLI's own signals)."""
+    result = run_scenario(tmp_path, cli, ERROR_400, suite_extra=KEEP)
+    assert result.row["status"] == "errored", (result.row["status"], result.row["reason"])
+    assert result.usage == TokenUsage() and "error" in kinds(result)
+    save_stream(result, cli, name)
+    return result
 
 
 def kinds(result: TrialResult) -> list[str]:

@@ -68,6 +68,11 @@ class StreamParser(ABC):
     """Stateful parser of one trial's output. Never raises on bad input: unparsable lines
     become ``raw`` events. Totals are kept so usage deltas never double count."""
 
+    #: the end-of-run record the CLI always prints (``"result"``): when set, a run that was not
+    #: killed errored if that record is missing, whatever its exit code (CLIs exit 0 on a signal
+    #: or with an error inside); None trusts a non-zero exit code instead
+    final_record: ClassVar[str | None] = None
+
     def __init__(self) -> None:
         self.usage = TokenUsage()
         self.reported_cost_usd: Decimal | None = None
@@ -75,6 +80,7 @@ class StreamParser(ABC):
         self.tool_calls = 0
         self.errors: list[str] = []
         self.final_seen = False  # the CLI printed its end-of-run record
+        self._messages: dict[str, TokenUsage] = {}  # message id -> usage counted (count_message)
 
     @abstractmethod
     def feed(self, stream: str, line: bytes) -> list[ParsedEvent]: ...
@@ -84,6 +90,10 @@ class StreamParser(ABC):
             return AgentOutcome(False)
         if self.errors:
             return AgentOutcome(True, self.errors[-1])
+        if self.final_record is not None:
+            if not self.final_seen:
+                return AgentOutcome(True, f"ended without its {self.final_record} record (exit code {exit_code})")
+            return AgentOutcome(False)
         if exit_code not in (0, None):
             return AgentOutcome(True, f"exit code {exit_code}")
         return AgentOutcome(False)
@@ -94,6 +104,20 @@ class StreamParser(ABC):
         self.usage = self.usage + delta
         self.turns += turns
         return ParsedEvent(EventKind.USAGE, _usage_text(delta), usage=delta, turns=turns, model=model)
+
+    def count_message(self, message_id: str, usage: TokenUsage, model: str | None = None) -> ParsedEvent | None:
+        """One model call's usage, printed on several lines under one message id: counted once
+        (one turn); a later copy with larger figures adds only the growth (keep the largest,
+        never sum the copies). None when the line adds nothing."""
+        seen = self._messages.get(message_id)
+        if seen is None:
+            self._messages[message_id] = usage
+            return self.add_usage(usage, model=model, turns=1)
+        grown = TokenUsage(*(max(a, b) for a, b in zip(seen.as_tuple(), usage.as_tuple(), strict=True)))
+        if grown == seen:
+            return None
+        self._messages[message_id] = grown
+        return self.add_usage(grown - seen, model=model, turns=0)
 
     def set_total(self, total: TokenUsage, model: str | None = None, turns: int | None = None) -> ParsedEvent | None:
         """Record a cumulative total: emit only the difference from what was already counted.
@@ -138,6 +162,13 @@ class Recovery:
     usage: TokenUsage
     turns: int
     source: str  # e.g. "session:.codex/sessions/.../rollout-x.jsonl"
+
+    @classmethod
+    def per_call(cls, calls: dict[str, TokenUsage], files: set[str]) -> Recovery | None:
+        """The sum of de-duplicated per-call figures (one entry per call id), None if none."""
+        if not calls:
+            return None
+        return cls(sum(calls.values(), TokenUsage()), len(calls), "session:" + ", ".join(sorted(files)))
 
 
 class HarnessAdapter(ABC):

@@ -21,7 +21,7 @@ from typing import ClassVar
 from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
 from ..wireusage import from_anthropic as anthropic_usage  # input excludes the cache
-from .base import AgentOutcome, HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
+from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
 from .jsonl import as_int, content_text, load_object, objects, tool_key, tool_text
 
 SYNTHETIC = "<synthetic>"  # the model name of messages Claude Code makes up itself (API errors)
@@ -39,10 +39,24 @@ def model_usage_total(model_usage: dict) -> TokenUsage:
     return total
 
 
+def user_events(obj: dict) -> list[ParsedEvent]:
+    """A ``user`` line of Claude-style stream-json: tool results, and text the CLI adds."""
+    content = (obj.get("message") or {}).get("content")
+    events = []
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                events.append(ParsedEvent(EventKind.TOOL_RESULT, content_text(block.get("content")),
+                                          is_error=bool(block.get("is_error"))))
+            elif isinstance(block, dict) and block.get("type") == "text":
+                events.append(ParsedEvent(EventKind.SYSTEM, f"user: {block.get('text') or ''}"))
+    elif isinstance(content, str):
+        events.append(ParsedEvent(EventKind.SYSTEM, f"user: {content}"))
+    return events or [ParsedEvent(EventKind.SYSTEM, "user: (empty)")]
+
+
 class ClaudeCodeParser(StreamParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self._counted: dict[str, TokenUsage] = {}  # message id -> usage already counted
+    final_record = "result"
 
     def feed(self, stream: str, line: bytes) -> list[ParsedEvent]:
         obj = load_object(line) if stream == "stdout" else None
@@ -52,7 +66,7 @@ class ClaudeCodeParser(StreamParser):
         if kind == "assistant":
             return self._assistant(obj)
         if kind == "user":
-            return self._user(obj)
+            return user_events(obj)
         if kind == "result":
             return self._result(obj)
         if kind == "system":
@@ -92,37 +106,10 @@ class ClaudeCodeParser(StreamParser):
         usage = message.get("usage")
         message_id = message.get("id")
         if isinstance(usage, dict) and message_id and model != SYNTHETIC:
-            event = self._count_message(str(message_id), anthropic_usage(usage), model)
+            event = self.count_message(str(message_id), anthropic_usage(usage), model)
             if event is not None:
                 events.append(event)
         return events or [ParsedEvent(EventKind.SYSTEM, "assistant: (empty)", model=model)]
-
-    def _count_message(self, message_id: str, usage: TokenUsage, model: str | None) -> ParsedEvent | None:
-        """A message's usage once, whatever the number of lines repeating it; a later copy with
-        larger figures adds only what it adds (keep the largest, never sum the copies)."""
-        seen = self._counted.get(message_id)
-        if seen is None:
-            self._counted[message_id] = usage
-            return self.add_usage(usage, model=model, turns=1)
-        grown = TokenUsage(*(max(a, b) for a, b in zip(seen.as_tuple(), usage.as_tuple(), strict=True)))
-        if grown == seen:
-            return None
-        self._counted[message_id] = grown
-        return self.add_usage(grown - seen, model=model, turns=0)
-
-    def _user(self, obj: dict) -> list[ParsedEvent]:
-        content = (obj.get("message") or {}).get("content")
-        events = []
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    events.append(ParsedEvent(EventKind.TOOL_RESULT, content_text(block.get("content")),
-                                              is_error=bool(block.get("is_error"))))
-                elif isinstance(block, dict) and block.get("type") == "text":
-                    events.append(ParsedEvent(EventKind.SYSTEM, f"user: {block.get('text') or ''}"))
-        elif isinstance(content, str):
-            events.append(ParsedEvent(EventKind.SYSTEM, f"user: {content}"))
-        return events or [ParsedEvent(EventKind.SYSTEM, "user: (empty)")]
 
     def _result(self, obj: dict) -> list[ParsedEvent]:
         self.final_seen = True
@@ -138,7 +125,7 @@ class ClaudeCodeParser(StreamParser):
         else:
             total = anthropic_usage(obj.get("usage") or {})
         # num_turns counts agent turns, not model calls: only a stand-in when no message was seen.
-        turns = as_int(obj.get("num_turns")) if total and not self._counted else None
+        turns = as_int(obj.get("num_turns")) if total and not self._messages else None
         events = []
         usage_event = self.set_total(total, turns=turns)
         if usage_event is not None:
@@ -158,15 +145,6 @@ class ClaudeCodeParser(StreamParser):
         events.append(ParsedEvent(EventKind.SYSTEM, text, is_error=failed, reported_cost_usd=self.reported_cost_usd))
         return events
 
-    def outcome(self, exit_code: int | None, killed: bool) -> AgentOutcome:
-        if killed:
-            return AgentOutcome(False)
-        if self.errors:
-            return AgentOutcome(True, self.errors[-1])
-        if not self.final_seen:
-            return AgentOutcome(True, f"ended without its result record (exit code {exit_code})")
-        return AgentOutcome(False)
-
 
 def recover_claude(files: dict[str, bytes]) -> Recovery | None:
     """Per-call usage from Claude Code's session files: one entry per message id, the copy
@@ -184,10 +162,7 @@ def recover_claude(files: dict[str, bytes]) -> Recovery | None:
         if message_id not in best or found.raw > best[message_id].raw:
             best[message_id] = found
         sources.add(name)
-    if not best:
-        return None
-    total = sum(best.values(), TokenUsage())
-    return Recovery(total, len(best), "session:" + ", ".join(sorted(sources)))
+    return Recovery.per_call(best, sources)
 
 
 class ClaudeCodeAdapter(HarnessAdapter):

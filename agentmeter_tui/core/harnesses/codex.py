@@ -20,7 +20,7 @@ import tomlkit
 
 from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
-from .base import AgentOutcome, HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
+from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
 from .jsonl import as_int, load_object, objects, tool_key
 
 PROVIDER = "agentmeter"
@@ -45,6 +45,8 @@ def api_error_text(message: str) -> str:
 
 
 class CodexParser(StreamParser):
+    final_record = "turn.completed"
+
     def __init__(self) -> None:
         super().__init__()
         self.thread_id: str | None = None
@@ -101,15 +103,6 @@ class CodexParser(StreamParser):
             return [ParsedEvent(EventKind.ERROR, str(item.get("message") or ""), is_error=True)]
         return [ParsedEvent(EventKind.SYSTEM, f"{kind}: {itype}")]
 
-    def outcome(self, exit_code: int | None, killed: bool) -> AgentOutcome:
-        if killed:
-            return AgentOutcome(False)
-        if self.errors:
-            return AgentOutcome(True, self.errors[-1])
-        if not self.final_seen:
-            return AgentOutcome(True, f"ended without turn.completed (exit code {exit_code})")
-        return AgentOutcome(False)
-
 
 def recover_codex(files: dict[str, bytes]) -> Recovery | None:
     """Per-call usage from rollout files: one ``token_usage_record`` per response id; failing
@@ -130,9 +123,9 @@ def recover_codex(files: dict[str, bytes]) -> Recovery | None:
                 if found.raw > best_total.raw:
                     best_total, total_changes = found, total_changes + 1
                     sources.add(name)
-    per_call = sum(records.values(), TokenUsage())
-    if per_call.raw >= best_total.raw and records:
-        return Recovery(per_call, len(records), "session:" + ", ".join(sorted(sources)))
+    per_call = Recovery.per_call(records, sources)
+    if per_call is not None and per_call.usage.raw >= best_total.raw:
+        return per_call
     if best_total:
         return Recovery(best_total, total_changes, "session:" + ", ".join(sorted(sources)))
     return None

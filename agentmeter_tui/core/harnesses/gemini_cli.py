@@ -21,7 +21,7 @@ import orjson
 
 from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
-from .base import AgentOutcome, HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
+from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
 from .jsonl import as_int, content_text, load_object, objects, tool_key, tool_text
 
 
@@ -45,6 +45,8 @@ def record_usage(tokens: dict) -> TokenUsage:
 
 
 class GeminiCliParser(StreamParser):
+    final_record = "result"  # killed by a signal it exits 0 without one
+
     def feed(self, stream: str, line: bytes) -> list[ParsedEvent]:
         obj = load_object(line) if stream == "stdout" else None
         if obj is None:
@@ -91,15 +93,6 @@ class GeminiCliParser(StreamParser):
         events.append(ParsedEvent(EventKind.SYSTEM, f"result: {status}", is_error=status != "success"))
         return events
 
-    def outcome(self, exit_code: int | None, killed: bool) -> AgentOutcome:
-        if killed:
-            return AgentOutcome(False)
-        if self.errors:
-            return AgentOutcome(True, self.errors[-1])
-        if not self.final_seen:  # e.g. it exited 0 on a signal that was not ours
-            return AgentOutcome(True, f"ended without its result record (exit code {exit_code})")
-        return AgentOutcome(False)
-
 
 def recover_gemini(files: dict[str, bytes]) -> Recovery | None:
     """Per-call usage from chat files: ``gemini`` records (also inside ``$set.messages``),
@@ -121,9 +114,7 @@ def recover_gemini(files: dict[str, bytes]) -> Recovery | None:
         for record in messages if isinstance(messages, list) else obj.get("messages") or []:
             if isinstance(record, dict):
                 take(name, record)
-    if not best:
-        return None
-    return Recovery(sum(best.values(), TokenUsage()), len(best), "session:" + ", ".join(sorted(sources)))
+    return Recovery.per_call(best, sources)
 
 
 class GeminiCliAdapter(HarnessAdapter):
