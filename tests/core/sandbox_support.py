@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.conftest import FIXTURES, ROOT, need
@@ -60,17 +62,35 @@ def swarm_client():
     return client
 
 
-def leftovers(client, suite_id: str) -> dict[str, list[str]]:
-    """Containers, volumes and services a run of ``suite_id`` left on the engine."""
+def leftovers(client, suite_id: str, db: Path | None = None) -> dict[str, list[str]]:
+    """Containers, volumes, services and configs a run of ``suite_id`` left on the engine,
+    once the runner of ``db`` (if given) has exited: it closes its sandbox after its last trial."""
+    if db is not None:
+        wait_runner_exit(db)
+    api = client.api
     selector = {"label": f"agentmeter.suite={suite_id}"}
     found = {
-        "containers": [c.name for c in client.containers.list(all=True, filters=selector)],
-        "volumes": [v.name for v in client.volumes.list(filters=selector)],
+        "containers": [c["Names"][0] for c in api.containers(all=True, filters=selector)],
+        "volumes": [v["Name"] for v in (api.volumes(filters=selector).get("Volumes") or [])],
     }
     if (client.info().get("Swarm") or {}).get("ControlAvailable"):
-        found["services"] = [s.name for s in client.services.list(filters=selector)]
-        found["configs"] = [c.name for c in client.configs.list(filters=selector)]
+        found["services"] = [s["Spec"]["Name"] for s in api.services(filters=selector)]
+        found["configs"] = [c["Spec"]["Name"] for c in api.configs(filters=selector)]
     return {k: v for k, v in found.items() if v}
+
+
+def wait_runner_exit(db: Path, timeout: float = 30) -> None:
+    from agentmeter_tui.core.store import Store
+
+    store = Store(db)
+    try:
+        pids = [row["pid"] for row in store.db.query("select pid from runs") if row["pid"]]
+    finally:
+        store.close()
+    deadline = time.monotonic() + timeout
+    while any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids):
+        assert time.monotonic() < deadline, "the runner did not exit"
+        time.sleep(0.05)
 
 
 @pytest.fixture

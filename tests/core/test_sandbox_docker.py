@@ -40,7 +40,7 @@ def test_smoke_suite_runs_in_containers(tmp_path, db, docker_engine, workspace):
     solved = {t["task_id"]: t["verifier_output"] for t in trials if t["model"] == "solver"}
     assert "count is right: 7" in solved["count-lines"]
     assert all(t["quality"] == 0.5 for t in trials if t["model"] == "fumbler" and t["task_id"] == "count-lines")
-    assert leftovers(docker_engine, suite_id) == {}
+    assert leftovers(docker_engine, suite_id, db) == {}
 
 
 def test_runaways_are_killed_by_budget_and_leave_no_container(tmp_path, db, docker_engine):
@@ -65,7 +65,7 @@ def test_runaways_are_killed_by_budget_and_leave_no_container(tmp_path, db, dock
                 crossed_at = ts
     assert crossed_at is not None
     assert datetime.fromisoformat(burner["finished_at"]).timestamp() - crossed_at < 3.0
-    assert leftovers(docker_engine, suite_id) == {}
+    assert leftovers(docker_engine, suite_id, db) == {}
     listed = subprocess.run(["docker", "ps", "-a", "-q", "--filter", f"label=agentmeter.suite={suite_id}"],
                             capture_output=True, text=True, check=True)
     assert listed.stdout.strip() == ""

@@ -40,7 +40,7 @@ def test_one_trial_on_a_remote_engine_over_ssh(tmp_path, db, docker_engine, sshd
     assert trial["status"] == "passed", trial
     assert trial["sandbox"] == "docker" and trial["host"] == f"ssh://root@127.0.0.1:{sshd.port}"
     assert "count is right: 7" in trial["verifier_output"]
-    assert leftovers(docker_engine, suite_id) == {}
+    assert leftovers(docker_engine, suite_id, db) == {}
 
 
 async def test_an_unknown_host_key_of_a_remote_engine_is_refused(tmp_path, docker_engine, sshd):

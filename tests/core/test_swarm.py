@@ -38,7 +38,7 @@ def test_smoke_suite_runs_as_swarm_jobs(tmp_path, db, swarm):
     assert "count is right: 7" in solved["count-lines"]  # the workspace came back from the job
     # The partial reward the tests wrote inside the verifier's job came back too.
     assert all(t["quality"] == 0.5 for t in trials if t["model"] == "fumbler" and t["task_id"] == "count-lines")
-    assert leftovers(swarm, suite_id) == {}
+    assert leftovers(swarm, suite_id, db) == {}
 
 
 def test_a_budget_kill_removes_the_job(tmp_path, db, swarm):
@@ -62,4 +62,4 @@ def test_a_budget_kill_removes_the_job(tmp_path, db, swarm):
                 crossed_at = ts
     # Removing the service stops its container (SIGINT, SIGKILL after stop_grace): no 10 s wait.
     assert datetime.fromisoformat(burner["finished_at"]).timestamp() - crossed_at < 5.0
-    assert leftovers(swarm, suite_id) == {}
+    assert leftovers(swarm, suite_id, db) == {}

@@ -21,96 +21,22 @@ import asyncio
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from typing import TYPE_CHECKING, Any
 
 from ..paths import default_clis_root
 from . import engine as engines
 from .archive import TarWriter, extract
 from .base import ExecResult, KillPolicy, LaunchSpec, OutputCallback, Sandbox, SandboxSession, TrialSlot
-from .common import HostWatch, Settings, load_settings, map_argv, resolve_path, shipped_files, trial_env
+from .common import HostWatch, load_settings, map_argv, shipped_files, trial_env
+from .containers import ISOLATED_NETWORK, NATIVE_LAUNCHERS, ROOT, ContainerFactory, DockerSettings
 from .dockerexec import DockerAgent, ExecStream, run_exec, signal_all
-from .images import HOST_IMAGE, ImageResolver
+from .images import ImageResolver
 from .local import LocalSandbox, LocalSession
 from .placement import Host, Placement
 from .relay import RelayPool, is_loopback
-from .rootfs import AGENT_UID
 
 if TYPE_CHECKING:
     from ..suites import Task
-
-ROOT = "/agentmeter"
-CLIS_MOUNT = "/opt/agentmeter/clis"
-ISOLATED_NETWORK = "agentmeter-isolated"
-# PID 2 under docker-init: ignores INT and TERM (inherited by its sleep), so the in-container
-# signal ladder reaches only the trial's processes and the container outlives it.
-KEEPALIVE = ["sh", "-c", "trap '' INT TERM HUP; while :; do sleep 3600; done"]
-# npm launchers that are node scripts -> the static binary each one would start, under the
-# CLIs root: a container needs no node for these (Codex ships a static musl build).
-NATIVE_LAUNCHERS = {
-    "node_modules/.bin/codex": "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
-}
-
-
-class EngineEntry(Settings):
-    url: str | None = None  # unix://, tcp://, ssh://user@host:port; None: DOCKER_HOST or the local socket
-    name: str | None = None
-    slots: int = Field(4, ge=1, le=512)
-    key: str | None = None  # ssh:// engines: the private key (default: ~/.ssh config)
-    known_hosts: str | None = None  # ssh:// engines: trusted host keys (default: ~/.ssh/known_hosts)
-    labels: list[str] = []
-
-    _paths = field_validator("key", "known_hosts")(resolve_path)
-
-    @property
-    def display(self) -> str:
-        return self.name or self.url or "local"
-
-
-class DockerSettings(Settings):
-    engine: str | None = None
-    slots: int | None = Field(None, ge=1, le=512)
-    key: str | None = None
-    known_hosts: str | None = None
-    engines: list[EngineEntry] = []
-    image: str = HOST_IMAGE
-    pull: bool = False
-    workspace: Literal["copy", "bind"] = "copy"
-    network: str = "isolated"
-    cpus: float | None = Field(2.0, gt=0)
-    memory: str | None = Field("4g", pattern=r"^\d+[bkmgBKMG]?$")
-    pids: int | None = Field(1024, ge=16)
-    user: str = Field(f"{AGENT_UID}:{AGENT_UID}", pattern=r"^(root|\d+(:\d+)?)$")
-    read_only: bool = True
-    python: str = "python3"
-    clis: Literal["mount", "image"] = "mount"
-    clis_root: str = CLIS_MOUNT
-    probe_interval: float = Field(10.0, gt=0)
-
-    _paths = field_validator("key", "known_hosts")(resolve_path)
-
-    @model_validator(mode="after")
-    def _coherent(self, info: ValidationInfo) -> DockerSettings:
-        if self.engines and (self.engine or self.slots):
-            raise ValueError("give either `engine` (and `slots`) or a list of `engines`, not both")
-        remote = [e.display for e in self.entries() if not engines.is_local_url(e.url)]
-        if remote and self.workspace == "bind":
-            raise ValueError(f"workspace = \"bind\" needs a local engine; {remote[0]} is remote (use \"copy\")")
-        if remote and self.clis == "mount":
-            raise ValueError(f"clis = \"mount\" needs a local engine; {remote[0]} is remote: put the CLIs in "
-                             f"the image (clis = \"image\", clis_root = where they are)")
-        return self
-
-    def entries(self) -> list[EngineEntry]:
-        if self.engines:
-            return self.engines
-        return [EngineEntry(url=self.engine, slots=self.slots or 4, key=self.key, known_hosts=self.known_hosts)]
-
-    @property
-    def uid(self) -> int:
-        return 0 if self.user == "root" else int(self.user.split(":")[0])
-
 
 class DockerSandbox(Sandbox):
     name = "docker"
@@ -129,6 +55,7 @@ class DockerSandbox(Sandbox):
         self.watch = HostWatch(self.placement, self._probe, self.config.probe_interval)
         self._connect_lock = asyncio.Lock()
         self._local_files: LocalSandbox | None = None
+        self.containers = ContainerFactory(self.config, suite.id, self.network_mode())
 
     def capacity(self) -> int:
         return self.placement.total_slots()
@@ -155,8 +82,11 @@ class DockerSandbox(Sandbox):
         image stops the run before any trial starts, with the reason."""
         for name in self.entries:
             engine = await self.engine(name)
-            for task in self.suite.tasks:
-                await engine.call(self.images.resolve, engine.client, name, self.suite.id, task)
+            images = {await engine.call(self.images.resolve, engine.client, name, self.suite.id, task)
+                      for task in self.suite.tasks}
+            if len(images) <= 4:  # a suite of many images warms each one on its first use instead
+                for image in images:
+                    self.containers.prewarm(engine, image)
 
     def network_mode(self) -> str:
         mode = self.config.network
@@ -236,6 +166,7 @@ class DockerSandbox(Sandbox):
 
     async def close(self) -> None:
         await self.watch.close()
+        await self.containers.close(self.engines)
         await self.relays.close()
         for key, value in list(self.tunnels.items()):
             if isinstance(key, str):
@@ -266,36 +197,19 @@ class DockerSession(SandboxSession):
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def create(self, task: Task, image: str) -> None:
-        config, api = self.config, self.engine.client.api
+        api = self.engine.client.api
         labels = engines.trial_labels(self.sandbox.suite.id, self.trial_id, self.token)
-        mounts: list[Any] = []
-        from docker.types import Mount
-
-        if config.workspace == "bind":
+        bind_root = None
+        if self.config.workspace == "bind":
             self.host_files = await self.sandbox.local_files().open(task, self.trial_id, self.token)
             await asyncio.to_thread(self._prepare_host_root, Path(self.host_files.root))
-            mounts.append(Mount(ROOT, str(self.host_files.root), type="bind"))
-        else:
-            mounts.append(Mount(ROOT, None, type="volume", labels=labels))
-        if config.clis == "mount":
-            clis = default_clis_root()
-            if clis.is_dir():
-                mounts.append(Mount(config.clis_root, str(clis), type="bind", read_only=True))
-        host_config = api.create_host_config(
-            init=True, read_only=config.read_only, mounts=mounts, network_mode=self.sandbox.network_mode(),
-            nano_cpus=int(config.cpus * 1e9) if config.cpus else None, mem_limit=config.memory,
-            pids_limit=config.pids, security_opt=["no-new-privileges"],
-            tmpfs={"/tmp": "rw,nosuid,nodev,size=256m,mode=1777"} if config.read_only else None)
+            bind_root = str(self.host_files.root)
         name = f"agentmeter-t{self.trial_id}-{self.token[:8]}"
-        # The container's own user is root: Docker gives an exec the capabilities of the container's
-        # user, and our in-container kill ladder (and the verifier) need root's. The agent's exec
-        # runs as the non-root user, with no capabilities at all.
-        created = await self.engine.call(api.create_container, image, command=KEEPALIVE, name=name, labels=labels,
-                                         user="0:0", working_dir=self.workspace, host_config=host_config)
-        self.container = created["Id"]
-        if config.workspace == "copy":
+        self.container, started = await self.sandbox.containers.take(self.engine, image, name, labels, bind_root)
+        if bind_root is None:
             await self.engine.call(api.put_archive, self.container, ROOT, self._seed_tar(task))
-        await self.engine.call(api.start, self.container)
+        if not started:
+            await self.engine.call(api.start, self.container)
 
     def _user(self) -> str:
         return "0:0" if self.config.uid == 0 else self.config.user

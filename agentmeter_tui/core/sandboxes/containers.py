@@ -1,0 +1,160 @@
+"""Docker trial containers: the docker sandbox's settings, how a trial's container is made
+(mounts, limits, network, the keep-alive under Docker's init), and a pool of ready ones.
+
+Creating and starting a container is most of a container trial's overhead (hundreds of ms);
+with ``warm = N`` the sandbox keeps N started containers per engine and image ready (copy
+mode), so a trial only copies its files in and starts its agent while the next container is
+made in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from ..paths import default_clis_root
+from . import engine as engines
+from .common import Settings, resolve_path
+from .images import HOST_IMAGE
+from .rootfs import AGENT_UID
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+ROOT = "/agentmeter"
+CLIS_MOUNT = "/opt/agentmeter/clis"
+ISOLATED_NETWORK = "agentmeter-isolated"
+# PID 2 under docker-init: ignores INT and TERM (inherited by its sleep), so the in-container
+# signal ladder reaches only the trial's processes and the container outlives it.
+KEEPALIVE = ["sh", "-c", "trap '' INT TERM HUP; while :; do sleep 3600; done"]
+# npm launchers that are node scripts -> the static binary each one would start, under the
+# CLIs root: a container needs no node for these (Codex ships a static musl build).
+NATIVE_LAUNCHERS = {
+    "node_modules/.bin/codex": "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+}
+
+
+class EngineEntry(Settings):
+    url: str | None = None  # unix://, tcp://, ssh://user@host:port; None: DOCKER_HOST or the local socket
+    name: str | None = None
+    slots: int = Field(4, ge=1, le=512)
+    key: str | None = None  # ssh:// engines: the private key (default: ~/.ssh config)
+    known_hosts: str | None = None  # ssh:// engines: trusted host keys (default: ~/.ssh/known_hosts)
+    labels: list[str] = []
+
+    _paths = field_validator("key", "known_hosts")(resolve_path)
+
+    @property
+    def display(self) -> str:
+        return self.name or self.url or "local"
+
+
+class DockerSettings(Settings):
+    engine: str | None = None
+    slots: int | None = Field(None, ge=1, le=512)
+    key: str | None = None
+    known_hosts: str | None = None
+    engines: list[EngineEntry] = []
+    image: str = HOST_IMAGE
+    pull: bool = False
+    workspace: Literal["copy", "bind"] = "copy"
+    network: str = "isolated"
+    cpus: float | None = Field(2.0, gt=0)
+    memory: str | None = Field("4g", pattern=r"^\d+[bkmgBKMG]?$")
+    pids: int | None = Field(1024, ge=16)
+    user: str = Field(f"{AGENT_UID}:{AGENT_UID}", pattern=r"^(root|\d+(:\d+)?)$")
+    read_only: bool = True
+    python: str = "python3"
+    clis: Literal["mount", "image"] = "mount"
+    clis_root: str = CLIS_MOUNT
+    probe_interval: float = Field(10.0, gt=0)
+    warm: int = Field(1, ge=0, le=16)  # started containers kept ready per engine and image (copy mode)
+
+    _paths = field_validator("key", "known_hosts")(resolve_path)
+
+    @model_validator(mode="after")
+    def _coherent(self, info: ValidationInfo) -> DockerSettings:
+        if self.engines and (self.engine or self.slots):
+            raise ValueError("give either `engine` (and `slots`) or a list of `engines`, not both")
+        remote = [e.display for e in self.entries() if not engines.is_local_url(e.url)]
+        if remote and self.workspace == "bind":
+            raise ValueError(f"workspace = \"bind\" needs a local engine; {remote[0]} is remote (use \"copy\")")
+        if remote and self.clis == "mount":
+            raise ValueError(f"clis = \"mount\" needs a local engine; {remote[0]} is remote: put the CLIs in "
+                             f"the image (clis = \"image\", clis_root = where they are)")
+        return self
+
+    def entries(self) -> list[EngineEntry]:
+        if self.engines:
+            return self.engines
+        return [EngineEntry(url=self.engine, slots=self.slots or 4, key=self.key, known_hosts=self.known_hosts)]
+
+    @property
+    def uid(self) -> int:
+        return 0 if self.user == "root" else int(self.user.split(":")[0])
+
+
+class ContainerFactory:
+    """Makes trial containers for one docker sandbox, keeping ``warm`` started ones ready."""
+
+    def __init__(self, config: DockerSettings, suite_id: str, network: str):
+        self.config, self.suite_id, self.network = config, suite_id, network
+        self.pool: dict[tuple[str, str], list[asyncio.Task]] = {}
+
+    def _create(self, engine: Engine, image: str, name: str | None, labels: dict[str, str],
+                bind_root: str | None, start: bool) -> str:
+        """Blocking. The container's own user is root: Docker gives an exec the capabilities of
+        the container's user, and the in-container kill ladder (and the verifier) need root's;
+        the agent's exec runs as the non-root user, with no capabilities at all."""
+        from docker.types import Mount
+
+        config, api = self.config, engine.client.api
+        mounts = [Mount(ROOT, bind_root, type="bind") if bind_root else Mount(ROOT, None, type="volume",
+                                                                             labels=labels)]
+        if config.clis == "mount" and default_clis_root().is_dir():
+            mounts.append(Mount(config.clis_root, str(default_clis_root()), type="bind", read_only=True))
+        host_config = api.create_host_config(
+            init=True, read_only=config.read_only, mounts=mounts, network_mode=self.network,
+            nano_cpus=int(config.cpus * 1e9) if config.cpus else None, mem_limit=config.memory,
+            pids_limit=config.pids, security_opt=["no-new-privileges"],
+            tmpfs={"/tmp": "rw,nosuid,nodev,size=256m,mode=1777"} if config.read_only else None)
+        container = api.create_container(image, command=KEEPALIVE, name=name, labels=labels, user="0:0",
+                                         working_dir=f"{ROOT}/workspace", host_config=host_config)["Id"]
+        if start:
+            api.start(container)
+        return container
+
+    async def take(self, engine: Engine, image: str, name: str, labels: dict[str, str],
+                   bind_root: str | None = None) -> tuple[str, bool]:
+        """A container for one trial and whether it is started already (a warm one)."""
+        if bind_root is None and self.config.warm:
+            queue = self.pool.setdefault((engine.name, image), [])
+            ready = queue.pop(0) if queue else None
+            self.prewarm(engine, image)
+            if ready is not None:
+                with contextlib.suppress(Exception):  # a failed warm one: make a fresh one below
+                    container = await ready
+                    await engine.call(engine.client.api.rename, container, name)
+                    return container, True
+        return await engine.call(self._create, engine, image, name, labels, bind_root, False), False
+
+    def prewarm(self, engine: Engine, image: str) -> None:
+        """Start making containers until ``warm`` are ready or on their way (copy mode)."""
+        if self.config.workspace != "copy":
+            return
+        queue = self.pool.setdefault((engine.name, image), [])
+        labels = engines.trial_labels(self.suite_id, None, "warm")
+        while len(queue) < self.config.warm:
+            queue.append(asyncio.ensure_future(engine.call(self._create, engine, image, None, labels, None, True)))
+
+    async def close(self, engines_by_name: dict[str, Engine]) -> None:
+        for (engine_name, _), queue in self.pool.items():
+            engine = engines_by_name[engine_name]
+            for ready in queue:
+                with contextlib.suppress(Exception):
+                    container = await ready
+                    await engine.call(engine.client.api.remove_container, container, force=True, v=True)
+        self.pool.clear()
