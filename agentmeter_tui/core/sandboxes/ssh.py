@@ -28,7 +28,7 @@ from .base import AgentHandle, ExecResult, KillPolicy, LaunchSpec, OutputCallbac
 from .common import HostWatch, load_settings, map_argv, shipped_files, trial_env
 from .placement import Host, Placement
 from .relay import is_loopback, replace_host, target_of
-from .sshconn import HostKeyError, connect
+from .sshconn import HostConnection, HostKeyError, connect
 from .sshhosts import SshHost, SshSettings, kill_script, launch_command, q, sweep_script
 
 if TYPE_CHECKING:
@@ -37,18 +37,6 @@ if TYPE_CHECKING:
 
 class HostLost(ConnectionError):
     pass
-
-
-class _Conn:
-    """One SSH connection to a host, its channel count, and its reverse tunnels."""
-
-    def __init__(self, conn: Any):
-        self.conn, self.users, self.tunnels = conn, 0, {}
-        self.closed = False
-
-    @property
-    def lost(self) -> bool:
-        return self.closed or self.conn.is_closed()
 
 
 class SshSandbox(Sandbox):
@@ -60,7 +48,7 @@ class SshSandbox(Sandbox):
         self.config = load_settings(SshSettings, suite, self.settings)
         self.hosts = {h.display: h for h in self.config.hosts}
         self.placement = Placement([Host(h.display, h.slots, frozenset(h.labels)) for h in self.hosts.values()])
-        self.pools: dict[str, list[_Conn]] = {name: [] for name in self.hosts}
+        self.pools: dict[str, list[HostConnection]] = {name: [] for name in self.hosts}
         self.locks = {name: asyncio.Lock() for name in self.hosts}
         self.stale: dict[str, set[str]] = {name: set() for name in self.hosts}  # tokens to sweep on return
         self.watch = HostWatch(self.placement, self._probe, self.config.probe_interval)
@@ -70,18 +58,18 @@ class SshSandbox(Sandbox):
 
     # -- connections ----------------------------------------------------------------------------
 
-    async def _new_connection(self, name: str) -> _Conn:
+    async def _new_connection(self, name: str) -> HostConnection:
         host = self.hosts[name]
-        conn = _Conn(await connect(host.target(self.config.known_hosts), timeout=self.config.connect_timeout))
+        conn = HostConnection(await connect(host.target(self.config.known_hosts), timeout=self.config.connect_timeout))
         asyncio.get_running_loop().create_task(self._watch_connection(name, conn))
         if self.stale[name]:
             for token in list(self.stale[name]):
                 with contextlib.suppress(Exception):
-                    await conn.conn.run(sweep_script(token), check=False)
+                    await conn.script(sweep_script(token), timeout=30)
                     self.stale[name].discard(token)
         return conn
 
-    async def _watch_connection(self, name: str, conn: _Conn) -> None:
+    async def _watch_connection(self, name: str, conn: HostConnection) -> None:
         with contextlib.suppress(Exception):
             await conn.conn.wait_closed()
         if not conn.closed:  # not closed by us: the host or the network went away
@@ -90,7 +78,7 @@ class SshSandbox(Sandbox):
                 self.pools[name].remove(conn)
             self.watch.down(name, "connection lost")
 
-    async def connection(self, name: str) -> _Conn:
+    async def connection(self, name: str) -> HostConnection:
         """The least used connection to ``name``, opening another while all are busy."""
         async with self.locks[name]:
             pool = [c for c in self.pools[name] if not c.lost]
@@ -108,7 +96,7 @@ class SshSandbox(Sandbox):
 
     async def _probe(self, name: str) -> None:
         conn = await self._new_connection(name)
-        await conn.conn.run("true", check=True)
+        await conn.script("true", timeout=10)
         async with self.locks[name]:
             self.pools[name].append(conn)
 
@@ -152,8 +140,7 @@ class SshSandbox(Sandbox):
         await self.watch.close()
         for pool in self.pools.values():
             for conn in pool:
-                conn.closed = True
-                conn.conn.close()
+                conn.close()
         for pool in self.pools.values():
             for conn in pool:
                 with contextlib.suppress(Exception):
@@ -215,7 +202,7 @@ class SshAgent(AgentHandle):
 
 
 class SshSession(SandboxSession):
-    def __init__(self, sandbox: SshSandbox, host: SshHost, conn: _Conn, trial_id: int, token: str):
+    def __init__(self, sandbox: SshSandbox, host: SshHost, conn: HostConnection, trial_id: int, token: str):
         self.sandbox, self.host, self.conn, self.token = sandbox, host, conn, token
         self.root = f"{host.work_root}/t{trial_id}-{token}"
         self.workspace, self.home = f"{self.root}/workspace", f"{self.root}/home"
@@ -240,12 +227,16 @@ class SshSession(SandboxSession):
             raise
 
     async def create(self, task: Task) -> None:
-        folders = " ".join(q(f"{self.root}/{d}") for d in ("workspace", "home", "tmp", "scratch", "tools"))
-        result = await self._run(f"mkdir -p {folders} && chmod 700 {q(self.root)}")
-        if result.exit_status != 0:
-            raise RuntimeError(f"host {self.host.display}: cannot create {self.root}: "
-                               f"{(result.stderr or b'').decode(errors='replace').strip()}")
-        self.sftp = await self.conn.conn.start_sftp_client()
+        import asyncssh
+
+        self.sftp = await self.conn.sftp()
+        try:
+            await self.sftp.makedirs(self.root, exist_ok=True)
+            await self.sftp.chmod(self.root, 0o700)
+            for folder in ("workspace", "home", "tmp", "scratch", "tools"):
+                await self.sftp.mkdir(f"{self.root}/{folder}")
+        except asyncssh.SFTPError as exc:
+            raise RuntimeError(f"host {self.host.display}: cannot create {self.root}: {exc}") from None
         seed = task.workspace_seed
         if seed is not None:
             entries = sorted(str(p) for p in seed.iterdir())
@@ -295,7 +286,7 @@ class SshSession(SandboxSession):
                 result = await self._run(command, timeout)
             timed_out = False
         except asyncssh.TimeoutError as exc:
-            await self._run(sweep_script(self.token))
+            await self.conn.script(sweep_script(self.token), timeout=30)
             result, timed_out = exc, True
         duration = asyncio.get_running_loop().time() - started
         code = result.exit_status if result.exit_status is not None else -1
@@ -304,8 +295,8 @@ class SshSession(SandboxSession):
     async def kill(self, policy: KillPolicy) -> None:
         script = kill_script(self.token, f"{self.root}/agent.pid", policy.int_grace, policy.grace)
         async with self._on_host("killing the agent"):
-            result = await self._run(script, timeout=policy.grace + 15)
-        if result.exit_status != 0:
+            code = await self.conn.script(script, timeout=policy.grace + 15)
+        if code != 0:
             raise RuntimeError(f"host {self.host.display}: processes of trial {self.token} survive SIGKILL")
 
     # -- files ----------------------------------------------------------------------------------
@@ -356,16 +347,14 @@ class SshSession(SandboxSession):
 
     async def cleanup(self, keep: bool = False) -> None:
         try:
-            if not self.conn.lost:  # one round trip: sweep the trial's processes, then its folder
+            if not self.conn.lost:  # one script: sweep the trial's processes, then its folder
                 remove = "" if keep else f"; rm -rf {q(self.root)}"
-                await self._run(f"({sweep_script(self.token)}){remove}", timeout=60)
+                await self.conn.script(f"({sweep_script(self.token)}){remove}", timeout=60)
             else:
                 self.sandbox.stale[self.host.display].add(self.token)
         except Exception:
             self.sandbox.stale[self.host.display].add(self.token)
         finally:
-            if self.sftp is not None:
-                self.sftp.exit()
             if not self._released:
                 self._released = True
                 self.conn.users -= 1

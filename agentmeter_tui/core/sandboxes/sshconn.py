@@ -8,6 +8,9 @@ from the recorded one is refused outright.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,3 +132,68 @@ async def accept_host_key(target: SshTarget) -> tuple[str, bool]:
         os.chmod(path, 0o600)
         handle.write(f"{target.host_pattern} {public[0]} {public[1]}\n")
     return fingerprint, True
+
+
+class HostConnection:
+    """One SSH connection to a host: its channel count, reverse tunnels, one shared SFTP
+    session, and a control shell.
+
+    Every exec channel makes sshd start the user's login shell, which reads its rc files
+    (100 ms and more with a heavy ~/.bashrc); our own short scripts (kill ladders, sweeps,
+    cleanup) instead run in one long-lived ``sh`` per connection, concurrently, each
+    reporting its exit status on a line of its own.
+    """
+
+    def __init__(self, conn: Any):
+        self.conn, self.users, self.tunnels = conn, 0, {}
+        self.closed = False
+        self._sftp: Any = None
+        self._lock = asyncio.Lock()
+        self._control: Any = None
+        self._pending: dict[int, asyncio.Future] = {}
+        self._ids = itertools.count(1)
+
+    @property
+    def lost(self) -> bool:
+        return self.closed or self.conn.is_closed()
+
+    async def sftp(self) -> Any:
+        async with self._lock:
+            if self._sftp is None:
+                self._sftp = await self.conn.start_sftp_client()
+            return self._sftp
+
+    async def script(self, text: str, timeout: float) -> int:
+        """Run a shell script on the host; its exit status (output discarded)."""
+        async with self._lock:
+            if self._control is None:
+                self._control = await self.conn.create_process("exec /bin/sh", encoding="utf-8")
+                asyncio.get_running_loop().create_task(self._read_control(self._control))
+        number = next(self._ids)
+        future = self._pending[number] = asyncio.get_running_loop().create_future()
+        self._control.stdin.write(f"( ( {text}\n) </dev/null >/dev/null 2>&1; echo \"@@done {number} $?\" ) &\n")
+        try:
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            self._pending.pop(number, None)
+
+    async def _read_control(self, process: Any) -> None:
+        error: BaseException = ConnectionError("the control shell on the host ended")
+        try:
+            async for line in process.stdout:
+                fields = line.split()
+                if len(fields) == 3 and fields[0] == "@@done" and fields[1].isdigit():
+                    future = self._pending.get(int(fields[1]))
+                    if future is not None and not future.done():
+                        future.set_result(int(fields[2]))
+        except Exception as exc:  # the connection went away
+            error = exc
+        self._control = None
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(error)
+
+    def close(self) -> None:
+        self.closed = True
+        with contextlib.suppress(Exception):
+            self.conn.close()
