@@ -12,8 +12,8 @@ hits both alike; figures are medians. Each proxied call's usage is metered and c
 
 The ingest part runs one suite twice, without and with ``proxy = true``: half the agents
 print events as fast as they can (as in ``benchmarks/ingest.py``), the other half make
-streamed model calls to the scripted server for the whole run (through the proxy in the
-second run), and the flooders' sustained ingest rate is compared.
+streamed model calls to the scripted server for the whole run, at a fixed rate (through the
+proxy in the second run), and the flooders' sustained ingest rate is compared.
 
 Target (issue 8): no added latency worth measuring against a model's own time to first
 token (hundreds of ms); throughput far above any model's output rate; ingest as fast with
@@ -144,12 +144,13 @@ wall_seconds = 300
 """
 
 
-def ingest_run(folder: Path, agents: int, events: int, chat_seconds: float, proxy: bool) -> tuple[float, float]:
+def ingest_run(folder: Path, agents: int, events: int, chat_seconds: float, rate: float,
+               proxy: bool) -> tuple[float, float]:
     """(flooders' sustained events/s, chatters' model calls/s) of one run."""
     from agentmeter_tui.core.store import Store
 
     suite = folder / ("proxied" if proxy else "direct")
-    for task, instruction in (("flood", f"flood {events}"), ("chat", f"chat {chat_seconds:g}")):
+    for task, instruction in (("flood", f"flood {events}"), ("chat", f"chat {chat_seconds:g} {rate:g}")):
         (suite / task).mkdir(parents=True)
         (suite / task / "task.toml").write_text('[verifier]\nkind = "none"\n')
         (suite / task / "instruction.md").write_text(instruction + "\n")
@@ -173,14 +174,15 @@ def ingest_run(folder: Path, agents: int, events: int, chat_seconds: float, prox
     return rates[0], rates[1]
 
 
-def ingest(agents: int, events: int) -> None:
+def ingest(agents: int, events: int, rate: float) -> None:
     folder = Path(tempfile.mkdtemp(prefix="proxy-ingest-"))
     try:
-        direct = ingest_run(folder, agents, events, 15, proxy=False)
-        proxied = ingest_run(folder, agents, events, 15, proxy=True)
+        direct = ingest_run(folder, agents, events, 15, rate, proxy=False)
+        proxied = ingest_run(folder, agents, events, 15, rate, proxy=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    print(f"runner ingest, {agents} agents x {events} events while {agents} agents make model calls:")
+    print(f"runner ingest, {agents} agents x {events} events while {agents} agents make up to {rate:g} "
+          f"model calls/s each:")
     print(f"  calls direct to the provider: {direct[0]:,.0f} events/s ingested, {direct[1]:,.0f} model calls/s")
     print(f"  calls through the proxy:      {proxied[0]:,.0f} events/s ingested, {proxied[1]:,.0f} model calls/s "
           f"(ingest ratio {proxied[0] / direct[0]:.2f})")
@@ -193,6 +195,7 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=20000, help="frames of ~1 KB per long stream")
     parser.add_argument("--agents", type=int, default=24, help="flooders (and as many chatters) for the ingest part")
     parser.add_argument("--events", type=int, default=5000, help="events per flooder")
+    parser.add_argument("--rate", type=float, default=10, help="model calls per second per chatter")
     args = parser.parse_args()
     ctx = multiprocessing.get_context("spawn")
     ready_in, ready_out = ctx.Pipe()
@@ -245,7 +248,7 @@ def main() -> None:
     proxy.terminate()
     provider.terminate()
     if args.agents:
-        ingest(args.agents, args.events)
+        ingest(args.agents, args.events, args.rate)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """A fake agent for ``benchmarks/proxy.py``: by its instruction, either a flooder (prints N
 events in the reference agent's format as fast as it can, like ``fake_agent.py``) or a
-chatter (makes streamed Chat Completions calls to its provider for S seconds, printing each
-call's usage). Stdlib only.
+chatter (makes streamed Chat Completions calls to its provider for S seconds, at most R a
+second, printing each call's usage). Stdlib only.
 
     AGENTMETER_INSTRUCTION="flood 5000" python benchmarks/proxy_load_agent.py
-    AGENTMETER_INSTRUCTION="chat 10" python benchmarks/proxy_load_agent.py
+    AGENTMETER_INSTRUCTION="chat 10 20" python benchmarks/proxy_load_agent.py
 """
 
 import http.client
@@ -16,7 +16,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-role, amount = os.environ["AGENTMETER_INSTRUCTION"].split()
+role, amount, *rate = os.environ["AGENTMETER_INSTRUCTION"].split()
 if role == "flood":
     sys.argv = ["fake_agent.py", amount]
     runpy.run_path(str(Path(__file__).with_name("fake_agent.py")))
@@ -29,9 +29,12 @@ body = json.dumps({"model": "load", "stream": True, "stream_options": {"include_
                    "messages": [{"role": "user", "content": "hi"}]}).encode()
 out = sys.stdout
 out.write('{"type": "init", "model": "load"}\n')
-deadline = time.monotonic() + float(amount)
+started = time.monotonic()
+deadline = started + float(amount)
+interval = 1 / float(rate[0]) if rate else 0.0
 calls = 0
 while time.monotonic() < deadline:
+    time.sleep(max(0.0, started + calls * interval - time.monotonic()))  # keep to the rate
     conn.request("POST", url.path + "/chat/completions", body, headers)
     response = conn.getresponse()
     usage = None
