@@ -8,5 +8,5 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
-if .venv/bin/agentmeter install-clis --help >/dev/null 2>&1; then .venv/bin/agentmeter install-clis; fi
+.venv/bin/agentmeter install-clis
 exec .venv/bin/pytest "$@"
