@@ -238,3 +238,34 @@ async def test_a_failing_sink_does_not_break_the_call(upstream, proxy, tmp_path)
     route = proxy.route(str(upstream.make_url("")), REAL_KEY, sink)
     assert (await send(proxy.base_url, "responses", route.key))[0] == 200
     assert any("metering failed" in line for line in proxy.logged)
+
+
+async def test_a_provider_that_drops_mid_stream_cuts_the_clis_stream_too(proxy):
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    async def dropping(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b'data: {"choices": [{"delta": {"content": "half"}}]}\n\n')
+        request.transport.close()  # the provider's connection breaks
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", dropping)
+    provider = TestServer(app)
+    await provider.start_server()
+    try:
+        sink = Sink()
+        route = proxy.route(str(provider.make_url("")), REAL_KEY, sink)
+        path, body = call_for("chat", True)
+        async with aiohttp.ClientSession() as client, \
+                client.post(proxy.base_url + path, json=body, headers=key_headers("chat", route.key)) as response:
+            assert response.status == 200
+            with pytest.raises(aiohttp.ClientPayloadError):
+                await response.read()
+        await proxy.release(route)
+        (call,) = sink.calls
+        assert call.outcome.startswith("upstream error") and not call.usage
+    finally:
+        await provider.close()

@@ -28,6 +28,7 @@ class ProxyCall:
     status: int = 0
     outcome: str = "started"  # completed | refused | client disconnected | upstream error: ...
     started: float = field(default_factory=time.time)
+    clock: float = field(default_factory=time.monotonic, repr=False)  # for durations
     ttfb_ms: float | None = None
     total_ms: float | None = None
     bytes_out: int = 0

@@ -101,7 +101,7 @@ class MeteringProxy:
         try:
             return await self._forward(request, route, call)
         finally:
-            call.total_ms = round((time.time() - call.started) * 1000, 2)
+            call.total_ms = round((time.monotonic() - call.clock) * 1000, 2)
             if call.protocol is not None:
                 try:
                     route.sink.on_proxy_call(call)
@@ -124,7 +124,6 @@ class MeteringProxy:
         url = route.upstream + request.raw_path.split("?", 1)[0]
         headers = upstream_headers(request.headers.items(), route.key, route.upstream_key)
         params = upstream_query(request.query.items(), route.key, route.upstream_key)
-        started = time.monotonic()
         response: web.StreamResponse | None = None
         scanner: UsageScanner | None = None
         assert self._client is not None
@@ -142,7 +141,7 @@ class MeteringProxy:
                 await response.prepare(request)
                 async for chunk in upstream.content.iter_any():
                     if call.ttfb_ms is None:
-                        call.ttfb_ms = round((time.monotonic() - started) * 1000, 2)
+                        call.ttfb_ms = round((time.monotonic() - call.clock) * 1000, 2)
                     if scanner is not None and scanner.feed(chunk):
                         self._meter(route, call, scanner.final)
                     call.bytes_out += len(chunk)
@@ -156,10 +155,17 @@ class MeteringProxy:
             call.outcome = "client disconnected"
             raise
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            # The message names the exception and path only: a URL's query may hold a key.
-            call.outcome = f"upstream error: {type(exc).__name__}"
-            if response is not None:  # mid-stream: nothing to do but end the stream early
+            # Messages name the exception and path only: a URL's query may hold a key.
+            transport = request.transport
+            if response is not None:
+                # Mid-stream the CLI went away, or the provider did: either way the answer is cut,
+                # and the CLI must see it cut, not a stream that ends as if complete.
+                gone = transport is None or transport.is_closing()
+                call.outcome = "client disconnected" if gone else f"upstream error: {type(exc).__name__}"
+                if transport is not None:
+                    transport.close()
                 return response
+            call.outcome = f"upstream error: {type(exc).__name__}"
             call.status = 502
             self._log(f"proxy: {route.label}: {request.method} {request.path}: upstream failed: {type(exc).__name__}")
             return _json_error(protocol, 502, f"agentmeter proxy: the provider could not be reached "
