@@ -71,9 +71,9 @@ async def _checks(plans, clis_root: Path, suite, args) -> tuple[list, list]:
         await asyncio.to_thread(server.stop)
     hosts = [doctor.check_store(Path(args.db))]
     if suite is not None:
-        sandbox = await doctor.check_sandbox(suite)
-        if sandbox is not None:
-            hosts.append(sandbox)
+        from ..core.sandboxes.hostcheck import check_suite_hosts
+
+        hosts.extend(await check_suite_hosts(suite))
     if args.clean:
         hosts.extend(await asyncio.to_thread(doctor.clean_engines, suite))
     return clis, hosts

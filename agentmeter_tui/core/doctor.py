@@ -1,12 +1,12 @@
 """Health checks behind ``agentmeter doctor``: are the agent CLIs a suite uses installed at
 their pinned versions, does each one run a one-turn scenario against the scripted model
-server and come out parsed (the tokens it reports equal what was served), do the suite's
-sandbox hosts answer, is the store readable; and ``--clean``, removing what crashed runners
-left on docker engines.
+server and come out parsed (the tokens it reports equal what was served), is the store
+readable; and ``--clean``, removing what crashed runners left on docker engines. The suite's
+sandbox hosts are checked by :mod:`.sandboxes.hostcheck`.
 
 A CLI smoke run happens in a local sandbox session (fresh HOME and workspace, the adapter's
 own command, environment and HOME files), whatever sandbox the suite uses: it checks the CLI
-and its adapter, while :func:`check_sandbox` checks the suite's hosts.
+and its adapter, while the host checks look at the suite's engines and hosts.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .harnesses import ADAPTERS, HarnessAdapter, LaunchContext, get_adapter
 from .sandboxes.base import KillPolicy, LaunchSpec
+from .sandboxes.hostcheck import HostCheck
 from .sandboxes.local import LocalSession
 from .usage import TokenUsage
 from .wireusage import fold
@@ -51,14 +52,6 @@ class CliCheck:
     version: str | None = None
     ok: bool | None = None
     detail: str = ""
-    fix: str = ""
-
-
-@dataclass
-class HostCheck:
-    subject: str
-    ok: bool | None
-    detail: str
     fix: str = ""
 
 
@@ -206,25 +199,7 @@ def _tokens(usage: TokenUsage) -> str:
     return "/".join(str(v) for v in usage.as_tuple()) + " (in/cached/write/out/reasoning)"
 
 
-# -- sandbox hosts, leftovers and the store ---------------------------------------------------
-
-async def check_sandbox(suite: Suite) -> HostCheck | None:
-    """Connect the suite's sandbox (engines, hosts, swarm manager) and resolve its images."""
-    from .sandboxes import SANDBOXES
-
-    kind = suite.spec.sandbox.kind
-    if kind == "local":
-        return None
-    sandbox = SANDBOXES.get(kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
-    try:
-        await sandbox.preflight()
-        return HostCheck(f"sandbox {kind}", True, f"{sandbox.capacity()} slot(s) answering")
-    except Exception as exc:  # noqa: BLE001 - whatever stops the sandbox is the finding
-        return HostCheck(f"sandbox {kind}", False, str(exc),
-                         "start the engine / check the hosts and known_hosts named in [sandbox]")
-    finally:
-        await sandbox.close()
-
+# -- leftovers and the store ---------------------------------------------------
 
 def engine_targets(suite: Suite | None) -> list[tuple[str | None, str | None, str | None]]:
     """(url, key, known_hosts) of the docker engines a suite uses; without a suite (or for a

@@ -74,7 +74,7 @@ def test_dead_docker_engine_fails_its_row_and_clean_finds_nothing(tmp_path):
                         timeout=180)
     out = " ".join(result.stdout.split())
     assert result.returncode == 1, out + result.stderr
-    assert "sandbox docker │ FAIL" in out and "nonexistent/docker.sock" in out
+    assert "docker unix:///nonexistent/docker.sock: engine │ FAIL" in out and "start dockerd" in out
     assert "clean unix:///nonexistent/docker.sock │ skip │ no engine answering" in out
     assert "reference │ 0.1.0 │ 0.1.0 │ ok" in out
 

@@ -54,9 +54,7 @@ def recover_kimi(files: dict[str, bytes]) -> Recovery | None:
         key = str(payload.get("message_id") or f"{name}:{len(calls)}")
         calls[key] = wire_usage(token_usage)
         sources.add(name)
-    if not calls:
-        return None
-    return Recovery(sum(calls.values(), TokenUsage()), len(calls), "session:" + ", ".join(sorted(sources)))
+    return Recovery.per_call(calls, sources)
 
 
 class KimiCliParser(StreamParser):

@@ -27,8 +27,9 @@ from typing import ClassVar
 
 from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
-from .base import AgentOutcome, HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
-from .jsonl import as_int, content_text, load_object, objects, tool_key, tool_text
+from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
+from .claude_code import user_events
+from .jsonl import as_int, load_object, objects, tool_key, tool_text
 
 API_ERROR = re.compile(r"^\s*\[API Error:?\s*(.*)", re.DOTALL)
 
@@ -46,9 +47,7 @@ def safe_positional(text: str) -> str:
 
 
 class QwenCodeParser(StreamParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self._counted: dict[str, TokenUsage] = {}  # message id -> usage counted for it
+    final_record = "result"
 
     def feed(self, stream: str, line: bytes) -> list[ParsedEvent]:
         obj = load_object(line) if stream == "stdout" else None
@@ -58,7 +57,7 @@ class QwenCodeParser(StreamParser):
         if kind == "assistant":
             return self._assistant(obj)
         if kind == "user":
-            return self._user(obj)
+            return user_events(obj)  # tool results, shaped as Claude Code's
         if kind == "result":
             return self._result(obj)
         if kind == "system":
@@ -94,40 +93,14 @@ class QwenCodeParser(StreamParser):
                 self.tool_calls += 1
                 events.append(ParsedEvent(EventKind.TOOL_CALL, tool_text(arguments), tool_name=name,
                                           tool_key=tool_key(name, arguments), model=model))
-        usage = message.get("usage")
-        if isinstance(usage, dict):
-            event = self._count(str(message.get("id") or obj.get("uuid") or ""), qwen_usage(usage), model)
+        usage = qwen_usage(message["usage"]) if isinstance(message.get("usage"), dict) else None
+        if usage:  # the fragments before a call's closing event carry zeros
+            message_id = message.get("id") or obj.get("uuid")
+            event = self.count_message(str(message_id), usage, model) if message_id else \
+                self.add_usage(usage, model=model)
             if event is not None:
                 events.append(event)
         return events or [ParsedEvent(EventKind.SYSTEM, "assistant: (empty)", model=model)]
-
-    def _count(self, message_id: str, usage: TokenUsage, model: str | None) -> ParsedEvent | None:
-        """A call's usage once: fragments carry zeros, and a repeated message id (partial
-        messages) adds only what grew since its last copy."""
-        if not usage:
-            return None
-        seen = self._counted.get(message_id) if message_id else None
-        if seen is None:
-            if message_id:
-                self._counted[message_id] = usage
-            return self.add_usage(usage, model=model, turns=1)
-        grown = TokenUsage(*(max(a, b) for a, b in zip(seen.as_tuple(), usage.as_tuple(), strict=True)))
-        if grown == seen:
-            return None
-        self._counted[message_id] = grown
-        return self.add_usage(grown - seen, model=model, turns=0)
-
-    def _user(self, obj: dict) -> list[ParsedEvent]:
-        content = (obj.get("message") or {}).get("content")
-        events = []
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    events.append(ParsedEvent(EventKind.TOOL_RESULT, content_text(block.get("content")),
-                                              is_error=bool(block.get("is_error"))))
-        elif isinstance(content, str):
-            events.append(ParsedEvent(EventKind.SYSTEM, f"user: {content}"))
-        return events or [ParsedEvent(EventKind.SYSTEM, "user: (empty)")]
 
     def _result(self, obj: dict) -> list[ParsedEvent]:
         self.final_seen = True
@@ -135,7 +108,7 @@ class QwenCodeParser(StreamParser):
         usage = obj.get("usage")
         if isinstance(usage, dict):
             # The session total: corrects the per-call sum if they differ, never adds to it.
-            turns = None if self._counted else as_int(obj.get("num_turns"))
+            turns = None if self._messages else as_int(obj.get("num_turns"))
             event = self.set_total(qwen_usage(usage), turns=turns)
             if event is not None:
                 events.append(event)
@@ -150,15 +123,6 @@ class QwenCodeParser(StreamParser):
         events.append(ParsedEvent(EventKind.SYSTEM, f"result: {obj.get('subtype')}{' (error)' if failed else ''}",
                                   is_error=failed))
         return events
-
-    def outcome(self, exit_code: int | None, killed: bool) -> AgentOutcome:
-        if killed:
-            return AgentOutcome(False)
-        if self.errors:
-            return AgentOutcome(True, self.errors[-1])
-        if not self.final_seen:
-            return AgentOutcome(True, f"ended without its result record (exit code {exit_code})")
-        return AgentOutcome(False)
 
 
 def recover_qwen(files: dict[str, bytes]) -> Recovery | None:
@@ -177,9 +141,7 @@ def recover_qwen(files: dict[str, bytes]) -> Recovery | None:
                            output=as_int(meta.get("candidatesTokenCount")))
         calls[str(obj.get("uuid") or len(calls))] = usage
         sources.add(name)
-    if not calls:
-        return None
-    return Recovery(sum(calls.values(), TokenUsage()), len(calls), "session:" + ", ".join(sorted(sources)))
+    return Recovery.per_call(calls, sources)
 
 
 class QwenCodeAdapter(HarnessAdapter):
