@@ -290,3 +290,28 @@ async def test_errors_in_each_protocols_shape(tmp_path, protocol):
         assert status == 200, "after the scripted errors the script has run out: 'Done.'"
     finally:
         await server.close()
+
+
+def test_side_calls_asking_for_json_get_json_that_fits():
+    """Gemini CLI's loop check asks a side model for JSON and stalls on plain text."""
+    from agentmeter_tui.core.mockllm.replies import sample_json
+
+    schema = {"type": "object", "properties": {"unproductive_state_confidence": {"type": "number"},
+                                               "unproductive_state_analysis": {"type": "string"},
+                                               "kind": {"enum": ["a", "b"]}, "items": {"type": "array"}},
+              "required": ["unproductive_state_confidence"]}
+    assert sample_json(schema) == {"unproductive_state_confidence": 0, "unproductive_state_analysis": "",
+                                   "kind": "a", "items": []}
+
+
+async def test_gemini_loop_check_side_call_gets_json_and_keeps_the_script(server):
+    body = {"contents": [{"role": "user", "parts": [{"text": "is this looping?"}]}],
+            "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": {
+                "type": "object", "properties": {"unproductive_state_confidence": {"type": "number"}}}}}
+    status, _, text = await post(server, "/v1beta/models/gemini-3-flash-preview:generateContent", body)
+    assert status == 200
+    answer = json.loads(text)["candidates"][0]["content"]["parts"][0]["text"]
+    assert json.loads(answer) == {"unproductive_state_confidence": 0}
+    # It was a side call: the scenario's first turn is still next.
+    status, _, text = await post(server, "/v1beta/models/gemini-2.5-pro:generateContent", gemini_body())
+    assert status == 200 and "functionCall" in text

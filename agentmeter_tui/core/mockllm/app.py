@@ -85,7 +85,7 @@ async def model_call(request: web.Request, protocol: Protocol) -> web.StreamResp
             call.status, call.answer = 401, "no session"
             return await _send(request, json_body(protocol.error_body(401, NO_SESSION), 401))
         req = WireRequest(body, request.query, request.match_info)
-        reply = call.session.next_reply(protocol.offered_tools(body), protocol.name)
+        reply = call.session.next_reply(protocol.offered_tools(body), protocol.name, protocol.wanted_json(body))
         served = call.session.calls[-1]
         call.answer, call.entry["call"] = reply.label, served.call
         if reply.delay_ms:

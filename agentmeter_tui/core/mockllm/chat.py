@@ -29,6 +29,12 @@ def openai_error(status: int, message: str, error_type: str | None) -> dict[str,
 class ChatCompletions(Protocol):
     name = "chat"
 
+    def wanted_json(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            return (fmt.get("json_schema") or {}).get("schema") or {}
+        return {} if fmt.get("type") == "json_object" else None
+
     def offered_tools(self, body: dict[str, Any]) -> list[OfferedTool]:
         tools = []
         for tool in body.get("tools") or []:

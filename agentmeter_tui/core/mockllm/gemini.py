@@ -41,6 +41,14 @@ class Gemini(Protocol):
                     tools.append(OfferedTool(decl["name"], schema))
         return tools
 
+    def wanted_json(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        # Gemini CLI's loop check (after ~30 calls) asks another model for a JSON verdict.
+        config = body.get("generationConfig") or {}
+        schema = config.get("responseJsonSchema") or config.get("responseSchema")
+        if isinstance(schema, dict):
+            return schema
+        return {} if config.get("responseMimeType") == "application/json" else None
+
     def model(self, req: WireRequest) -> str:
         return split_target(req.match.get("target", ""))[0] or "scripted-model"
 

@@ -130,3 +130,21 @@ def text_pieces(text: str, count: int = 3) -> list[str]:
         return []
     size = max(1, -(-len(text) // count))
     return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def sample_json(schema: dict[str, Any]) -> Any:
+    """The plainest value that fits a JSON schema: zeros, empty strings, the first enum value.
+
+    For side calls that ask for structured output: Gemini CLI's loop check expects an object
+    with ``unproductive_state_confidence`` and stalls on plain text; 0 means "not looping".
+    """
+    if "enum" in schema and schema["enum"]:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    kind = str(kind).lower() if kind else ("object" if "properties" in schema else "string")
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        return {name: sample_json(sub if isinstance(sub, dict) else {}) for name, sub in properties.items()}
+    return {"array": [], "string": "", "number": 0, "integer": 0, "boolean": False, "null": None}.get(kind, "")

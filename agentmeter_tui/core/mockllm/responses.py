@@ -47,6 +47,12 @@ def _items(reply: Reply) -> list[dict[str, Any]]:
 class Responses(Protocol):
     name = "responses"
 
+    def wanted_json(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        fmt = (body.get("text") or {}).get("format") or {}
+        if fmt.get("type") == "json_schema":
+            return fmt.get("schema") or {}
+        return {} if fmt.get("type") == "json_object" else None
+
     def offered_tools(self, body: dict[str, Any]) -> list[OfferedTool]:
         tools = []
         for tool in body.get("tools") or []:

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from ..usage import TokenUsage
-from .replies import OfferedTool, Reply, reply_for_turn
+from .replies import OfferedTool, Reply, reply_for_turn, sample_json
 from .scenario import DEFAULT_USAGE, SIDE_CALL_USAGE, Scenario
 
 LOG_LIMIT = 200  # requests kept in memory per session (bodies can be 100+ KB); --log files keep all
@@ -70,13 +70,15 @@ class Session:
     def __post_init__(self) -> None:
         self.label = self.label or key_label(self.key)
 
-    def next_reply(self, tools: list[OfferedTool], protocol: str) -> Reply:
+    def next_reply(self, tools: list[OfferedTool], protocol: str, wanted_json: dict | None = None) -> Reply:
         """Take the answer for the next model call and record it as served (not yet completed)."""
         number = len(self.calls) + 1
         call_id = f"call_{self.label}_{number}"
         if not tools:
-            # Side calls (titles, summaries) offer no tools; they must not shift the script.
-            reply = Reply(kind="side", text="Scripted session", usage=SIDE_CALL_USAGE)
+            # Side calls (titles, summaries, a loop check) offer no tools; they must not shift the
+            # script. One that asks for structured output gets JSON that fits its schema.
+            text = "Scripted session" if wanted_json is None else orjson.dumps(sample_json(wanted_json)).decode()
+            reply = Reply(kind="side", text=text, usage=SIDE_CALL_USAGE)
         elif self.turn_index < len(self.scenario.turns):
             turn = self.scenario.turns[self.turn_index]
             reply = reply_for_turn(turn, self.turn_index + 1, tools, number, call_id)

@@ -44,6 +44,10 @@ class Protocol:
     def offered_tools(self, body: dict[str, Any]) -> list[OfferedTool]:
         raise NotImplementedError
 
+    def wanted_json(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The JSON schema the request wants its answer to follow (structured output), if any."""
+        return None
+
     def wants_stream(self, req: WireRequest) -> bool:
         return bool(req.body.get("stream"))
 
