@@ -16,7 +16,14 @@ from agentmeter_tui.core.proxy.calls import ProxyCall
 from agentmeter_tui.core.proxy.server import MeteringProxy
 from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.wireusage import MERGED, fold
-from tests.core.mockllm_support import SHELL_SCHEMA, TWO_TURNS, chat_body, register, start_server, write_scenario
+from tests.core.mockllm_support import (
+    SHELL_SCHEMA,
+    TWO_TURNS,
+    chat_body,
+    register,
+    start_server,
+    write_scenario,
+)
 
 REAL_KEY = "sk-real-PLANTED-4e1b2c"
 TURNS = [TokenUsage(1200, 4000, 300, 30, 20), TokenUsage(1300, 4500, 0, 80, 25)]  # TWO_TURNS' usage

@@ -27,8 +27,15 @@ from aiohttp import web
 from ..usage import TokenUsage
 from .calls import CallSink, ProxyCall, Route
 from .scan import UsageScanner
-from .wire import (error_body, find_key, protocol_for, request_model, response_headers, upstream_headers,
-                   upstream_query)
+from .wire import (
+    error_body,
+    find_key,
+    protocol_for,
+    request_model,
+    response_headers,
+    upstream_headers,
+    upstream_query,
+)
 
 KEY_PREFIX = "amp-"
 SHUTDOWN_TIMEOUT = 0.5
