@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.core.sandboxes import SANDBOXES  # noqa: E402
-from agentmeter_tui.core.sandboxes.base import LaunchSpec  # noqa: E402
-from agentmeter_tui.core.suites import load_suite  # noqa: E402
+from agentmeter_tui.core.sandboxes import SANDBOXES
+from agentmeter_tui.core.sandboxes.base import LaunchSpec
+from agentmeter_tui.core.suites import load_suite
 
 SUITE = """
 [suite]

@@ -7,11 +7,13 @@ import os
 import re
 import shutil
 import time
+from datetime import datetime
 from pathlib import Path
 
 import psutil
 import pytest
 
+from agentmeter_tui.core.usage import TOKEN_CLASSES
 from tests.conftest import FIXTURES, ROOT, need
 
 SMOKE = ROOT / "suites" / "smoke"
@@ -42,6 +44,39 @@ def single_trial(suite: Path, model: str = "solver", task: str = "count-lines") 
     kept = [b[:b.index("[[clis]]")] if "[[clis]]" in b else b for b in kept]
     (suite / "suite.toml").write_text(blocks[0] + "".join("[[models]]\n" + b for b in kept) + tail)
     return suite
+
+
+def assert_smoke_verdicts(trials: list[dict], sandbox: str) -> None:
+    """The smoke suite's verdicts, checked by its tests inside the sandbox: the solver passes,
+    the fumbler fails, and its off-by-one count earns the partial reward its tests wrote."""
+    for trial in trials:
+        assert trial["sandbox"] == sandbox, trial
+        assert trial["status"] == ("passed" if trial["model"] == "solver" else "failed"), trial
+    for trial in trials:
+        if trial["model"] == "solver" and trial["task_id"] == "count-lines":
+            assert "count is right: 7" in trial["verifier_output"]
+        if trial["model"] == "fumbler" and trial["task_id"] == "count-lines":
+            assert trial["quality"] == 0.5, trial
+
+
+def assert_runaways_killed(store, suite_id: str, within: float) -> dict[str, dict]:
+    """The runaway suite's verdicts; the burner's final row (container or remote processes
+    gone) came less than ``within`` seconds after the usage event that crossed its budget."""
+    trials = {t["model"]: t for t in store.trials(suite_id)}
+    burner = trials["burner"]
+    assert burner["status"] == "killed" and burner["reason"] == "budget:tokens", burner
+    assert sum(burner[c] for c in TOKEN_CLASSES) >= 20000  # every completed call's usage is kept
+    assert trials["sleeper"]["status"] == "killed" and trials["sleeper"]["reason"] == "budget:time"
+    assert trials["thrasher"]["status"] == "killed"
+    total, crossed_at = 0, None
+    query = "select * from usage where trial_id = ? and seq = ?"
+    for seq, ts, kind, *_ in store.events(burner["id"]):
+        if kind == "usage" and crossed_at is None:
+            total += sum(next(store.db.query(query, [burner["id"], seq]))[c] for c in TOKEN_CLASSES)
+            crossed_at = ts if total >= 20000 else None
+    assert crossed_at is not None
+    assert datetime.fromisoformat(burner["finished_at"]).timestamp() - crossed_at < within
+    return trials
 
 
 def docker_client():
@@ -88,16 +123,27 @@ def wait_runner_exit(db: Path, timeout: float = 30) -> None:
     finally:
         store.close()
     deadline = time.monotonic() + timeout
-    while any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids):
+    while any(_running(pid) for pid in pids):
         assert time.monotonic() < deadline, "the runner did not exit"
         time.sleep(0.05)
 
 
-@pytest.fixture
-def docker_engine():
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.fixture(name="docker_engine")
+def docker_engine_fixture():
+    """The local engine's client (import ``docker_engine_fixture`` to use ``docker_engine``)."""
     client = docker_client()
     yield client
     client.close()
+
+
+docker_engine = docker_engine_fixture  # the name other test modules import it by
 
 
 def unique_id(prefix: str) -> str:

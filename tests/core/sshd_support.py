@@ -124,7 +124,7 @@ LogLevel ERROR
     def sandbox_toml(self, slots: int = 2, name: str = "loopback") -> str:
         if not self.known_hosts.exists() or self.host_key_line not in self.known_hosts.read_text():
             self.trust()
-        return f'kind = "ssh"\nprobe_interval = 0.5\n\n' + self.host_toml(name, slots)
+        return 'kind = "ssh"\nprobe_interval = 0.5\n\n' + self.host_toml(name, slots)
 
 
 def _is_sshd(proc: psutil.Process) -> bool:

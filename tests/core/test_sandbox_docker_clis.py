@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.core.sandbox_support import docker_engine  # noqa: F401
+from tests.core.sandbox_support import docker_engine_fixture  # noqa: F401
 from tests.e2e import cases
 from tests.e2e.harness import run_scenario
 

@@ -11,7 +11,14 @@ from agentmeter_tui.core.sandboxes.engine import EngineError
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.suites import load_suite
 from tests.conftest import agentmeter, need
-from tests.core.sandbox_support import SMOKE, docker_engine, leftovers, single_trial, suite_copy, unique_id  # noqa: F401
+from tests.core.sandbox_support import (  # noqa: F401
+    SMOKE,
+    docker_engine_fixture,
+    leftovers,
+    single_trial,
+    suite_copy,
+    unique_id,
+)
 from tests.core.sshd_support import SshdInstance, sshd_available
 
 pytestmark = [pytest.mark.docker, pytest.mark.ssh]

@@ -22,7 +22,9 @@ class TarWriter:
     def __init__(self, fileobj: io.IOBase | None = None, *, uid: int = 0, gid: int | None = None,
                  gzip: bool = False):
         self.buffer = fileobj if fileobj is not None else io.BytesIO()
-        self.tar = tarfile.open(fileobj=self.buffer, mode="w:gz" if gzip else "w", format=tarfile.PAX_FORMAT)
+        # Closed by getvalue() or close(): the writer lives across many calls.
+        self.tar = tarfile.open(fileobj=self.buffer, mode="w:gz" if gzip else "w",  # noqa: SIM115
+                                format=tarfile.PAX_FORMAT)
         self.uid, self.gid = uid, uid if gid is None else gid
         self.dirs: set[str] = set()
 

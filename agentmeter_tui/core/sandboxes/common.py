@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo
 
 from .. import procs
 from ..harnesses.reference import AGENT_FILE
-from ..tomlerrors import load_toml, validate
+from ..tomlerrors import InputError, load_toml, validate
 
 if TYPE_CHECKING:
     from ..suites import Suite
@@ -49,7 +49,7 @@ def load_settings(model: type[M], suite: Suite, settings: dict[str, Any]) -> M:
     path = suite.path / "suite.toml"
     try:
         _, text = load_toml(path)
-    except Exception:
+    except InputError:  # a suite built in memory: errors then name no line
         text = ""
     return validate(model, settings, path, text, prefix=("sandbox",), context={"base": suite.path})
 
@@ -90,7 +90,7 @@ class HostWatch:
             await asyncio.sleep(self.interval)
             try:
                 await asyncio.wait_for(self.probe(host), max(5.0, self.interval))
-            except Exception:
+            except Exception:  # noqa: BLE001, S112 - any failure means: still down, probe again later
                 continue
             self.placement.mark_up(host)
             return

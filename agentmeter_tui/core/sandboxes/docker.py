@@ -18,7 +18,9 @@ address is this machine's relay to the model server or metering proxy), ``bridge
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import tarfile
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -252,10 +254,8 @@ class DockerSession(SandboxSession):
         stream.start()
         self.agent = DockerAgent(self.engine, exec_id, stream,
                                  on_lost=lambda exc: self.sandbox.watch.down(self.engine.name, str(exc)))
-        try:
+        with contextlib.suppress(*engines.engine_errors()):  # the pid is for display only
             self.agent.pid = (await self.engine.call(api.exec_inspect, exec_id)).get("Pid") or None
-        except Exception:
-            pass
         return self.agent
 
     def _native(self, argv: list[str]) -> list[str]:
@@ -295,11 +295,9 @@ class DockerSession(SandboxSession):
 
     async def _kill_container(self) -> None:
         api = self.engine.client.api
-        try:
+        with contextlib.suppress(*engines.engine_errors()):  # already stopped, or gone
             await self.engine.call(api.kill, self.container)
             await self.engine.call(api.wait, self.container, timeout=10, condition="not-running")
-        except Exception:
-            pass  # already stopped, or gone
 
     # -- files ----------------------------------------------------------------------------------
 
@@ -336,13 +334,11 @@ class DockerSession(SandboxSession):
         if self.container is not None:
             if keep and self.host_files is None:
                 kept = Path(tempfile.gettempdir()) / "agentmeter-kept" / f"t{self.trial_id}-{self.token}"
-                try:
+                with contextlib.suppress(*engines.engine_errors(), tarfile.TarError):
                     await self.collect_workspace(kept)
-                except Exception:
-                    pass
             try:  # force = SIGKILL and remove at once: no stop timeout; v = its anonymous volume too
                 await self.engine.call(self.engine.client.api.remove_container, self.container, force=True, v=True)
-            except Exception as exc:
+            except engines.engine_errors() as exc:
                 if "No such container" not in str(exc):
                     raise
         if self.host_files is not None:

@@ -9,12 +9,14 @@ engine's thread pool.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from typing import TYPE_CHECKING
 
 from ..lines import LineSplitter
 from .base import AgentHandle, ExecResult, OutputCallback
+from .engine import engine_errors
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -41,7 +43,7 @@ class ExecStream(threading.Thread):
                     self._emit("stdout", splitters["stdout"].feed(out))
                 if err:
                     self._emit("stderr", splitters["stderr"].feed(err))
-        except BaseException as exc:  # the engine went away mid-stream: the caller decides
+        except BaseException as exc:  # noqa: BLE001 - the engine went away mid-stream: wait() decides
             self.error = exc
         finally:
             for name, splitter in splitters.items():
@@ -71,7 +73,7 @@ class DockerAgent(AgentHandle):
         await asyncio.shield(self.stream.done)
         try:
             info = await self.engine.call(self.engine.client.api.exec_inspect, self.exec_id)
-        except Exception as exc:
+        except engine_errors() as exc:
             if self.on_lost:
                 self.on_lost(exc)
             raise ConnectionError(f"docker engine {self.engine.name} lost: {exc}") from None
@@ -105,9 +107,8 @@ def signal_all(engine: Engine, container: str, signal_name: str) -> None:
     The keep-alive ignores INT and TERM, so the container stays for usage recovery.
     """
     api = engine.client.api
-    try:
+    # No shell in the image, or the container already gone: the container kill follows anyway.
+    with contextlib.suppress(*engine_errors()):
         exec_id = api.exec_create(container, ["sh", "-c", f"kill -s {signal_name} -1 2>/dev/null; true"],
                                   user="0")["Id"]
         api.exec_start(exec_id)
-    except Exception:
-        pass  # no shell in the image, or the container is already gone: the container kill follows

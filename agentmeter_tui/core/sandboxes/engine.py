@@ -9,6 +9,7 @@ calls never starve the event loop's default executor (which the local sandbox us
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 from collections.abc import Callable
@@ -40,6 +41,14 @@ def trial_labels(suite_id: str, trial_id: int | None, token: str) -> dict[str, s
 
 class EngineError(RuntimeError):
     pass
+
+
+def engine_errors() -> tuple[type[BaseException], ...]:
+    """What a call to an engine raises when the engine refuses or is gone (for ``except``)."""
+    from docker.errors import DockerException
+    from requests.exceptions import RequestException
+
+    return (DockerException, RequestException, OSError)
 
 
 def _keyed_ssh_adapter(base_url: str, key: str | None, known_hosts: str | None, timeout: int) -> Any:
@@ -80,7 +89,7 @@ def connect(url: str | None = None, *, key: str | None = None, known_hosts: str 
         else:
             client = docker.DockerClient(base_url=url, version=API_VERSION, timeout=timeout, max_pool_size=POOL)
         client.ping()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the SDK, requests and paramiko each raise their own
         raise EngineError(describe_failure(url, exc, known_hosts)) from None
     return client
 
@@ -116,17 +125,14 @@ class Engine:
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
-        try:
+        with contextlib.suppress(*engine_errors()):
             self.client.close()
-        except Exception:
-            pass
 
 
 def is_local_url(url: str | None) -> bool:
     if url is None:
         url = os.environ.get("DOCKER_HOST")
-    return url is None or url.startswith(("unix://", "npipe://")) or url.startswith(
-        ("tcp://127.0.0.1", "tcp://localhost"))
+    return url is None or url.startswith(("unix://", "npipe://", "tcp://127.0.0.1", "tcp://localhost"))
 
 
 # -- leftovers ----------------------------------------------------------------------------------
@@ -181,7 +187,7 @@ def clean_leftovers(url: str | None = None, *, dry_run: bool = False, include_li
     for kind, lister, remover in groups:
         try:
             objects = lister()
-        except Exception as exc:
+        except engine_errors() as exc:
             report.errors.append(f"listing {kind}: {exc}")
             continue
         for obj in objects:
@@ -195,6 +201,6 @@ def clean_leftovers(url: str | None = None, *, dry_run: bool = False, include_li
                 continue
             try:
                 remover(obj)
-            except Exception as exc:
+            except engine_errors() as exc:
                 report.errors.append(f"removing {kind[:-1]} {name}: {exc}")
     return report

@@ -86,9 +86,9 @@ async def check_ssh_host(host: Any, suite: Suite, known_hosts: str | None = None
         for adapter, path in _executables(suite, host.clis).items():
             if (await sh(f"test -x {q(path)}"))[0]:
                 missing.append(f"{adapter} ({path})")
-        if any(c.adapter == "reference" for c in suite.spec.clis):
-            if (await sh(f"command -v {q(host.python)}"))[0]:
-                missing.append(f"reference agent's {host.python}")
+        wants_python = any(c.adapter == "reference" for c in suite.spec.clis)
+        if wants_python and (await sh(f"command -v {q(host.python)}"))[0]:
+            missing.append(f"reference agent's {host.python}")
         checks.append(HostCheck(f"{name}: CLIs", not missing, "missing: " + ", ".join(missing) if missing
                                 else f"the suite's CLIs are under {host.clis}",
                                 "install them there (agentmeter install-clis on the host)" if missing else ""))

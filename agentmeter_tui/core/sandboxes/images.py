@@ -101,7 +101,7 @@ class ImageResolver:
         try:
             repository, _, tag = name.partition(":")
             client.images.pull(repository, tag=tag or "latest")
-        except Exception as exc:  # the SDK raises several kinds; all mean the same here
+        except Exception as exc:  # noqa: BLE001 - the SDK raises several kinds; all mean the same here
             raise ImageError(f"pulling image '{name}' ({where}) on {engine} failed: the registry is not "
                              f"reachable or refused it ({exc}); build or load the image instead") from None
         return name

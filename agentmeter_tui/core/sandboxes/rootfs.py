@@ -48,7 +48,7 @@ def find_python() -> Path:
 
 
 def _is_static(path: Path) -> bool:
-    result = subprocess.run(["ldd", str(path)], capture_output=True, text=True)
+    result = subprocess.run(["ldd", str(path)], capture_output=True, text=True, check=False)
     return result.returncode != 0 or "not a dynamic executable" in (result.stdout + result.stderr)
 
 
@@ -56,7 +56,7 @@ def shared_libraries(binaries: list[Path]) -> list[Path]:
     """The shared objects ``binaries`` load (per ``ldd``), the dynamic loader included."""
     found: set[str] = set()
     for binary in binaries:
-        result = subprocess.run(["ldd", str(binary)], capture_output=True, text=True)
+        result = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=False)
         for line in result.stdout.splitlines():
             parts = line.split()
             if "=>" in parts:

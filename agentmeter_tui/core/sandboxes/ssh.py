@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..lines import LineSplitter
-from .base import AgentHandle, ExecResult, KillPolicy, LaunchSpec, OutputCallback, Sandbox, SandboxSession, TrialSlot
+from .base import (
+    AgentHandle,
+    ExecResult,
+    KillPolicy,
+    LaunchSpec,
+    OutputCallback,
+    Sandbox,
+    SandboxSession,
+    TrialSlot,
+)
 from .common import HostWatch, load_settings, map_argv, shipped_files, trial_env
 from .placement import Host, Placement
 from .relay import is_loopback, replace_host, target_of
@@ -110,7 +119,7 @@ class SshSandbox(Sandbox):
                 conn.users -= 1
             except HostKeyError:
                 raise
-            except (OSError, Exception) as exc:
+            except Exception as exc:  # noqa: BLE001 - unreachable, refused, auth: this host is down
                 errors.append(f"{name}: {exc}")
                 self.watch.down(name, str(exc))
         if len(errors) == len(self.hosts):
@@ -123,7 +132,7 @@ class SshSandbox(Sandbox):
             conn = await self.connection(name)
         except HostKeyError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever the failure, the host is down for now
             self.watch.down(name, str(exc))
             raise HostLost(f"host {name}: {exc}") from None
         session = SshSession(self, self.hosts[name], conn, trial_id, token)
@@ -352,7 +361,7 @@ class SshSession(SandboxSession):
                 await self.conn.script(f"({sweep_script(self.token)}){remove}", timeout=60)
             else:
                 self.sandbox.stale[self.host.display].add(self.token)
-        except Exception:
+        except Exception:  # noqa: BLE001 - swept when the host is back
             self.sandbox.stale[self.host.display].add(self.token)
         finally:
             if not self._released:

@@ -77,11 +77,9 @@ async def connect(target: SshTarget, *, timeout: float = 10.0, keepalive: float 
 
 async def _unknown_key_message(target: SshTarget) -> str:
     fingerprint = "?"
-    try:
+    with contextlib.suppress(OSError, ConnectionError, asyncio.TimeoutError):
         key = await fetch_host_key(target)
         fingerprint = f"{key.get_algorithm()} {key.get_fingerprint()}"
-    except Exception:
-        pass
     recorded = _recorded_keys(target)
     if recorded:
         return (f"host {target}: its SSH host key ({fingerprint}) differs from the one recorded in "
@@ -186,7 +184,7 @@ class HostConnection:
                     future = self._pending.get(int(fields[1]))
                     if future is not None and not future.done():
                         future.set_result(int(fields[2]))
-        except Exception as exc:  # the connection went away
+        except Exception as exc:  # noqa: BLE001 - the connection went away, however asyncssh says it
             error = exc
         self._control = None
         for future in self._pending.values():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import shlex
 from pathlib import Path
+
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from .. import procs
