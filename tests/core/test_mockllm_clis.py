@@ -124,7 +124,8 @@ provider = "mock"
 model = "kimi-k2"
 max_context_size = 262144
 """)
-    return [str(ROOT / ".clis" / "kimi" / "bin" / "kimi"), "--print", "--output-format", "stream-json", "-p", PROMPT], {}
+    # install-clis puts each PyPI CLI in its own venv named after its adapter.
+    return [str(ROOT / ".clis" / "kimi-cli" / "bin" / "kimi"), "--print", "--output-format", "stream-json", "-p", PROMPT], {}
 
 
 def run_cli(server, tmp_path: Path, name: str, setup) -> tuple[subprocess.CompletedProcess, Path, dict]:
