@@ -25,7 +25,7 @@ from typing import ClassVar
 
 from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
-from .base import AgentOutcome, HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
+from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
 from .jsonl import as_int, content_text, load_object, objects, tool_key, tool_text
 
 MODEL_ALIAS = "agentmeter"  # the model and provider entry in config.toml
@@ -58,7 +58,8 @@ def recover_kimi(files: dict[str, bytes]) -> Recovery | None:
 
 
 class KimiCliParser(StreamParser):
-    """Transcript from stdout; usage only through :meth:`absorb` (the wire log)."""
+    """Transcript from stdout; usage only through :meth:`absorb` (the wire log). No end record
+    exists, so the verdict is the base rule: an error line, else a non-zero exit code."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -113,15 +114,6 @@ class KimiCliParser(StreamParser):
         self._in_error = True
         self.errors.append(text[:ERROR_TEXT_LIMIT])
         return ParsedEvent(EventKind.ERROR, text, is_error=True)
-
-    def outcome(self, exit_code: int | None, killed: bool) -> AgentOutcome:
-        if killed:
-            return AgentOutcome(False)
-        if self.errors:
-            return AgentOutcome(True, self.errors[-1])
-        if exit_code not in (0, None):
-            return AgentOutcome(True, f"exit code {exit_code}")
-        return AgentOutcome(False)
 
 
 class KimiCliAdapter(HarnessAdapter):

@@ -113,15 +113,10 @@ class OpencodeParser(StreamParser):
         return ParsedEvent(EventKind.ERROR, text, is_error=True)
 
     def outcome(self, exit_code: int | None, killed: bool) -> AgentOutcome:
-        if killed:
-            return AgentOutcome(False)
-        if self.errors:
-            return AgentOutcome(True, self.errors[-1])
-        if exit_code not in (0, None):
-            return AgentOutcome(True, f"exit code {exit_code}")
-        if not self.turns:
+        verdict = super().outcome(exit_code, killed)
+        if not killed and not verdict.errored and not self.turns:  # no end record: a silent exit 0
             return AgentOutcome(True, "ended without a finished step")
-        return AgentOutcome(False)
+        return verdict
 
 
 class OpencodeAdapter(HarnessAdapter):
