@@ -85,6 +85,7 @@ def _mark(ok: bool | None) -> str:
 
 def _print(clis: list[doctor.CliCheck], hosts: list[doctor.HostCheck], clis_root: Path) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(highlight=False)
@@ -93,13 +94,13 @@ def _print(clis: list[doctor.CliCheck], hosts: list[doctor.HostCheck], clis_root
         table.add_column(column, overflow="fold")
     for check in clis:
         installed = (check.version or "?") if check.installed else "[red]no[/]"
-        table.add_row(check.name, check.pinned, installed, _mark(check.ok), check.detail, check.fix)
+        table.add_row(check.name, check.pinned, installed, _mark(check.ok), escape(check.detail), escape(check.fix))
     console.print(table)
     others = Table(title="hosts and store", title_justify="left")
     for column in ("check", "status", "detail", "fix"):
         others.add_column(column, overflow="fold")
     for check in hosts:
-        others.add_row(check.subject, _mark(check.ok), check.detail, check.fix)
+        others.add_row(escape(check.subject), _mark(check.ok), escape(check.detail), escape(check.fix))
     console.print(others)
     failed = [c for c in clis if c.ok is False] + [h for h in hosts if h.ok is False]
     if failed:

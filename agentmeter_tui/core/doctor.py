@@ -118,7 +118,8 @@ async def check_cli(plan: CliPlan, clis_root: Path, server_url: str, *, timeout:
             check.fix = "see the detail; `agentmeter run` would mark its trials errored or infra-invalid"
     except Exception as exc:  # noqa: BLE001 - a broken adapter or CLI is a finding, not a crash
         check.ok, check.detail = False, f"{type(exc).__name__}: {exc}"
-        check.fix = f"reinstall it: {adapter.install.hint}"
+        check.fix = "check its [[clis]] entry in the suite" if adapter.install.registry == "bundled" \
+            else f"reinstall it: {adapter.install.hint}"
     finally:
         await session.cleanup()
     return check
