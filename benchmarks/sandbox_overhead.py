@@ -6,6 +6,8 @@ For each trial: *start* is from ``open`` (fresh workspace, container or remote f
 the agent's first output line arrives (``start`` included, so the time to a running agent);
 *end* is from the agent's exit until ``cleanup`` returned (container and volume removed,
 remote folder gone). The agent is ``sh -c 'echo ready'``. Trials run one after another.
+*kill* is from ``kill`` until the agent is gone and no process of the trial is left, for an
+agent whose child sleeps (SIGINT ends it; the kill ladder of each sandbox, KillPolicy()).
 Beside them, the floor the same way: ``docker run --rm`` of the same image (Harbor needs
 15.4 s per sequential trial on this kind of machine, 10.7 s of it a stop timeout).
 
@@ -28,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentmeter_tui.core.sandboxes import SANDBOXES
-from agentmeter_tui.core.sandboxes.base import LaunchSpec
+from agentmeter_tui.core.sandboxes.base import KillPolicy, LaunchSpec
 from agentmeter_tui.core.suites import load_suite
 
 SUITE = """
@@ -57,7 +59,9 @@ def make_suite(folder: Path, sandbox: str) -> Path:
     return folder
 
 
-async def one_trial(sandbox, task, index: int) -> tuple[float, float]:
+async def one_trial(sandbox, task, index: int, command: str = "echo ready") -> tuple[float, float]:
+    """(open -> first output line, agent exit -> cleaned up); with a command that keeps running,
+    the second figure is kill -> agent gone and no process left, then cleanup is not timed."""
     token = f"bench{index:04d}{int(time.time() * 1000) % 100000:05d}"
     first_line = asyncio.get_running_loop().create_future()
 
@@ -67,30 +71,39 @@ async def one_trial(sandbox, task, index: int) -> tuple[float, float]:
 
     started = time.perf_counter()
     session = await sandbox.open(task, index, token)
-    spec = LaunchSpec(["sh", "-c", "echo ready"], {})
-    agent = await session.start(spec, on_output)
+    agent = await session.start(LaunchSpec(["sh", "-c", command], {}), on_output)
     running = await first_line
+    if command != "echo ready":
+        killing = time.perf_counter()
+        await session.kill(KillPolicy(int_grace=1.0, grace=5.0))
+        await agent.wait()
+        killed = time.perf_counter() - killing
+        await session.cleanup()
+        return running - started, killed
     await agent.wait()
     exited = time.perf_counter()
     await session.cleanup()
     return running - started, time.perf_counter() - exited
 
 
-async def measure(kind: str, sandbox_toml: str, trials: int, tmp: Path) -> tuple[list[float], list[float]]:
+async def measure(kind: str, sandbox_toml: str, trials: int, tmp: Path) -> tuple[list[float], list[float],
+                                                                                list[float]]:
     suite = load_suite(make_suite(tmp / kind, sandbox_toml))
     sandbox = SANDBOXES.get(kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
     await sandbox.preflight()
     task = suite.tasks[0]
-    starts, ends = [], []
+    starts, ends, kills = [], [], []
     try:
         await one_trial(sandbox, task, 0)  # warm-up: image resolution, first connection
         for index in range(1, trials + 1):
             start, end = await one_trial(sandbox, task, index)
             starts.append(start)
             ends.append(end)
+        for index in range(trials + 1, trials + 1 + max(3, trials // 4)):
+            kills.append((await one_trial(sandbox, task, index, "echo ready; sleep 300 & wait"))[1])
     finally:
         await sandbox.close()
-    return starts, ends
+    return starts, ends, kills
 
 
 def docker_run_floor(image: str, runs: int) -> list[float]:
@@ -130,8 +143,7 @@ def main() -> int:
             if kind not in configs:
                 print(f"{kind}: skipped (not available here)")
                 continue
-            starts, ends = asyncio.run(measure(kind, configs[kind], args.trials, tmp))
-            rows.append((kind, starts, ends))
+            rows.append((kind, *asyncio.run(measure(kind, configs[kind], args.trials, tmp))))
         if sshd is not None:
             sshd.stop()
         floor = None
@@ -141,10 +153,11 @@ def main() -> int:
 
             floor = docker_run_floor(ensure_host_image(connect()), min(args.trials, 10))
     print(f"median per trial over {args.trials} sequential trials (trivial agent: sh -c 'echo ready')")
-    print(f"{'sandbox':8}  {'start -> agent running':>22}  {'agent exit -> cleaned up':>24}  {'total':>10}")
-    for kind, starts, ends in rows:
+    print(f"{'sandbox':8}  {'start -> agent running':>22}  {'agent exit -> cleaned up':>24}  {'total':>10}"
+          f"  {'kill -> no process':>18}")
+    for kind, starts, ends, kills in rows:
         total = [a + b for a, b in zip(starts, ends)]
-        print(f"{kind:8}  {ms(starts):>22}  {ms(ends):>24}  {ms(total):>10}")
+        print(f"{kind:8}  {ms(starts):>22}  {ms(ends):>24}  {ms(total):>10}  {ms(kills):>18}")
     if floor:
         print(f"floor: docker run --rm (same image, start to exit to removed): {ms(floor).strip()}")
         print("peer: Harbor 15.4 s per sequential docker trial (10.7 s of it a stop timeout); target <= 1 s")

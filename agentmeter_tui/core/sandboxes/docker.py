@@ -31,7 +31,7 @@ from .archive import TarWriter, extract
 from .base import ExecResult, KillPolicy, LaunchSpec, OutputCallback, Sandbox, SandboxSession, TrialSlot
 from .common import HostWatch, load_settings, map_argv, shipped_files, trial_env
 from .containers import ISOLATED_NETWORK, NATIVE_LAUNCHERS, ROOT, ContainerFactory, DockerSettings
-from .dockerexec import DockerAgent, ExecStream, run_exec, signal_all
+from .dockerexec import RECORD_PID, DockerAgent, ExecStream, run_exec, run_ladder, signal_all
 from .images import ImageResolver
 from .local import LocalSandbox, LocalSession
 from .placement import Host, Placement
@@ -246,7 +246,7 @@ class DockerSession(SandboxSession):
     async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> DockerAgent:
         api = self.engine.client.api
         cwd = spec.cwd or self.workspace
-        argv = self._native(map_argv(spec.argv, ROOT))
+        argv = [*RECORD_PID, *self._native(map_argv(spec.argv, ROOT))]
         exec_id = (await self.engine.call(api.exec_create, self.container, argv,
                                           environment=self.environment(spec.env, cwd), workdir=cwd,
                                           user=self._user()))["Id"]
@@ -281,16 +281,11 @@ class DockerSession(SandboxSession):
             return result
 
     async def kill(self, policy: KillPolicy) -> None:
-        """SIGINT to every process of the trial, SIGTERM after ``int_grace``, and the container
-        killed outright after ``grace`` or as soon as the agent itself is gone."""
+        """The signal ladder inside the container (``run_ladder``), then the container killed."""
         if self.container is None:
             return
-        agent = self.agent
-        if agent is not None:
-            await self.engine.call(signal_all, self.engine, self.container, "INT")
-            if not await agent.exited(policy.int_grace):
-                await self.engine.call(signal_all, self.engine, self.container, "TERM")
-                await agent.exited(max(0.0, policy.grace - policy.int_grace))
+        if self.agent is not None:
+            await self.engine.call(run_ladder, self.engine, self.container, policy.int_grace, policy.grace)
         await self._kill_container()
 
     async def _kill_container(self) -> None:

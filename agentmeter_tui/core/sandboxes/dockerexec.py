@@ -62,13 +62,6 @@ class DockerAgent(AgentHandle):
         self.pid: int | None = None
         self.on_lost = on_lost
 
-    async def exited(self, timeout: float) -> bool:
-        try:
-            await asyncio.wait_for(asyncio.shield(self.stream.done), timeout)
-            return True
-        except TimeoutError:
-            return False
-
     async def wait(self) -> int:
         await asyncio.shield(self.stream.done)
         try:
@@ -99,15 +92,45 @@ def run_exec(engine: Engine, container: str, argv: list[str], *, env: dict[str, 
     return ExecResult(code if code is not None else -1, bytes(out), bytes(err), time.monotonic() - started)
 
 
-def signal_all(engine: Engine, container: str, signal_name: str) -> None:
-    """Send a signal to every process of the container but its init and the keep-alive.
+AGENT_PID_FILE = "/agentmeter/tmp/.agent.pid"
+# The agent's command, prefixed: records its pid (in the container) for the kill ladder.
+RECORD_PID = ["sh", "-c", f'echo $$ > {AGENT_PID_FILE}; exec "$@"', "agent"]
 
-    ``kill -s SIG -1`` from inside reaches every process the sender may signal except PID 1
-    and itself, which is every process of the trial however it detached (setsid, nohup).
-    The keep-alive ignores INT and TERM, so the container stays for usage recovery.
+
+def ladder_script(int_grace: float, grace: float) -> str:
+    """The signal ladder, run inside the container in one exec.
+
+    ``kill -s SIG -1`` reaches every process the sender may signal except PID 1 and itself:
+    every process of the trial however it detached (setsid, nohup). SIGINT first; SIGTERM
+    after ``int_grace`` if the agent still runs; SIGKILL to all that is left after ``grace``
+    or as soon as the agent is gone. Ending with SIGKILL matters beyond tidiness: while a
+    leftover job holds the agent's stdout, Docker holds back the agent's exit (and the exits
+    of later execs) for seconds.
     """
+    ticks_int, ticks_all = int(int_grace / 0.05), int(grace / 0.05)
+    return f"""agent=$(cat {AGENT_PID_FILE} 2>/dev/null)
+alive() {{ [ -n "$agent" ] && [ -d "/proc/$agent" ] && ! grep -q '^State:.*Z' "/proc/$agent/status" 2>/dev/null; }}
+kill -s INT -1 2>/dev/null; t=0
+while [ $t -lt {ticks_int} ] && alive; do sleep 0.05; t=$((t+1)); done
+if alive; then
+  kill -s TERM -1 2>/dev/null
+  while [ $t -lt {ticks_all} ] && alive; do sleep 0.05; t=$((t+1)); done
+fi
+kill -s KILL -1 2>/dev/null; true"""
+
+
+def run_ladder(engine: Engine, container: str, int_grace: float, grace: float) -> None:
+    """Blocking. No shell in the image, or the container gone: the container kill follows anyway."""
+    with contextlib.suppress(*engine_errors()):
+        api = engine.client.api
+        exec_id = api.exec_create(container, ["sh", "-c", ladder_script(int_grace, grace)], user="0")["Id"]
+        api.exec_start(exec_id)
+
+
+def signal_all(engine: Engine, container: str, signal_name: str) -> None:
+    """Send a signal to every process of the container but its init (and the keep-alive,
+    which ignores INT and TERM)."""
     api = engine.client.api
-    # No shell in the image, or the container already gone: the container kill follows anyway.
     with contextlib.suppress(*engine_errors()):
         exec_id = api.exec_create(container, ["sh", "-c", f"kill -s {signal_name} -1 2>/dev/null; true"],
                                   user="0")["Id"]
