@@ -14,7 +14,8 @@ parser takes it as the running total (``absorb``).
 
 Errors are plain text on stdout (``Error code: 400 - {...}``, wrapped over several lines),
 exit 1, or 75 for retryable ones. SIGTERM loses everything buffered on stdout; SIGINT prints
-"Interrupted by user" and exits 1. The key goes in ``KIMI_API_KEY``, not in the config file.
+"Interrupted by user" (on stdout: an error line, ignored for a killed trial) and exits 1. The
+key goes in ``KIMI_API_KEY``, not in the config file.
 """
 
 from __future__ import annotations
