@@ -129,7 +129,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="agentmeter-overhead-") as tmp_name:
         tmp = Path(tmp_name)
-        configs = {"local": 'kind = "local"', "docker": 'kind = "docker"\nnetwork = "none"'}
+        configs = {"local": 'kind = "local"', "docker": 'kind = "docker"'}
         sshd = None
         if "ssh" in kinds:
             sys.path.insert(0, str(ROOT / "tests" / "core"))

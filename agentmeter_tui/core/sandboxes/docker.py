@@ -82,6 +82,9 @@ class DockerSandbox(Sandbox):
     async def preflight(self) -> None:
         """Connect every engine and resolve (build or load) every task's image now, so a missing
         image stops the run before any trial starts, with the reason."""
+        if self.network_mode() == "none":
+            raise engines.EngineError('network = "none" leaves the agents no way to reach their models; '
+                                      'use "isolated" (only the model server or metering proxy is reachable)')
         for name in self.entries:
             engine = await self.engine(name)
             images = {await engine.call(self.images.resolve, engine.client, name, self.suite.id, task)
