@@ -66,23 +66,23 @@ class ImageResolver:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             if key not in self._resolved:
-                self._resolved[key] = self._resolve(client, engine, suite_id, task)
+                self._resolved[key] = self._resolve(client, engine, task)
             return self._resolved[key]
 
-    def _resolve(self, client: Any, engine: str, suite_id: str, task: Task) -> str:
+    def _resolve(self, client: Any, engine: str, task: Task) -> str:
         env_dir = task.path / "environment"
         named = task.spec.environment.get("docker_image")
         if isinstance(named, str) and named and _present(client, named):
             return named
         if (env_dir / "Dockerfile").is_file():
-            tag = f"agentmeter-task/{_safe_name(suite_id)}-{_safe_name(task.id)}:{context_hash(env_dir)}"
+            # Named by the task and its context's hash: the same folder in any suite is one image.
+            tag = f"agentmeter-task/{_safe_name(task.id)}:{context_hash(env_dir)}"
             if not _present(client, tag):
                 self._build(client, env_dir, tag, f"{task.path.name}/environment/Dockerfile", engine)
             return tag
         for tarball in (env_dir / "image.tar", env_dir / "image.tar.gz"):
             if tarball.is_file():
-                return self._load(client, tarball, f"agentmeter-task/{_safe_name(suite_id)}-{_safe_name(task.id)}",
-                                  engine)
+                return self._load(client, tarball, f"agentmeter-task/{_safe_name(task.id)}", engine)
         if isinstance(named, str) and named:
             return self.ensure_named(client, named, engine, where=f"{task.path.name}/task.toml [environment]")
         return self.ensure_named(client, self.default_image, engine, where="suite.toml [sandbox] image")
