@@ -5,7 +5,7 @@ progress printer and the TUI are clients on its control socket, so quitting or c
 either never stops paid trials. ``python -m agentmeter_tui.core.runner --suite S --db D``.
 
 Exit codes: 0 schedule finished, 2 bad suite, 4 seed-prompt hash changed, 5 another runner
-holds the store.
+holds the store, 6 the run could not start (a sandbox or service failed its preflight).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .model import KillReason
 from .paths import default_clis_root, lock_path, socket_path
 from .procs import SWEEPER, become_subreaper, reap_orphans
 from .runctx import RunContext
-from .sandboxes import SANDBOXES
+from .sandboxes import SANDBOXES, Sandbox
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
 from .store import SeedHashChanged, utcnow
 from .suites import Suite, load_suite
@@ -72,6 +72,12 @@ class Runner:
         except SeedHashChanged as exc:
             self.log(str(exc))
             return 4
+        try:
+            sandbox = await self._start_services()
+        except Exception as exc:  # a missing image, an unknown host key, a port in use...
+            self.log(f"agentmeter: cannot start the run: {exc}")
+            await self._stop_services(None)
+            return 6
         lost = await call(recover_previous, suite.id)
         if lost:
             self.log(f"{lost} trial(s) left running by a previous runner marked infra-invalid")
@@ -81,18 +87,6 @@ class Runner:
         ).last_pk)
         config_ids = await call(lambda store: {
             c.key: store.ensure_configuration(suite.id, c.model.id, c.cli.adapter) for c in suite.configurations()})
-        if any(suite.provider(m).kind == "scripted" for m in suite.spec.models):
-            from .mockllm.client import start_server_process
-
-            self.mock = await asyncio.to_thread(start_server_process)
-        if suite.spec.suite.proxy:
-            from .proxy.server import MeteringProxy
-
-            self.proxy = MeteringProxy(log=self.log)
-            self.log(f"metering proxy on {await self.proxy.start()}")
-        sandbox_cls = SANDBOXES.get(suite.spec.sandbox.kind)
-        sandbox = sandbox_cls(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
-        await sandbox.preflight()
         ctx = RunContext(suite, writer, sandbox, run_id=self.run_id, clis_root=self.clis_root,
                          mock_url=self.mock.base_url if self.mock else None, log=self.log, proxy=self.proxy)
         plans = await call(lambda store: pending_plans(store, ctx, plan_cells(ctx, config_ids),
@@ -119,22 +113,50 @@ class Runner:
             await scheduler.run()
         finally:
             status = "stopped" if scheduler.stopping else "finished"
-            await call(lambda store: store.db["runs"].update(self.run_id, {"status": status,
-                                                                            "finished_at": utcnow()}))
-            await self.feed.finish(status)
             ticker.cancel()
             reaper.cancel()
             sweeper.cancel()
+            # Everything is cleaned up (processes, containers, services) before any client is
+            # told the run finished, so "finished" means nothing of the run is left.
             await asyncio.to_thread(SWEEPER.final)
+            await self._stop_services(sandbox)
+            await call(lambda store: store.db["runs"].update(self.run_id, {"status": status,
+                                                                            "finished_at": utcnow()}))
+            await self.feed.finish(status)
             server.close()
             socket_path(self.db).unlink(missing_ok=True)
-            await sandbox.close()
-            if self.proxy:
-                await self.proxy.close()
-            if self.mock:
-                self.mock.stop()
         self.log(f"run {self.run_id} {status}")
         return 0
+
+    async def _start_services(self) -> Sandbox:
+        """The scripted model server, the metering proxy and the sandbox, checked before any trial."""
+        suite = self.suite
+        if any(suite.provider(m).kind == "scripted" for m in suite.spec.models):
+            from .mockllm.client import start_server_process
+
+            self.mock = await asyncio.to_thread(start_server_process)
+        if suite.spec.suite.proxy:
+            from .proxy.server import MeteringProxy
+
+            self.proxy = MeteringProxy(log=self.log)
+            self.log(f"metering proxy on {await self.proxy.start()}")
+        sandbox_cls = SANDBOXES.get(suite.spec.sandbox.kind)
+        sandbox = sandbox_cls(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+        self._sandbox = sandbox
+        await sandbox.preflight()
+        return sandbox
+
+    async def _stop_services(self, sandbox: Sandbox | None) -> None:
+        sandbox = sandbox or getattr(self, "_sandbox", None)
+        if sandbox is not None:
+            try:
+                await sandbox.close()
+            except Exception as exc:
+                self.log(f"sandbox cleanup failed: {exc!r}")
+        if self.proxy:
+            await self.proxy.close()
+        if self.mock:
+            await asyncio.to_thread(self.mock.stop)
 
     async def _reap(self) -> None:
         while True:

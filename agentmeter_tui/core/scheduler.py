@@ -11,6 +11,7 @@ twice.
 from __future__ import annotations
 
 import asyncio
+import traceback
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -125,10 +126,13 @@ class Scheduler:
         self.placement.bind(trial.token, slot)
         if self._budget_overrides:
             trial.raise_budget(**self._budget_overrides)
+        key = id(trial)
+        self.running[key] = trial
         try:
-            key = id(trial)
-            self.running[key] = trial
             status = await trial.execute()
+        except Exception as exc:  # a bug on our side: say so, keep the schedule going
+            self.ctx.log(f"trial {trial.id} failed in the runner: {exc!r}\n{traceback.format_exc()}")
+            status = TrialStatus.INFRA_INVALID
         finally:
             self.running.pop(key, None)
             self.placement.release(slot, trial.token)

@@ -244,8 +244,10 @@ class TrialRun:
         if killed:
             self.note(f"killing: {self.kill_reason}")
             await session.kill(KillPolicy(grace=ctx.suite.spec.suite.kill_grace))
-        exit_code = await wait_task
-        kill_task.cancel()
+        try:
+            exit_code = await wait_task
+        finally:
+            kill_task.cancel()
         await self._recover_usage(session, killed)
         outcome: AgentOutcome = self.parser.outcome(exit_code, killed)
         self._exit_code = exit_code
@@ -306,6 +308,24 @@ class TrialRun:
         ctx = self.ctx
         self.status, self.reason = status, reason
         self.finished_at = utcnow()
+        try:
+            fields = await self._final_fields(status, reason, verdict)
+        except Exception as exc:  # whatever failed, the trial must still end with its tokens
+            ctx.log(f"trial {self.id}: final details failed: {exc!r}\n{traceback.format_exc()}")
+            fields = {"status": status.value, "reason": reason, "error": f"final details failed: {exc!r}"}
+        if reason:
+            self.note(f"{status.value}: {reason}")
+        row = self._row(finished_at=self.finished_at, exit_code=getattr(self, "_exit_code", None), **fields)
+        await ctx.call(_update_trial, self.id, row)  # committed before anyone sees the trial as done
+        ctx.trial_changed(self)
+        if self.session is not None:
+            try:
+                await self.session.cleanup(keep=ctx.suite.spec.suite.keep_workspaces)
+            except Exception as exc:
+                ctx.log(f"trial {self.id} cleanup failed: {exc!r}")
+
+    async def _final_fields(self, status: TrialStatus, reason: str | None, verdict) -> dict[str, Any]:
+        ctx = self.ctx
         await ctx.release_proxy(self)  # its last calls recorded before the meter is final
         cost_fields = ctx.cost_fields(self)
         extra: dict[str, Any] = {}
@@ -317,22 +337,12 @@ class TrialRun:
         served = await ctx.scripted_served(self)
         if served:
             extra["scripted"] = served
-        if reason:
-            self.note(f"{status.value}: {reason}")
-        row = self._row(status=status, reason=reason, finished_at=self.finished_at,
-                        passed=int(bool(verdict and verdict.passed and status == TrialStatus.PASSED)),
-                        quality=float(verdict.quality) if verdict else 0.0,
-                        verifier_exit=verdict.exit_code if verdict else None,
-                        verifier_output=verdict.output if verdict else None,
-                        extra=orjson.dumps(extra).decode() if extra else None,
-                        exit_code=getattr(self, "_exit_code", None), **cost_fields)
-        await ctx.call(_update_trial, self.id, row)  # committed before anyone sees the trial as done
-        ctx.trial_changed(self)
-        if self.session is not None:
-            try:
-                await self.session.cleanup(keep=ctx.suite.spec.suite.keep_workspaces)
-            except Exception as exc:
-                ctx.log(f"trial {self.id} cleanup failed: {exc!r}")
+        return {"status": status.value, "reason": reason,
+                "passed": int(bool(verdict and verdict.passed and status == TrialStatus.PASSED)),
+                "quality": float(verdict.quality) if verdict else 0.0,
+                "verifier_exit": verdict.exit_code if verdict else None,
+                "verifier_output": verdict.output if verdict else None,
+                "extra": orjson.dumps(extra, default=str).decode() if extra else None, **cost_fields}
 
     def _row(self, **fields: Any) -> dict[str, Any]:
         plan = self.plan

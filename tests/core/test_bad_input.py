@@ -90,3 +90,14 @@ def test_changed_instruction_is_refused_naming_the_task(suite, db):
     assert result.returncode == 4
     assert "write-greeting" in result.stderr and "seed-prompt hash" in result.stderr
     assert dump(db) == before
+
+
+def test_a_sandbox_that_fails_its_preflight_stops_the_run_with_exit_6(suite, db):
+    with open(suite / "suite.toml", "a") as handle:
+        handle.write('\n[sandbox]\nkind = "ssh"\n'
+                     'hosts = [{ address = "127.0.0.1", port = 1, user = "root", key = "no-such-key", slots = 1 }]\n')
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db))
+    assert result.returncode == 6
+    assert "cannot start the run" in result.stderr and "no-such-key" in result.stderr
+    store_rows = sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0]
+    assert store_rows == 0  # no run was recorded as started
