@@ -15,6 +15,7 @@ each call's final usage, written more than once per message id.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import ClassVar
 
@@ -37,6 +38,28 @@ def model_usage_total(model_usage: dict) -> TokenUsage:
                                        cache_write=as_int(entry.get("cacheCreationInputTokens")),
                                        output=as_int(entry.get("outputTokens")))
     return total
+
+
+def block_events(parser: StreamParser, content: object, model: str | None,
+                 text_event: Callable[[str], ParsedEvent] | None = None) -> list[ParsedEvent]:
+    """Events for the content blocks of an Anthropic-shaped assistant message (Claude Code, and
+    Qwen Code, which copies its stream-json); ``text_event`` lets a CLI read its text blocks."""
+    events: list[ParsedEvent] = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "text":
+            text = block.get("text") or ""
+            events.append(text_event(text) if text_event else ParsedEvent(EventKind.ASSISTANT, text, model=model))
+        elif btype in ("thinking", "redacted_thinking"):
+            events.append(ParsedEvent(EventKind.REASONING, block.get("thinking") or "", model=model))
+        elif btype in ("tool_use", "server_tool_use"):
+            name, arguments = block.get("name") or "?", block.get("input") or {}
+            parser.tool_calls += 1
+            events.append(ParsedEvent(EventKind.TOOL_CALL, tool_text(arguments), tool_name=name,
+                                      tool_key=tool_key(name, arguments), model=model))
+    return events
 
 
 def user_events(obj: dict) -> list[ParsedEvent]:
@@ -86,20 +109,7 @@ class ClaudeCodeParser(StreamParser):
     def _assistant(self, obj: dict) -> list[ParsedEvent]:
         message = obj.get("message") or {}
         model = message.get("model")
-        events: list[ParsedEvent] = []
-        for block in message.get("content") or []:
-            if not isinstance(block, dict):
-                continue
-            btype = block.get("type")
-            if btype == "text":
-                events.append(ParsedEvent(EventKind.ASSISTANT, block.get("text") or "", model=model))
-            elif btype in ("thinking", "redacted_thinking"):
-                events.append(ParsedEvent(EventKind.REASONING, block.get("thinking") or "", model=model))
-            elif btype in ("tool_use", "server_tool_use"):
-                name, arguments = block.get("name") or "?", block.get("input") or {}
-                self.tool_calls += 1
-                events.append(ParsedEvent(EventKind.TOOL_CALL, tool_text(arguments), tool_name=name,
-                                          tool_key=tool_key(name, arguments), model=model))
+        events = block_events(self, message.get("content"), model)
         if obj.get("error"):  # a message Claude Code made up for a failed API call
             text = content_text(message.get("content")) or f"API error: {obj.get('error')}"
             events.append(ParsedEvent(EventKind.ERROR, text, is_error=True))

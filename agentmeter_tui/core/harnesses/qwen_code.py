@@ -28,8 +28,8 @@ from typing import ClassVar
 from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
 from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
-from .claude_code import user_events
-from .jsonl import as_int, load_object, objects, tool_key, tool_text
+from .claude_code import block_events, user_events
+from .jsonl import as_int, load_object, objects
 
 API_ERROR = re.compile(r"^\s*\[API Error:?\s*(.*)", re.DOTALL)
 
@@ -73,26 +73,15 @@ class QwenCodeParser(StreamParser):
     def _assistant(self, obj: dict) -> list[ParsedEvent]:
         message = obj.get("message") or {}
         model = message.get("model")
-        events: list[ParsedEvent] = []
-        for block in message.get("content") or []:
-            if not isinstance(block, dict):
-                continue
-            btype = block.get("type")
-            if btype == "text":
-                text = block.get("text") or ""
-                failed = API_ERROR.match(text)
-                if failed:  # Qwen's only sign of a failed API call: the text it made up for it
-                    self.errors.append(f"API error: {failed.group(1).rstrip(']').strip()}")
-                    events.append(ParsedEvent(EventKind.ERROR, text, is_error=True, model=model))
-                else:
-                    events.append(ParsedEvent(EventKind.ASSISTANT, text, model=model))
-            elif btype == "thinking":
-                events.append(ParsedEvent(EventKind.REASONING, block.get("thinking") or "", model=model))
-            elif btype == "tool_use":
-                name, arguments = block.get("name") or "?", block.get("input") or {}
-                self.tool_calls += 1
-                events.append(ParsedEvent(EventKind.TOOL_CALL, tool_text(arguments), tool_name=name,
-                                          tool_key=tool_key(name, arguments), model=model))
+
+        def text_event(text: str) -> ParsedEvent:
+            failed = API_ERROR.match(text)
+            if failed:  # Qwen's only sign of a failed API call: the text it made up for it
+                self.errors.append(f"API error: {failed.group(1).rstrip(']').strip()}")
+                return ParsedEvent(EventKind.ERROR, text, is_error=True, model=model)
+            return ParsedEvent(EventKind.ASSISTANT, text, model=model)
+
+        events = block_events(self, message.get("content"), model, text_event)
         usage = qwen_usage(message["usage"]) if isinstance(message.get("usage"), dict) else None
         if usage:  # the fragments before a call's closing event carry zeros
             message_id = message.get("id") or obj.get("uuid")
