@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,40 +19,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.core.store import Store  # noqa: E402
-
-SUITE = """
-[suite]
-id = "ingest"
-trials = {agents}
-concurrency = {agents}
-[[models]]
-id = "none"
-provider = "offline"
-[providers.offline]
-kind = "none"
-[[clis]]
-adapter = "command"
-args = ["{{python}}", "{fake}", "{events}"]
-"""
-
-
-def make_suite(folder: Path, agents: int, events: int) -> Path:
-    suite = folder / "suite"
-    (suite / "flood").mkdir(parents=True)
-    (suite / "suite.toml").write_text(SUITE.format(agents=agents, events=events,
-                                                   fake=ROOT / "benchmarks" / "fake_agent.py"))
-    (suite / "flood" / "task.toml").write_text('[verifier]\nkind = "none"\n')
-    (suite / "flood" / "instruction.md").write_text("Print a lot.\n")
-    return suite
+from agentmeter_tui.core.store import Store
+from benchmarks.loadsuite import run_headless, write_suite
 
 
 def runner_rate(folder: Path, agents: int, events: int) -> tuple[float, int, float]:
-    suite = make_suite(folder, agents, events)
+    suite = write_suite(folder, "ingest", trials=agents, concurrency=agents,
+                        args=["{python}", str(ROOT / "benchmarks" / "fake_agent.py"), str(events)])
     db = folder / "ingest.db"
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless", "--db", str(db)],
-                   check=True, stdout=subprocess.DEVNULL)
+    run_headless(suite, db)
     wall = time.monotonic() - started
     store = Store(db)
     count = store.db.execute("select count(*) from events").fetchone()[0]

@@ -22,26 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.core.store import Store  # noqa: E402
+from agentmeter_tui.core.store import Store
+from benchmarks.loadsuite import run_headless, write_suite
 
 STREAM = ('{"type":"init","model":"m"}\n{"type":"assistant","text":"hello"}\n'
           '{"type":"usage","usage":{"prompt_tokens":12,"completion_tokens":3}}\n{"type":"result","status":"success"}\n')
-SUITE = """
-[suite]
-id = "overhead"
-trials = {trials}
-concurrency = {concurrency}
-[[models]]
-id = "none"
-provider = "offline"
-[providers.offline]
-kind = "none"
-[[clis]]
-adapter = "command"
-args = ["/bin/cat", "{{suite}}/stream.jsonl"]
-"""
-
-
 async def spawn_floor(n: int, concurrency: int) -> float:
     """asyncio create_subprocess_exec of /bin/true + wait, at the same concurrency."""
     slots = asyncio.Semaphore(concurrency)
@@ -65,18 +50,12 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="overhead-"))
     try:
-        suite = folder / "suite"
-        (suite / "trivial").mkdir(parents=True)
-        (suite / "suite.toml").write_text(SUITE.format(trials=args.trials, concurrency=args.concurrency))
-        (suite / "trivial" / "task.toml").write_text(
-            '[verifier]\nkind = "none"\n' if args.verifier == "none" else '[verifier]\ncommand = "true"\n')
-        (suite / "trivial" / "instruction.md").write_text("Say hello.\n")
+        verifier = '[verifier]\nkind = "none"\n' if args.verifier == "none" else '[verifier]\ncommand = "true"\n'
+        suite = write_suite(folder, "overhead", trials=args.trials, concurrency=args.concurrency,
+                            args=["/bin/cat", "{suite}/stream.jsonl"], verifier=verifier)
         (suite / "stream.jsonl").write_text(STREAM)
         db = folder / "o.db"
-        import subprocess
-
-        subprocess.run([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless", "--db", str(db)],
-                       check=True, stdout=subprocess.DEVNULL)
+        run_headless(suite, db)
         store = Store(db)
         first, last = store.db.execute("select min(started_at), max(finished_at) from trials").fetchone()
         span = (datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()

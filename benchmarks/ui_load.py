@@ -1,0 +1,310 @@
+"""The TUI under load: keypress latency while 72 trials stream, and opening a 50,000-event review.
+
+Part 1. A fake runner (a subprocess serving the real control protocol on the store's socket)
+streams 72 concurrent trials at >= 5,000 events/s: a tick every 100 ms with each trial's new
+events and meters, as ``core/feed.py`` sends them. The app runs headless at 160x48 with its
+real feed client; every frame is rendered to terminal bytes as a real terminal would get
+them. Keys are pressed every 200 ms (move between panes on the live screen, between cells on
+the grid) and the time from the key event to the first frame that shows its effect is
+recorded. The app's CPU share is its process CPU time over wall time (the fake runner runs
+in its own process and is not counted).
+
+Part 2. A store with one trial of 50,000 events: the time from asking the review screen to
+open it to the first frame that shows it, beside the time to read the trial's events from
+the store alone (the floor), and the memory the open took.
+
+    .venv/bin/python benchmarks/ui_load.py [--seconds 12] [--trials 72] [--rate 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agentmeter_tui.core.control import encode  # noqa: E402
+from agentmeter_tui.core.paths import socket_path  # noqa: E402
+from agentmeter_tui.core.store import Store  # noqa: E402
+
+MODELS = ("opus", "sonnet", "gpt-5", "gemini-pro", "qwen-max", "kimi-k2")
+CLIS = ("claude-code", "codex", "qwen-code", "kimi-cli")
+TEXTS = {
+    "assistant": "I will look at the failing test first, then change the parser so that it accepts the new field.",
+    "reasoning": "The stack trace points at parse_header; the header may be empty when the file is new.",
+    "tool_call": "pytest -q tests/test_parser.py -k header",
+    "tool_result": "F..\n=== FAILURES ===\ntest_header_empty: AssertionError: expected None, got ''",
+    "usage": "in 1200 cached 8800 write 0 out 140 reasoning 60",
+}
+KINDS = ("assistant", "reasoning", "tool_call", "tool_result", "usage")
+
+
+# -- the fake runner (subprocess) -----------------------------------------------------------------
+
+
+def meter(trial_id: int, step: int) -> dict:
+    model, cli = MODELS[trial_id % len(MODELS)], CLIS[(trial_id // len(MODELS)) % len(CLIS)]
+    grow = 1 + step
+    return {"id": trial_id, "task": f"task-{trial_id % 30:02d}", "model": model, "cli": cli, "trial": 1,
+            "status": "running", "reason": None,
+            "tokens": {"uncached_input": 900 * grow, "cached_input": 7000 * grow, "cache_write": 100 * grow,
+                       "output": 120 * grow, "reasoning": 50 * grow},
+            "cost_usd": 0.004 * grow, "reported_cost_usd": None, "turns": grow, "tool_calls": grow,
+            "flags": ["thrash"] if trial_id % 17 == 0 else [], "elapsed": 0.1 * step,
+            "budget": {"wall_seconds": 1800.0, "tokens": 5_000_000, "usd": 20.0}, "events": 0}
+
+
+async def serve(path: str, trials: int, rate: int, seconds: float) -> None:
+    per_tick = max(1, rate // 10)
+    done = asyncio.Event()
+
+    async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        line = await reader.readline()
+        if orjson.loads(line).get("op") != "subscribe":
+            writer.write(encode({"ok": True}))
+            await writer.drain()
+            writer.close()
+            return
+        ids = list(range(1, trials + 1))
+        seqs = dict.fromkeys(ids, 0)
+        writer.write(encode({"ok": True, "type": "snapshot", "run_id": 1, "suite": "load", "pid": os.getpid(),
+                             "progress": {"done": 0, "total": trials * 4, "running": trials, "queued": trials * 3,
+                                          "paused": False, "stopping": False},
+                             "running": [meter(i, 0) for i in ids]}))
+        await writer.drain()
+        rng = random.Random(1)
+        start = time.monotonic()
+        step = 0
+        while time.monotonic() - start < seconds:
+            step += 1
+            events: dict[int, list] = {}
+            now = time.time()
+            for n in range(per_tick):
+                trial = ids[n % trials]
+                seqs[trial] += 1
+                kind = KINDS[rng.randrange(len(KINDS))]
+                events.setdefault(trial, []).append([seqs[trial], now, kind, "stdout", TEXTS[kind]])
+            writer.write(encode({"type": "tick", "ts": now, "events": events,
+                                 "meters": [meter(i, step) for i in ids], "finished": [],
+                                 "progress": {"done": 0, "total": trials * 4, "running": trials,
+                                              "queued": trials * 3, "paused": False, "stopping": False}}))
+            await writer.drain()
+            await asyncio.sleep(max(0.0, start + step * 0.1 - time.monotonic()))
+        writer.write(encode({"type": "finished", "status": "finished", "progress": {}}))
+        await writer.drain()
+        writer.close()
+        done.set()
+
+    server = await asyncio.start_unix_server(client, path)
+    async with server:
+        print("ready", flush=True)
+        await done.wait()
+
+
+# -- the app side -------------------------------------------------------------------------------------
+
+
+def grid_store(path: Path, trials: int) -> None:
+    """A store whose suite has the 6 x 4 grid the fake runner's trials belong to."""
+    store = Store(path)
+    with store.db.atomic():
+        store.db["suites"].insert({"id": "load", "seed_hash": "0" * 64, "name": "Load", "version": "1",
+                                   "created_at": "2026-01-01T00:00:00+00:00"})
+        for n in range(30):
+            store.db["tasks"].insert({"suite_id": "load", "task_id": f"task-{n:02d}", "tier": "easy",
+                                      "instruction_hash": "0", "verifier": "command", "position": n})
+    for model in MODELS:
+        for cli in CLIS:
+            store.ensure_configuration("load", model, cli)
+    store.close()
+
+
+class FrameClock:
+    """Wraps ``App._display`` to time every frame and turn it into terminal bytes, as a terminal would."""
+
+    def __init__(self, app) -> None:
+        self.frames: list[float] = []
+        self.app = app
+        original = app._display
+
+        def display(screen, renderable):
+            original(screen, renderable)
+            if renderable is not None:
+                renderable.render_segments(app.console)  # the bytes a real terminal would be sent
+                self.frames.append(time.perf_counter())
+
+        app._display = display
+
+    async def next_frame_after(self, t: float, timeout: float = 5.0) -> float:
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            for frame in reversed(self.frames):
+                if frame > t:
+                    return frame
+                break
+            await asyncio.sleep(0.001)
+        raise TimeoutError("no frame")
+
+
+async def press_and_time(app, frames: FrameClock, key: str, changed) -> float:
+    """Send one key; return seconds until the first frame after its effect was applied."""
+    from textual import events
+
+    t0 = time.perf_counter()
+    app.post_message(events.Key(key, None))
+    deadline = t0 + 5
+    while not changed() and time.perf_counter() < deadline:
+        await asyncio.sleep(0.001)
+    applied = time.perf_counter()
+    frame = await frames.next_frame_after(applied)
+    return frame - t0
+
+
+async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, ...] = ("live", "grid")) -> dict:
+    from agentmeter_tui.ui.app import AgentMeterApp
+    from agentmeter_tui.ui.session import Session
+    from agentmeter_tui.ui.widgets.grid_table import GridTable
+
+    folder = Path(tempfile.mkdtemp(prefix="agentmeter-uiload-"))
+    db = folder / "load.db"
+    grid_store(db, trials)
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(socket_path(db)), "--trials", str(trials),
+                               "--rate", str(rate), "--seconds", str(seconds + 6)], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+    session = Session(db, reviewer="bench", live=True)
+    app = AgentMeterApp(session, screen="live")
+    results: dict = {}
+    process = psutil.Process()
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            frames = FrameClock(app)
+            while len(session.live.trials) < trials:
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(1.0)  # panes mounted, steady state
+            for screen_name in screens:
+                if screen_name == "grid":
+                    await pilot.press("g")
+                    await asyncio.sleep(1.0)
+                else:
+                    first = next(iter(app.screen.panes.values()))
+                    first.focus()  # right then left: the focus moves every time
+                    await asyncio.sleep(0.2)
+                latencies = []
+                cpu0, wall0, events0 = sum(process.cpu_times()[:2]), time.perf_counter(), session.live.events_seen
+                frames0 = len(frames.frames)
+                step = 0
+                while time.perf_counter() - wall0 < seconds / len(screens):
+                    key = "right" if step % 2 == 0 else "left"
+                    step += 1
+                    if screen_name == "live":
+                        before = app.screen.focused
+                        changed = lambda b=before: app.screen.focused is not b  # noqa: E731
+                    else:
+                        table = app.screen.query_one(GridTable)
+                        before = table.cursor_coordinate
+                        changed = lambda b=before, t=table: t.cursor_coordinate != b  # noqa: E731
+                    latencies.append(await press_and_time(app, frames, key, changed))
+                    await asyncio.sleep(0.2)
+                wall = time.perf_counter() - wall0
+                results[screen_name] = {
+                    "presses": len(latencies), "median_ms": statistics.median(latencies) * 1000,
+                    "p95_ms": statistics.quantiles(latencies, n=20)[18] * 1000,
+                    "cpu_share": (sum(process.cpu_times()[:2]) - cpu0) / wall,
+                    "events_per_s": (session.live.events_seen - events0) / wall,
+                    "frames_per_s": (len(frames.frames) - frames0) / wall,
+                    "panes": len(getattr(app.screen, "panes", {})),
+                }
+    finally:
+        server.kill()
+        server.wait()
+        session.close()
+    return results
+
+
+async def review_open(events: int) -> dict:
+    from agentmeter_tui.ui.app import AgentMeterApp
+    from agentmeter_tui.ui.sample import build_sample_store
+    from agentmeter_tui.ui.screens.review import ReviewScreen
+    from agentmeter_tui.ui.session import Session
+    from agentmeter_tui.ui.widgets.transcript_view import TranscriptView
+
+    db = Path(tempfile.mkdtemp(prefix="agentmeter-review-")) / "review.db"
+    store = build_sample_store(db, events_per_trial=5, big_trial_events=events, scores=False)
+    trial = store.db.execute("select max(id) from trials").fetchone()[0]
+    store.close()
+    floors, opens, memory = [], [], []
+    process = psutil.Process()
+    for _ in range(3):
+        store = Store(db)
+        t0 = time.perf_counter()
+        rows = list(store.events(trial))
+        floors.append(time.perf_counter() - t0)
+        assert len(rows) == events
+        del rows
+        store.close()
+        session = Session(db, reviewer="bench", live=False)
+        app = AgentMeterApp(session, screen="review", trial=1, connect=False)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, ReviewScreen)
+            frames = FrameClock(app)
+            view = screen.query_one(TranscriptView)
+            gc.collect()
+            rss0 = process.memory_info().rss
+            t0 = time.perf_counter()
+            screen.open(trial)
+            while screen.trial_id != trial:
+                await asyncio.sleep(0.001)
+            shown = time.perf_counter()
+            frame = await frames.next_frame_after(shown)
+            opens.append(frame - t0)
+            memory.append((process.memory_info().rss - rss0) / 2**20)
+            assert len(view.doc) == events
+        session.close()
+    return {"events": events, "floor_ms": statistics.median(floors) * 1000, "open_ms": statistics.median(opens) * 1000,
+            "open_runs_ms": [round(o * 1000) for o in opens], "memory_mb": max(memory)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=12.0, help="streaming time, split over live and grid")
+    parser.add_argument("--trials", type=int, default=72)
+    parser.add_argument("--rate", type=int, default=5000, help="events per second, all trials together")
+    parser.add_argument("--events", type=int, default=50_000, help="events of the reviewed trial")
+    parser.add_argument("--serve", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        asyncio.run(serve(args.serve, args.trials, args.rate, args.seconds))
+        return 0
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    live = asyncio.run(live_load(args.seconds, args.trials, args.rate))
+    for name, r in live.items():
+        panes = f", {r['panes']} panes + list" if name == "live" else ""
+        print(f"{name:>4} screen: {r['events_per_s']:,.0f} events/s from {args.trials} trials{panes}, "
+              f"{r['frames_per_s']:.0f} frames/s; keypress -> screen median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms "
+              f"({r['presses']} presses; target p95 < 100 ms); app CPU {r['cpu_share'] * 100:.0f}% of a core "
+              f"(target <= 50%)")
+    review = asyncio.run(review_open(args.events))
+    print(f"review: open a {review['events']:,}-event transcript {review['open_ms']:.0f} ms to first frame "
+          f"(runs {review['open_runs_ms']}; target < 500 ms) vs reading its events from the store "
+          f"{review['floor_ms']:.0f} ms (floor); memory +{review['memory_mb']:.0f} MB (target < 100 MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
