@@ -102,6 +102,11 @@ class AgentMeterApp(App):
     # -- navigation ------------------------------------------------------------------------------
 
     async def action_mode(self, mode: str) -> None:
+        if mode == "review" and isinstance(self.screen, LiveScreen):
+            trial = self.session.live.trials.get(self.screen.focused_trial() or -1)
+            if trial is not None and trial.finished:
+                await self.open_review(trial.id)  # r on a finished pane reviews that trial
+                return
         self._leave_cell()
         if self.current_mode != mode:
             await self.switch_mode(mode)

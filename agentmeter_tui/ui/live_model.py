@@ -129,7 +129,8 @@ class LiveModel:
         ts = self.clock()
         for meter in message.get("running") or ():
             summary.started.add(meter["id"])
-            self._meter(meter, ts, summary)
+            # No burn-rate sample: a snapshot carries no time of its own to measure a rate against.
+            self._meter(meter, ts, summary, sample=False)
         return summary
 
     def apply_tick(self, message: dict[str, Any]) -> TickSummary:
@@ -155,7 +156,7 @@ class LiveModel:
             self.progress = message["progress"]
         return summary
 
-    def _meter(self, meter: dict[str, Any], ts: float, summary: TickSummary) -> None:
+    def _meter(self, meter: dict[str, Any], ts: float, summary: TickSummary, sample: bool = True) -> None:
         trial_id = meter.get("id")
         if trial_id is None:
             return
@@ -163,7 +164,10 @@ class LiveModel:
         if trial is None:
             trial = self.trials[trial_id] = TrialLive(meter, ts)
             summary.started.add(trial_id)
-        trial.set_meter(meter, ts)
+        if sample:
+            trial.set_meter(meter, ts)
+        else:
+            trial.meter, trial.received = meter, ts
         summary.changed.add(trial_id)
 
     # -- views ---------------------------------------------------------------------------------

@@ -175,7 +175,10 @@ def sample_meter(trial_id: int, model: str, cli: str, task: str, trial: int, *, 
 
 
 def sample_feed(first_id: int = 1000, count: int = 6, events: int = 30) -> list[dict[str, Any]]:
-    """A snapshot and one tick: ``count`` running trials, each with ``events`` transcript rows."""
+    """A snapshot and two ticks 30 s apart: ``count`` running trials with ``events`` transcript rows.
+
+    The first tick gives 90 % of the final meters, so burn rates have two samples to measure.
+    """
     meters = []
     for i in range(count):
         model, cli = MODELS[i % len(MODELS)], CLIS[(i // len(MODELS)) % len(CLIS)]
@@ -183,12 +186,15 @@ def sample_feed(first_id: int = 1000, count: int = 6, events: int = 30) -> list[
         flags = ("thrash",) if model == "parrot" else ()
         meters.append(sample_meter(first_id + i, model, cli, task, 1 + i // 8, fraction=0.2 + 0.13 * (i % 6),
                                    flags=flags))
-    snapshot = {"type": "snapshot", "run_id": 1, "suite": "sample", "pid": 0, "started": T0,
-                "progress": {"done": 48, "total": 60, "running": count, "queued": 60 - 48 - count,
-                             "paused": False, "stopping": False},
-                "running": [dict(m, elapsed=m["elapsed"] - 1) for m in meters]}
-    tick = {"type": "tick", "ts": T0 + 1, "meters": meters, "finished": [], "progress": snapshot["progress"],
-            "events": {m["id"]: [[seq, ts, kind, stream, text[:2000]]
-                                 for seq, ts, kind, stream, text, _ in transcript(events, m["id"], fail_every=4)]
-                       for m in meters}}
-    return [snapshot, tick]
+    earlier = [sample_meter(m["id"], m["model"], m["cli"], m["task"], m["trial"],
+                            fraction=(m["elapsed"] / 300) * 0.9, flags=tuple(m["flags"])) for m in meters]
+    progress = {"done": 48, "total": 60, "running": count, "queued": max(0, 60 - 48 - count), "paused": False,
+                "stopping": False}
+    snapshot = {"type": "snapshot", "run_id": 1, "suite": "sample", "pid": 0, "started": T0, "progress": progress,
+                "running": earlier}
+    first = {"type": "tick", "ts": T0, "meters": earlier, "finished": [], "progress": progress, "events": {}}
+    second = {"type": "tick", "ts": T0 + 30, "meters": meters, "finished": [], "progress": progress,
+              "events": {m["id"]: [[seq, ts, kind, stream, text[:2000]]
+                                   for seq, ts, kind, stream, text, _ in transcript(events, m["id"], fail_every=4)]
+                         for m in meters}}
+    return [snapshot, first, second]

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from ..core.control import ControlError, encode, open_async
-from .data import StoreThread, SuiteOverview, grid_rows, overview
+from .data import StoreThread, SuiteOverview, grid_rows, latest_scores, overview
 from .grid_model import GridModel
 from .live_model import LiveModel
 
@@ -101,6 +101,7 @@ class Session:
         grid = GridModel(self.overview.models, self.overview.clis, self.overview.per_cell_total)
         if self.suite_id is not None:
             grid.load(await self.store.call(grid_rows, self.suite_id))
+            self.scores = await self.store.call(latest_scores, self.suite_id)
         grid.ams = self.grid.ams
         self.grid = grid
 

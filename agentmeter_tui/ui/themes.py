@@ -36,6 +36,9 @@ APP_VARIABLES: dict[str, str] = {
     "ev-assistant": "#d7dae0", "ev-reasoning": "#8a8f98", "ev-tool": "#61afef", "ev-result": "#a0a7b4",
     "ev-error": "#e06c75", "ev-system": "#7f848e", "ev-usage": "#56b6c2",
     "heat-low": "#3b2f45", "heat-high": "#5fb86f",
+    # A solid dim text colour: component styles are drawn without their background, where
+    # Textual's "$text-muted" (an "auto" colour with alpha) has nothing to contrast against.
+    "muted": "#8a8f98",
 }
 
 
@@ -50,7 +53,7 @@ def _colour(value: str) -> str:
 def _known(name: str) -> str:
     if name not in APP_VARIABLES:
         raise ValueError(f"unknown variable '{name}' (known: status-*, meter-*, score-0..3, ev-*, flag-thrash, "
-                         "heat-low, heat-high; see ui/themes.py)")
+                         "heat-low, heat-high, muted; see ui/themes.py)")
     return name
 
 

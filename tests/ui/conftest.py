@@ -74,7 +74,7 @@ def make_app(db: Path, *, screen: str = "grid", live: bool = False, runner: Fake
              trial: int | None = None, theme: str = "agentmeter-dark") -> AgentMeterApp:
     """An app over ``db`` that never connects anywhere; ``live`` makes it act attached."""
     session = Session(db, reviewer="alice", live=live)
-    session.live.clock = lambda: T0 + 2  # elapsed times and burn rates do not follow the wall clock
+    session.live.clock = lambda: T0 + 32  # elapsed times and burn rates do not follow the wall clock
     if runner is not None:
         session.request = runner  # type: ignore[method-assign]
     return AgentMeterApp(session, screen=screen, trial=trial, settings=UiSettings(theme=theme), connect=False)

@@ -150,7 +150,7 @@ async def test_feed_client_forwards_messages_until_finished(tmp_path):
     seen, ended = [], []
     async with server:
         await FeedClient(db, seen.append, lambda status, error: ended.append(status)).run()
-    assert [m["type"] for m in seen] == ["snapshot", "tick", "finished"]
+    assert [m["type"] for m in seen] == ["snapshot", "tick", "tick", "finished"]
     assert ended == ["finished"]
 
 

@@ -60,7 +60,7 @@ async def test_new_events_are_appended_not_redrawn(sample_db):
         tail = screen.panes[1000].query_one(TranscriptTail)
         before = tail.line_count
         meter = dict(app.session.live.trials[1000].meter)
-        await feed(app, [{"type": "tick", "ts": T0 + 2, "meters": [meter], "finished": [], "progress": {},
+        await feed(app, [{"type": "tick", "ts": T0 + 31, "meters": [meter], "finished": [], "progress": {},
                           "events": {1000: [[500, T0 + 2, "error", "stdout", "HTTP 429: slow down"]]}}])
         await settle(pilot)
         assert tail.line_count == before + 1
@@ -148,12 +148,12 @@ async def test_a_finished_trial_lingers_then_gives_its_slot_away(sample_db):
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_live(pilot, count=2)
         done = dict(app.session.live.trials[1000].meter, status="killed", reason="operator")
-        await feed(app, [{"type": "tick", "ts": T0 + 3, "meters": [], "events": {}, "finished": [done],
+        await feed(app, [{"type": "tick", "ts": T0 + 32, "meters": [], "events": {}, "finished": [done],
                           "progress": {}}])
         await settle(pilot)
         pane = screen.panes[1000]
         assert pane.has_class("-finished") and "operator" in pane.border_subtitle
-        app.session.live.clock = lambda: T0 + 60  # the linger time has passed
+        app.session.live.clock = lambda: T0 + 90  # the linger time has passed
         await settle(pilot)
         assert 1000 not in screen.panes and 1000 not in app.session.live.trials
 
@@ -163,10 +163,10 @@ async def test_a_pane_opened_mid_trial_reads_its_history_from_the_store(sample_d
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         # Trial 1 of the sample store, as if it were still running and we attached late.
-        meter = {**sample_feed(count=1)[1]["meters"][0], "id": 1, "events": 40}
+        meter = {**sample_feed(count=1)[-1]["meters"][0], "id": 1, "events": 40}
         await feed(app, [{"type": "snapshot", "run_id": 1, "suite": "sample", "progress": {}, "running": [meter]},
-                         {"type": "tick", "ts": T0 + 1, "meters": [meter], "finished": [], "progress": {},
-                          "events": {1: [[41, T0 + 1, "assistant", "stdout", "live line"]]}}])
+                         {"type": "tick", "ts": T0 + 31, "meters": [meter], "finished": [], "progress": {},
+                          "events": {1: [[41, T0 + 31, "assistant", "stdout", "live line"]]}}])
         await settle(pilot)
         await settle(pilot)
         tail = app.screen.panes[1].query_one(TranscriptTail)
@@ -180,3 +180,37 @@ async def test_the_empty_live_screen_says_why(sample_db):
         await settle(pilot)
         assert "No runner attached" in str(app.screen.query_one("#live-empty").render())
         assert not app.screen.query(TrialPane)
+
+
+async def test_r_on_a_finished_pane_reviews_that_trial(sample_db):
+    from agentmeter_tui.ui.screens.review import ReviewScreen
+
+    app = make_app(sample_db, screen="live", live=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        meter = {**sample_feed(count=1)[-1]["meters"][0], "id": 4}  # trial 4 of the sample store
+        done = {**meter, "status": "killed", "reason": "operator"}
+        await feed(app, [{"type": "snapshot", "run_id": 1, "suite": "sample", "progress": {}, "running": [meter]}])
+        await settle(pilot)
+        await feed(app, [{"type": "tick", "ts": T0 + 31, "meters": [], "events": {}, "finished": [done],
+                          "progress": {}}])
+        await settle(pilot)
+        app.screen.panes[4].focus()
+        await pilot.press("r")
+        await settle(pilot)
+        assert isinstance(app.screen, ReviewScreen) and app.screen.trial_id == 4
+
+
+async def test_when_the_focused_pane_goes_the_focus_stays_on_a_pane(sample_db):
+    app = make_app(sample_db, screen="live", live=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_live(pilot, count=9)  # some trials are listed below the panes
+        screen.panes[1000].focus()
+        done = dict(app.session.live.trials[1000].meter, status="passed")
+        await feed(app, [{"type": "tick", "ts": T0 + 32, "meters": [], "events": {}, "finished": [done],
+                          "progress": {}}])
+        app.session.live.clock = lambda: T0 + 90  # its pane lingered and goes
+        await settle(pilot)
+        await settle(pilot)
+        assert 1000 not in screen.panes
+        assert isinstance(screen.focused, TrialPane)

@@ -30,7 +30,7 @@ def test_formats():
 
 def test_live_model_applies_snapshot_and_ticks_without_double_counting():
     live = LiveModel(clock=lambda: T0)
-    snapshot, tick = sample_feed(count=3, events=10)
+    snapshot, _, tick = sample_feed(count=3, events=10)
     summary = live.apply(snapshot)
     assert summary.started == {1000, 1001, 1002} and live.connected
     summary = live.apply(tick)

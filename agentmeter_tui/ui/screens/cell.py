@@ -9,10 +9,11 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.markup import escape
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from ..data import latest_scores
 from ..grid_model import ACTIVE, Config
+from ..widgets.footer import KeysFooter
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
 from .grid import cell_markup
@@ -33,7 +34,7 @@ class CellScreen(SessionScreen):
         yield Static("", id="cell-summary")
         yield TrialTable(columns=("id", "task", "trial", "status", "reason", "tokens", "usd", "score", "flags"),
                          id="cell-trials")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         super().on_mount()

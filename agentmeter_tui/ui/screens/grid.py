@@ -16,11 +16,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from .. import format as fmt
 from ..data import ams_by_config
 from ..grid_model import Config
+from ..widgets.footer import KeysFooter
 from ..widgets.grid_table import GridTable
 from ..widgets.run_bar import RunBar
 from ..widgets.trial_table import TrialTable
@@ -63,7 +64,7 @@ class GridScreen(SessionScreen):
                 yield Static(LEGEND, id="legend")
         yield Static("", id="preview-title", classes="section-title")
         yield TrialTable(id="cell-preview")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         super().on_mount()

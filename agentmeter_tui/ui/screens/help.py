@@ -35,8 +35,8 @@ class HelpScreen(ModalScreen[None]):
         table = self.query_one(DataTable)
         table.add_column("where", width=10)
         table.add_column("key", width=16)
-        table.add_column("does", width=40)
-        table.add_column("id", width=16)
+        table.add_column("does", width=58)
+        table.add_column("id", width=18)
         for section, bindings in self.sections:
             for binding in bindings:
                 if not binding.description:

@@ -9,14 +9,17 @@ pane: kill (after a confirm, recorded as ``operator``), raise its budget, maximi
 
 from __future__ import annotations
 
+import time
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from .. import format as fmt
 from ..data import tail_events
 from ..live_model import TickSummary
+from ..widgets.footer import KeysFooter
 from ..widgets.run_bar import RunBar
 from ..widgets.trial_pane import TrialPane
 from ..widgets.trial_table import TrialTable
@@ -24,12 +27,15 @@ from .base import SessionScreen
 from .dialogs import BudgetDialog, ConfirmDialog
 
 PANE_MIN = (56, 13)  # columns, rows a pane needs to be readable
+NUMBERS_EVERY = 0.5  # seconds between redraws of pane meters (transcripts redraw every flush)
+LIST_EVERY = 1.0  # seconds between redraws of the list of trials without a pane
 LINGER = 5.0  # seconds a finished trial keeps its pane
 SEED_EVENTS = 200  # history read from the store for a pane opened mid-trial
 
 
 class LiveScreen(SessionScreen):
-    REFRESH_SECONDS = 0.15
+    REFRESH_SECONDS = 0.2
+    AUTO_FOCUS = ""  # no auto focus: the first pane takes it once mounted (None would mean the app's "*")
     BINDINGS = [
         Binding("k", "kill", "Kill", id="kill", tooltip="Kill the focused trial (asks first; reason: operator)"),
         Binding("b", "budget", "Raise budget", id="budget", tooltip="Raise the focused trial's budgets"),
@@ -47,6 +53,9 @@ class LiveScreen(SessionScreen):
         self.pinned: list[int] = []
         self.finished_at: dict[int, float] = {}
         self.columns = 1
+        self._numbers_at = self._list_at = 0.0  # monotonic times of the last meter and list redraws
+        self._listed: list[int] = []
+        self._refocus = False  # the focused pane went away: the next mounted pane takes the focus
 
     def compose(self) -> ComposeResult:
         yield RunBar(id="run-bar")
@@ -54,7 +63,7 @@ class LiveScreen(SessionScreen):
         yield Grid(id="panes")
         yield Static("", id="overflow-title", classes="section-title")
         yield TrialTable(columns=("id", "task", "trial", "config", "status", "tokens", "usd", "flags"), id="overflow")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -97,9 +106,10 @@ class LiveScreen(SessionScreen):
                 if unpinned:
                     keep.remove(unpinned[-1])
         keep = keep[:slots]
-        room = slots - len(keep)
-        add = candidates[:room]
-        linger = lingering[:max(0, room - len(add))]
+        # A trial that just ended keeps its pane a moment (the operator sees the kill land)
+        # before a waiting trial takes the slot.
+        linger = lingering[:max(0, slots - len(keep))]
+        add = candidates[:max(0, slots - len(keep) - len(linger))]
         shown = [i for i in self.panes if i in keep or i in linger] + add
         self.columns = columns
         overflow = [i for i in running if i not in shown]
@@ -112,7 +122,16 @@ class LiveScreen(SessionScreen):
         shown, overflow = self.plan()
         grid = self.query_one("#panes", Grid)
         grid.styles.grid_size_columns = self.columns
-        for trial_id in [i for i in self.panes if i not in shown]:
+        leaving = [i for i in self.panes if i not in shown]
+        if isinstance(self.focused, TrialPane) and self.focused.trial_id in leaving:
+            # Hand the focus to a pane that stays, or to the next new one; left alone, Textual would
+            # give it to the list below, and the next k would aim at whatever row is highlighted there.
+            staying = [p for i, p in self.panes.items() if i not in leaving and p.is_mounted]
+            if staying:
+                staying[0].focus()
+            else:
+                self._refocus = True
+        for trial_id in leaving:
             pane = self.panes.pop(trial_id)
             if pane.is_attached:
                 pane.remove()
@@ -136,17 +155,22 @@ class LiveScreen(SessionScreen):
                                       or (not trial.events and trial.meter.get("events"))):
                 pane.seeding = True
                 self.run_worker(self._seed(pane), exit_on_error=False)
-        self._sync_panes(shown)
-        if not isinstance(self.focused, (TrialPane, DataTable)):
+        self._sync_panes(shown, numbers=True)
+        if self.focused is None or self._refocus:
+            self._refocus = False
             self._focus_first()
 
-    def _sync_panes(self, shown: list[int]) -> None:
+    def _sync_panes(self, shown: list[int], numbers: bool | None = None) -> None:
         live = self.session.live
         now = live.clock()
+        if numbers is None:
+            numbers = time.monotonic() - self._numbers_at >= NUMBERS_EVERY
+        if numbers:
+            self._numbers_at = time.monotonic()
         for trial_id in shown:
             pane = self.panes.get(trial_id)
             if pane is not None and not pane.seeding and pane.is_mounted and trial_id in live.trials:
-                pane.sync(live.trials[trial_id], now)
+                pane.sync(live.trials[trial_id], now, meters=numbers or pane._status is None)
 
     def _focus_first(self) -> None:
         for pane in self.panes.values():
@@ -160,9 +184,12 @@ class LiveScreen(SessionScreen):
             pane.seed(rows)
         finally:
             pane.seeding = False
-        self._sync_panes([pane.trial_id])
+        self._sync_panes([pane.trial_id], numbers=True)
 
     def _show_overflow(self, overflow: list[int]) -> None:
+        if overflow == self._listed and time.monotonic() - self._list_at < LIST_EVERY:
+            return  # same trials: their numbers can wait for the next second
+        self._listed, self._list_at = list(overflow), time.monotonic()
         live = self.session.live
         rows = [dict(live.trials[i].meter) for i in overflow]
         title = self.query_one("#overflow-title", Static)

@@ -14,12 +14,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from ...core.charts import heatmap_data, scatter_data, tier_profile_data
 from ...core.metrics.runs import TIERS
 from ...core.reporting.render import fmt_median, fmt_score, fmt_tokens, fmt_usd
 from ..data import report
+from ..widgets.footer import KeysFooter
 from ..widgets.charts import AmsHeatmap, PassCostPlot, TierProfile
 from .base import SessionScreen
 
@@ -60,10 +61,10 @@ class ReportScreen(SessionScreen):
         with Horizontal(id="report-body"):
             with Vertical(id="report-tables"):
                 yield Static("Table 2 · pass, cost and AgentMeter Score per configuration", classes="section-title")
-                yield DataTable(id="table2", cursor_type="row", zebra_stripes=True)
+                yield DataTable(id="table2", cursor_type="none", zebra_stripes=True)
                 yield Static("Rubric · median 0-3 per cell, bold = task winner", id="rubric-title",
                              classes="section-title")
-                yield DataTable(id="rubric", cursor_type="row", zebra_stripes=True)
+                yield DataTable(id="rubric", cursor_type="none", zebra_stripes=True)
                 yield Static("", id="report-notes")
             with Vertical(id="report-charts"):
                 yield Static("AMS heatmap · ★ best CLI per model", classes="section-title")
@@ -71,7 +72,7 @@ class ReportScreen(SessionScreen):
                 yield PassCostPlot(id="scatter")
                 yield Static("Passes by tier · top configurations by AMS", classes="section-title")
                 yield TierProfile(id="tiers")
-        yield Footer()
+        yield KeysFooter()
 
     def on_screen_resume(self) -> None:
         self.action_reload()
@@ -104,11 +105,10 @@ class ReportScreen(SessionScreen):
         rep = self.report
         self.query_one("#report-title", Static).update(
             f"[b]Report[/] {escape(rep.suite)} [$text-muted]│[/] {rep.n_tasks} tasks · {len(rep.configurations)} "
-            f"configurations [$text-muted]│ selection:[/] {escape(rep.selection_text)} [$text-muted]│ budgets:[/] "
-            f"{escape(rep.budgets_source)}")
+            f"configurations [$text-muted]│ selection:[/] {escape(rep.selection_text)}")
         self._table2(rep)
         self._rubric(rep)
-        notes = list(rep.notes)
+        notes = [f"budgets from {rep.budgets_source}", *rep.notes]
         if rep.rubric is not None and rep.rubric.gate is not None:
             notes.append(("Honesty gate passed: " if rep.rubric.gate.passed else "Honesty gate FAILED: ")
                          + rep.rubric.gate.message)

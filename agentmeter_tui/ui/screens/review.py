@@ -17,11 +17,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.markup import escape
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from .. import format as fmt
 from ..data import TrialDetail, event_index, event_text, review_queue, search_events, trial_detail
 from ..transcript_doc import TranscriptDoc
+from ..widgets.footer import KeysFooter
 from ..widgets.review_panels import ReviewPanel, score_markup, usage_markup, verdict_renderable
 from ..widgets.trial_table import TrialTable
 from ..widgets.transcript_view import GUTTER, TranscriptView
@@ -64,7 +65,7 @@ class ReviewScreen(SessionScreen):
                                  id="siblings")
                 yield ReviewPanel("Verifier", id="verdict-panel", classes="panel")
         yield Input(placeholder="search the transcript · enter: next match · esc: close", id="search")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         super().on_mount()

@@ -78,10 +78,18 @@ class PassCostPlot(PlotextPlot):
             plt.vline(data.mean_usd_per_pass, color=muted)
         canvas = theme_rgb(variables, "surface") if "surface" in variables else None
         right = max(costs) * 1.6 or 1.0
+        rows: list[tuple[float, float, float]] = []  # labels placed so far: (y, x from, x to)
+        step = 115 / max(4, (self.size.height or 20) - 6)  # one text row in data units
         for point in data.points:  # plotext draws text over markers: labels start a little to the right
-            plt.scatter([point.usd_per_pass], [100 * point.pass_rate], marker="●", color=colours[point.model])
-            plt.text(f"{point.model}/{point.cli}"[:22], point.usd_per_pass + right * 0.03, 100 * point.pass_rate,
-                     color=colours[point.model], background=canvas, alignment="left")
+            x, y = point.usd_per_pass, 100 * point.pass_rate
+            label = f"{point.model}/{point.cli}"[:22]
+            plt.scatter([x], [y], marker="●", color=colours[point.model])
+            start, end = x + right * 0.03, x + right * (0.03 + len(label) / max(20, (self.size.width or 60) - 12))
+            ly = y
+            while any(abs(ly - r[0]) < step and start < r[2] and r[1] < end for r in rows):
+                ly -= step  # a label already sits there: go one row down
+            rows.append((ly, start, end))
+            plt.text(label, start, ly, color=colours[point.model], background=canvas, alignment="left")
         plt.xlim(0, right)
         plt.ylim(-5, 110)
         plt.yticks([0, 25, 50, 75, 100])

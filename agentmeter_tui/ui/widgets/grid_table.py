@@ -30,6 +30,7 @@ class GridTable(DataTable):
         super().__init__(cursor_type="cell", zebra_stripes=False, fixed_columns=1, **kwargs)
         self._shown: dict[Config, str] = {}
         self._model: GridModel | None = None
+        self._styles: dict[str, object] = {}  # component styles, looked up once per theme
 
     def set_shape(self, grid: GridModel) -> None:
         """(Re)build rows and columns; called at start and when a new model or CLI appears."""
@@ -65,15 +66,20 @@ class GridTable(DataTable):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._styles.clear()
         if self._model is not None and self._shown:
             self._shown.clear()
             self.update_cells(self._model, [(m, c) for m in self._model.models for c in self._model.clis])
 
     def _style(self, name: str):
-        try:
-            return self.get_component_rich_style(name, partial=True)
-        except KeyError:
-            return ""
+        style = self._styles.get(name)
+        if style is None:
+            try:
+                style = self.get_component_rich_style(name, partial=True)
+            except KeyError:
+                style = ""
+            self._styles[name] = style
+        return style
 
     def cell_text(self, cell: CellStats) -> Text:
         style = self._style

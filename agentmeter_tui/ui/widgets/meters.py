@@ -71,8 +71,14 @@ class TrialMeter(Static):
     def __init__(self, **kwargs) -> None:
         super().__init__("", **kwargs)
         self._shown = ""
+        self._last: tuple | None = None
+
+    def on_resize(self) -> None:
+        if self._last is not None:
+            self.show(*self._last)  # the bars are as wide as the pane
 
     def show(self, meter: dict, elapsed: float | None, burn: tuple[float | None, float | None]) -> None:
+        self._last = (meter, elapsed, burn)
         width = self.size.width or 60
         markup = "\n".join((token_markup(meter.get("tokens") or {}), cost_markup(meter, burn),
                             budget_markup(meter, elapsed, width)))

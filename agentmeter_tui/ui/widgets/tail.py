@@ -1,9 +1,11 @@
 """Provides :class:`TranscriptTail`: the bounded, streaming transcript of a live pane.
 
-Like Textual's ``Log`` (plain lines, ``max_lines``, sticky tail) but each line carries the
+Like Textual's ``Log`` (plain lines, a line cap, a sticky tail) but each line carries the
 event kind, drawn with a component style, so assistant text, tool calls and errors read
-apart at a glance. Writes come in batches (one per feed tick); only visible lines are
-rendered, and strips are cached until the lines or the theme change.
+apart at a glance. It is a plain Line-API widget rather than a scroll view: its size never
+changes as lines arrive, so a batch of new lines repaints the pane and never re-lays out
+the screen. The mouse wheel looks back; the view sticks to the newest line until then.
+Strips are cached until the lines or the theme change.
 """
 
 from __future__ import annotations
@@ -14,9 +16,8 @@ from collections.abc import Iterable
 from rich.segment import Segment
 from rich.style import Style
 from textual.cache import LRUCache
-from textual.geometry import Size
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from ..format import KIND_GLYPH, event_summary
 
@@ -28,6 +29,7 @@ KIND_CLASS = {
 MULTILINE = frozenset({"assistant", "error", "status"})  # kinds worth more than one line in a tail
 MAX_EVENT_LINES = 4
 LINE_CHARS = 300
+WHEEL_LINES = 3
 
 
 def event_lines(kind: str, text: str) -> list[str]:
@@ -38,11 +40,8 @@ def event_lines(kind: str, text: str) -> list[str]:
     return [event_summary(kind, text or "", LINE_CHARS)]
 
 
-class TranscriptTail(ScrollView, can_focus=False):
-    COMPONENT_CLASSES = {"tail--gutter", *KIND_CLASS.values()}
-    DEFAULT_CSS = """
-    TranscriptTail { overflow-x: hidden; }
-    """
+class TranscriptTail(Widget, can_focus=False):
+    COMPONENT_CLASSES = {"tail--gutter", "tail--more", *KIND_CLASS.values()}
 
     def __init__(self, max_lines: int = 300, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -50,14 +49,19 @@ class TranscriptTail(ScrollView, can_focus=False):
         self._lines: deque[tuple[str, str, bool]] = deque()  # (kind, text, first line of its event)
         self._dropped = 0  # lines pruned from the top so far (keeps cache keys stable)
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(512)
-        self.follow = True  # stick to the newest line until the reader scrolls up
+        self.back = 0  # lines scrolled back from the newest; 0 = following the tail
+        self._styles: dict[str, Style] = {}  # component styles, looked up once per theme
 
     @property
     def line_count(self) -> int:
         return len(self._lines)
 
+    @property
+    def follow(self) -> bool:
+        return self.back == 0
+
     def write_events(self, rows: Iterable[list]) -> None:
-        """Append feed rows ``[seq, ts, kind, stream, text]`` and keep the view at the end."""
+        """Append feed rows ``[seq, ts, kind, stream, text]`` (one batch per feed tick)."""
         added = 0
         for row in rows:
             kind = row[2]
@@ -71,46 +75,58 @@ class TranscriptTail(ScrollView, can_focus=False):
             self._lines.popleft()
         if excess > 0:
             self._dropped += excess
-        self.virtual_size = Size(self.size.width, len(self._lines))
-        if self.follow:
-            # After the next layout: the new virtual size is what the end is measured against.
-            self.scroll_end(animate=False, immediate=False, x_axis=False)
+        if self.back:
+            # Looking back: keep the same lines on screen while new ones arrive below.
+            self.back = min(self.back + added, self._max_back())
         self.refresh()
-
-    def _on_mouse_scroll_up(self, event) -> None:
-        super()._on_mouse_scroll_up(event)
-        self.follow = False
-
-    def _on_mouse_scroll_down(self, event) -> None:
-        super()._on_mouse_scroll_down(event)
-        self.call_after_refresh(self._check_follow)
-
-    def _check_follow(self) -> None:
-        self.follow = self.scroll_y >= self.max_scroll_y - 1
 
     def clear(self) -> None:
         self._dropped += len(self._lines)
         self._lines.clear()
-        self.virtual_size = Size(self.size.width, 0)
+        self.back = 0
         self.refresh()
+
+    def _max_back(self) -> int:
+        return max(0, len(self._lines) - self.size.height)
+
+    def on_mouse_scroll_up(self, event) -> None:
+        self.back = min(self._max_back(), self.back + WHEEL_LINES)
+        self.refresh()
+        event.stop()
+
+    def on_mouse_scroll_down(self, event) -> None:
+        self.back = max(0, self.back - WHEEL_LINES)
+        self.refresh()
+        event.stop()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
+        self._styles.clear()
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            style = self._styles[name] = self.rich_style if name == "base" else self.get_component_rich_style(name)
+        return style
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        index = int(self.scroll_offset.y) + y
+        width, height = self.size
+        top = max(0, len(self._lines) - height - self.back)
+        index = top + y
         if index >= len(self._lines):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._style("base"))
+        if y == 0 and self.back:
+            text = f"↑ {top} earlier lines · {self.back} newer below (wheel down to follow)"
+            return Strip([Segment(text, self._style("tail--more"))]).crop_extend(0, width, self._style("base"))
         key = (index + self._dropped, width)
         strip = self._cache.get(key)
         if strip is None:
             kind, text, first = self._lines[index]
-            style = self.get_component_rich_style(KIND_CLASS.get(kind, "tail--system"))
-            gutter = self.get_component_rich_style("tail--gutter")
+            style = self._style(KIND_CLASS.get(kind, "tail--system"))
             glyph = KIND_GLYPH.get(kind, " ") if first else " "
-            segments = [Segment(f"{glyph} ", gutter + Style(color=style.color)), Segment(text, style)]
-            strip = Strip(segments).crop_extend(0, width, self.rich_style)
+            segments = [Segment(f"{glyph} ", self._style("tail--gutter") + Style(color=style.color)),
+                        Segment(text, style)]
+            strip = Strip(segments).crop_extend(0, width, self._style("base"))
             self._cache[key] = strip
         return strip

@@ -44,6 +44,7 @@ class TrialPane(Vertical, can_focus=True):
         self.trial_id = trial_id
         self.shown_seq = 0
         self.seeding = False  # history is being read from the store; live events wait until it is in
+        self._status: str | None = None
         self._subtitle = ""
 
     def compose(self) -> ComposeResult:
@@ -57,13 +58,19 @@ class TrialPane(Vertical, can_focus=True):
             self.query_one(TranscriptTail).write_events(rows)
             self.shown_seq = max(self.shown_seq, rows[-1][0])
 
-    def sync(self, trial: TrialLive, now: float) -> None:
+    def sync(self, trial: TrialLive, now: float, meters: bool = True) -> None:
+        """Draw new transcript lines; with ``meters``, the numbers and the border text too
+        (the caller redraws numbers less often than lines: re-rendering them is the dearer part)."""
         meter = trial.meter
-        self.border_title = escape(fmt.trial_title(meter))
         new = trial.since(self.shown_seq)
         if new:
             self.query_one(TranscriptTail).write_events(new)
             self.shown_seq = new[-1][0]
+        status = meter.get("status")
+        if not meters and status == self._status:
+            return
+        self._status = status
+        self.border_title = escape(fmt.trial_title(meter))
         elapsed = trial.elapsed(now)
         self.query_one(TrialMeter).show(meter, elapsed, trial.burn())
         wall = (meter.get("budget") or {}).get("wall_seconds")

@@ -35,18 +35,34 @@ class TrialTable(DataTable):
         self.column_keys = [c for c in columns]
         self.widths = widths or {}
         self._rows: dict[int, tuple] = {}
+        self._styles: dict[str, object] = {}  # component styles, looked up once per theme
+
+    def on_focus(self) -> None:
+        self.show_cursor = True
+
+    def on_blur(self) -> None:
+        self.show_cursor = False  # a highlighted row in a list nobody is using reads as a selection
 
     def on_mount(self) -> None:
+        self.show_cursor = self.has_focus
         spec = {key: (label, width) for key, label, width in COLUMNS}
         for key in self.column_keys:
             label, width = spec[key]
             self.add_column(label, key=key, width=self.widths.get(key, width))
 
     def _style(self, name: str):
-        try:
-            return self.get_component_rich_style(name, partial=True)
-        except KeyError:
-            return ""
+        style = self._styles.get(name)
+        if style is None:
+            try:
+                style = self.get_component_rich_style(name, partial=True)
+            except KeyError:
+                style = ""
+            self._styles[name] = style
+        return style
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
 
     def cells(self, row: dict[str, Any]) -> tuple:
         status = row.get("status") or "?"

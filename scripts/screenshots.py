@@ -1,0 +1,170 @@
+"""Regenerate ``screenshots/`` from the app itself, on the demo's data.
+
+Runs ``suites/demo`` headless into a temporary store (about 40 s, offline), scores a few of
+its trials as a reviewer would, then opens the app headless at 160x48 on each screen in
+each shipped theme and saves an SVG and a PNG of it. The live screen is fed the demo's own
+transcripts and meters as feed messages, cut partway through, so it shows trials mid-run.
+
+    .venv/bin/python scripts/screenshots.py [--db EXISTING_DEMO_STORE] [--out screenshots]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agentmeter_tui.core.control import ControlClient, runner_alive  # noqa: E402
+from agentmeter_tui.core.store import Store  # noqa: E402
+from agentmeter_tui.core.usage import TOKEN_CLASSES  # noqa: E402
+from agentmeter_tui.ui.app import AgentMeterApp  # noqa: E402
+from agentmeter_tui.ui.session import Session  # noqa: E402
+from agentmeter_tui.ui.settings import UiSettings  # noqa: E402
+
+SIZE = (160, 48)
+THEMES = ("agentmeter-dark", "agentmeter-light")
+LIVE_TRIALS = 8  # the demo runs 8 at once
+CUT = 0.6  # how far through its transcript each live trial is shown
+# The PNGs are drawn by cairosvg, which has no web fonts: point the SVG at an installed monospace.
+PNG_FONT = "DejaVu Sans Mono"
+
+
+def run_demo(db: Path) -> None:
+    from agentmeter_tui.commands.run import spawn_runner
+
+    if spawn_runner(ROOT / "suites" / "demo", db, None) is not None:
+        raise SystemExit("the demo runner did not start")
+    with ControlClient(db) as client:
+        for message in client.subscribe():
+            if message.get("type") == "finished":
+                break
+    while runner_alive(db):
+        time.sleep(0.1)
+
+
+def score_some(db: Path) -> None:
+    """A reviewer's pass over the first round, so the rubric table and winrates have data."""
+    store = Store(db)
+    scores = {"passed": 3, "failed": 1, "errored": 0, "killed": 0}
+    rows = list(store.db.query("select id, model, status from trials where trial_index = 1 order by id"))
+    for row in rows:
+        score = scores.get(row["status"], 0)
+        if row["model"] == "guzzler" and row["status"] == "passed":
+            score = 2  # passed, with one loss: it took the long way
+        store.add_score(row["id"], score, "demo-reviewer")
+    store.close()
+
+
+def live_feed(db: Path) -> tuple[list[dict], float]:
+    """Feed messages for the demo's first trials, each cut at ``CUT`` of its transcript."""
+    store = Store(db)
+    trials = list(store.db.query("select * from trials order by id limit ?", [LIVE_TRIALS]))
+    started = min(float(next(store.events(t["id"], 0, 1))[1]) for t in trials)
+    meters, earlier, events = [], [], {}
+    now = 0.0
+    for row in trials:
+        rows = list(store.events(row["id"]))
+        cut = max(1, int(len(rows) * CUT))
+        shown = rows[:cut]
+        usage = list(store.db.query("select * from usage where trial_id = ? and seq <= ? order by seq",
+                                    [row["id"], shown[-1][0]]))
+        tokens = {c: sum(u[c] or 0 for u in usage) for c in TOKEN_CLASSES}
+        half = {c: sum(u[c] or 0 for u in usage[: len(usage) // 2]) for c in TOKEN_CLASSES}
+        cost = sum(u["cost_usd"] or 0 for u in usage)
+        first_ts, last_ts = float(rows[0][1]), float(shown[-1][1])
+        now = max(now, last_ts)
+        meter = {"id": row["id"], "task": row["task_id"], "model": row["model"], "cli": row["cli"],
+                 "trial": row["trial_index"], "status": "running", "reason": None, "tokens": tokens,
+                 "cost_usd": cost, "reported_cost_usd": None, "turns": len(usage), "tool_calls": row["tool_calls"],
+                 "flags": ["thrash"] if row["model"] == "parrot" and len(usage) > 6 else [],
+                 "elapsed": last_ts - first_ts, "events": cut,
+                 "budget": {"wall_seconds": 45.0, "tokens": 250000, "usd": 1.5}}
+        meters.append(meter)
+        earlier.append({**meter, "tokens": half, "cost_usd": cost / 2, "elapsed": (last_ts - first_ts) / 2})
+        events[row["id"]] = [[seq, ts, kind, stream, (text or "")[:2000]] for seq, ts, kind, stream, text, _ in shown]
+    store.close()
+    progress = {"done": 9, "total": 30, "running": len(meters), "queued": 13, "paused": False, "stopping": False}
+    start = started + (now - started) / 2
+    return [{"type": "snapshot", "run_id": 1, "suite": "demo", "pid": 0, "progress": progress, "running": earlier},
+            {"type": "tick", "ts": start, "meters": earlier, "events": {}, "finished": [], "progress": progress},
+            {"type": "tick", "ts": now, "meters": meters, "events": events, "finished": [], "progress": progress}], now
+
+
+async def shoot(db: Path, out: Path, screen: str, theme: str, feed: list[dict] | None = None,
+                clock: float | None = None, keys: tuple[str, ...] = (), name: str | None = None) -> Path:
+    session = Session(db, reviewer="demo-reviewer", live=feed is not None)
+    if clock is not None:
+        session.live.clock = lambda: clock + 1
+    app = AgentMeterApp(session, screen=screen, settings=UiSettings(theme=theme), connect=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot)
+        for message in feed or ():
+            app._feed_message(message)
+        await _settle(pilot)
+        await _settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await _settle(pilot)
+        svg = app.export_screenshot(title=f"agentmeter · {screen}")
+    session.close()
+    stem = out / f"{name or screen}-{theme.removeprefix('agentmeter-')}"
+    stem.with_suffix(".svg").write_text(svg, encoding="utf-8")
+    import cairosvg
+
+    png_svg = svg.replace("Fira Code, monospace", PNG_FONT).replace('"Fira Code"', f'"{PNG_FONT}"')
+    cairosvg.svg2png(bytestring=png_svg.encode(), write_to=str(stem.with_suffix(".png")), output_width=1600)
+    return stem
+
+
+async def _settle(pilot) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    if hasattr(pilot.app.screen, "flush"):
+        pilot.app.screen.flush()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def main_async(db: Path, out: Path) -> list[Path]:
+    feed, clock = live_feed(db)
+    review_trial = next(Store(db).db.query("select id from trials where model = 'parrot' order by id limit 1"))["id"]
+    made = []
+    for theme in THEMES:
+        made.append(await shoot(db, out, "grid", theme))
+        made.append(await shoot(db, out, "live", theme, feed=feed, clock=clock))
+        made.append(await shoot(db, out, "review", theme, keys=("e",), name="review"))
+        made.append(await shoot(db, out, "report", theme))
+    made.append(await shoot(db, out, "grid", THEMES[0], keys=("down", "enter"), name="cell"))
+    made.append(await shoot(db, out, "live", THEMES[0], feed=feed, clock=clock, keys=("right", "k"), name="kill"))
+    made.append(await shoot(db, out, "grid", THEMES[0], keys=("question_mark",), name="help"))
+    del review_trial
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", help="an existing demo store (default: run the demo now)")
+    parser.add_argument("--out", default=str(ROOT / "screenshots"))
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.db:
+        db = Path(args.db)
+    else:
+        db = Path(tempfile.mkdtemp(prefix="agentmeter-shots-")) / "demo.db"
+        print(f"running the demo into {db} …", flush=True)
+        run_demo(db)
+        score_some(db)
+    for stem in asyncio.run(main_async(db, out)):
+        print(f"wrote {stem.relative_to(ROOT) if stem.is_relative_to(ROOT) else stem}.svg/.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

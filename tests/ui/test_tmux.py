@@ -1,0 +1,111 @@
+"""The real TUI in a real terminal (tmux): the demo end to end, and re-attaching after a crash.
+
+Slow (the demo runs real trials through the scripted model server): ``-m slow``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import shutil
+import time
+
+import psutil
+import pytest
+
+from agentmeter_tui.commands.run import spawn_runner
+from agentmeter_tui.core.control import ControlClient, runner_alive
+from agentmeter_tui.core.procs import processes_with_token
+from agentmeter_tui.core.store import Store
+
+from .tmux import ROOT, TmuxSession, agentmeter, clean_env
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
+
+
+def stop_runner(db) -> None:
+    if runner_alive(db):
+        with ControlClient(db) as client:
+            client.request("stop")
+    deadline = time.monotonic() + 30
+    while runner_alive(db) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def test_demo_kill_review_score_quit(tmp_path):
+    db = tmp_path / "demo.db"
+    # Only the reference agent: the real CLIs the demo would add are tested elsewhere, and this stays fast.
+    session = TmuxSession(agentmeter("demo", "--db", str(db), "--clis", "reference"),
+                          clean_env(tmp_path, AGENTMETER_REVIEWER="e2e-reviewer"))
+    try:
+        session.wait_for("agentmeter Demo", timeout=60)
+        session.keys("l")  # the live panes
+        session.wait_for("#1 count-lines · runaway × reference")  # the runaway runs longest: first pane
+        session.keys("k")
+        session.wait_for("Kill trial #1?")
+        session.keys("y")
+        screen = session.wait_for("killed", timeout=20)
+        assert "#1 count-lines" in screen
+        session.keys("r")  # the focused pane's trial is finished: review it
+        screen = session.wait_for("Review #")
+        reviewed = int(re.search(r"Review #(\d+)", screen).group(1))
+        session.keys("2")
+        session.wait_for("saved")
+        session.keys("q")
+        deadline = time.monotonic() + 30
+        while session.alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not session.alive(), "the demo did not quit"
+    finally:
+        session.close()
+        stop_runner(db)
+    store = Store(db)
+    try:
+        killed = store.trial(1)
+        assert (killed["status"], killed["reason"]) == ("killed", "operator")
+        [score] = store.score_history(reviewed)
+        assert (score.score, score.reviewer) == (2, "e2e-reviewer") and score.created_at
+        token = killed["proc_token"]
+    finally:
+        store.close()
+    assert reviewed == 1  # r on the killed pane opened that trial
+    assert processes_with_token(token) == []
+    assert not runner_alive(db)  # quitting the demo stops its runner
+
+
+def test_sigkill_of_the_tui_leaves_the_run_going_and_attach_shows_it(tmp_path):
+    db = tmp_path / "run.db"
+    env = clean_env(tmp_path)
+    assert spawn_runner(ROOT / "suites" / "demo", db, None) is None
+    first = second = None
+    try:
+        first = TmuxSession(agentmeter("attach", "--db", str(db)), env)
+        first.wait_for("● live", timeout=60)
+        tui = psutil.Process(first.pane_pid())
+        assert "attach" in " ".join(tui.cmdline())
+        os.kill(tui.pid, signal.SIGKILL)
+        tui.wait(10)
+        assert runner_alive(db)
+        with ControlClient(db) as client:
+            status = client.request("status")
+        running = [m["id"] for m in status["running"]]
+        assert running, "trials go on after the TUI died"
+        store = Store(db)
+        tokens = {r["id"]: r["proc_token"] for r in store.trials(where="status = 'running'")}
+        store.close()
+        assert any(processes_with_token(t) for t in tokens.values())  # their processes too
+        second = TmuxSession(agentmeter("attach", "--db", str(db)), env)
+        second.wait_for("● live", timeout=60)
+        second.keys("l")
+        screen = second.wait_for(" · t", timeout=30)  # a pane title: "#N task · model × cli · tK"
+        shown = {int(n) for n in re.findall(r"#(\d+) [a-z-]+ · ", screen)}
+        with ControlClient(db) as client:
+            now_running = {m["id"] for m in client.request("status")["running"]}
+        assert shown & (now_running | set(running))
+    finally:
+        for session in (first, second):
+            if session is not None:
+                session.close()
+        stop_runner(db)
