@@ -185,7 +185,7 @@ async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, 
                                "--rate", str(rate), "--seconds", str(seconds + 6)], stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None and server.stdout.readline().strip() == "ready"
     session = Session(db, reviewer="bench", live=True)
-    app = AgentMeterApp(session, screen="live")
+    app = AgentMeterApp(session, screen="live", tune_gc=True)  # as run_app builds it
     results: dict = {}
     process = psutil.Process()
     try:
@@ -199,8 +199,7 @@ async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, 
                     await pilot.press("g")
                     await asyncio.sleep(1.0)
                 else:
-                    first = next(iter(app.screen.panes.values()))
-                    first.focus()  # right then left: the focus moves every time
+                    app.screen.select(next(iter(app.screen.panes)))  # right then left: the selection moves
                     await asyncio.sleep(0.2)
                 latencies = []
                 cpu0, wall0, events0 = sum(process.cpu_times()[:2]), time.perf_counter(), session.live.events_seen
@@ -210,8 +209,8 @@ async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, 
                     key = "right" if step % 2 == 0 else "left"
                     step += 1
                     if screen_name == "live":
-                        before = app.screen.focused
-                        changed = lambda b=before: app.screen.focused is not b  # noqa: E731
+                        before = app.screen.selected
+                        changed = lambda b=before: app.screen.selected != b  # noqa: E731
                     else:
                         table = app.screen.query_one(GridTable)
                         before = table.cursor_coordinate

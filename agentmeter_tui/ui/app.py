@@ -8,6 +8,7 @@ screens through ``feed_signal``; keys to screens (modes ``grid``, ``live``, ``re
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,9 @@ from .themes import APP_VARIABLES, DEFAULT_DARK, DEFAULT_LIGHT, load_themes
 from .widgets.transcript_view import TranscriptView
 
 STYLES = Path(__file__).parent / "styles"
+# Fewer, larger young collections and rarer full ones: the feed allocates fast, and a full
+# collection is a pause the operator sees as a stuck key.
+GC_THRESHOLDS = (10_000, 20, 100)
 
 
 class AgentMeterApp(App):
@@ -49,9 +53,11 @@ class AgentMeterApp(App):
     ]
 
     def __init__(self, session: Session, *, screen: str = "grid", trial: int | None = None,
-                 settings: UiSettings | None = None, notices: Iterable[str] = (), connect: bool = True) -> None:
+                 settings: UiSettings | None = None, notices: Iterable[str] = (), connect: bool = True,
+                 tune_gc: bool = False) -> None:
         super().__init__()
         self.connect = connect  # False: tests and screenshots feed messages themselves
+        self.tune_gc = tune_gc  # True for the real app (run_app) and the load benchmark
         self.session = session
         self.settings = settings or UiSettings()
         self.first_screen, self.first_trial = screen, trial
@@ -82,6 +88,11 @@ class AgentMeterApp(App):
             await self.open_review(self.first_trial)
         else:
             await self.switch_mode(self.first_screen)
+        if self.tune_gc:
+            # Everything built so far lives as long as the app: keep it out of full collections,
+            # which otherwise walk it all every few seconds under a fast feed (100+ ms pauses).
+            gc.freeze()
+            gc.set_threshold(*GC_THRESHOLDS)
 
     # -- feed ----------------------------------------------------------------------------------
 
@@ -103,7 +114,7 @@ class AgentMeterApp(App):
 
     async def action_mode(self, mode: str) -> None:
         if mode == "review" and isinstance(self.screen, LiveScreen):
-            trial = self.session.live.trials.get(self.screen.focused_trial() or -1)
+            trial = self.session.live.trials.get(self.screen.selected_trial() or -1)
             if trial is not None and trial.finished:
                 await self.open_review(trial.id)  # r on a finished pane reviews that trial
                 return
@@ -178,7 +189,7 @@ def run_app(db: Path, mode: str = "live", *, trial: int | None = None, suite: st
     session = Session(Path(db), reviewer=reviewer_name(settings), live=mode == "live", suite_id=suite,
                       on_exit_stop_runner=demo)
     app = AgentMeterApp(session, screen=screen or ("review" if mode == "review" else "grid"), trial=trial,
-                        settings=settings, notices=[*notices, *([error] if error else [])])
+                        settings=settings, notices=[*notices, *([error] if error else [])], tune_gc=True)
     try:
         app.run()
     finally:

@@ -33,9 +33,9 @@ def app_commands(app: AgentMeterApp, screen: Screen) -> Iterable[SystemCommand]:
     yield SystemCommand("Toggle light / dark theme", "Switch between the agentmeter themes", app.action_toggle_dark)
     yield SystemCommand("Help: all keys", "Every key of every screen, with binding ids", app.action_help)
     if isinstance(screen, LiveScreen):
-        yield SystemCommand("Kill the focused trial", "Asks first; recorded as operator", screen.action_kill)
-        yield SystemCommand("Raise the focused trial's budget", "Tokens, USD or time", screen.action_budget)
-        yield SystemCommand("Maximize the focused pane", "esc restores", screen.action_maximize)
+        yield SystemCommand("Kill the selected trial", "Asks first; recorded as operator", screen.action_kill)
+        yield SystemCommand("Raise the selected trial's budget", "Tokens, USD or time", screen.action_budget)
+        yield SystemCommand("Maximize the selected pane", "esc restores", screen.action_maximize)
     if isinstance(screen, ReviewScreen):
         for score in range(4):
             yield SystemCommand(f"Score {score}", "Record a 0-3 rubric score for this trial",

@@ -40,11 +40,15 @@ class TrialLive:
         return self.meter.get("status") in FINAL
 
     def add_events(self, rows: Iterable[list]) -> int:
-        """Append ``[seq, ts, kind, stream, text]`` rows not seen yet; return how many."""
+        """Append ``[seq, ts, kind, stream, text]`` rows not seen yet; return how many.
+
+        Kept as tuples: a tuple of plain values drops out of the garbage collector's view,
+        and a tail of thousands of lists would make every full collection a visible pause.
+        """
         added = 0
         for row in rows:
             if row[0] > self.last_seq:
-                self.events.append(row)
+                self.events.append(tuple(row))
                 self.last_seq = row[0]
                 added += 1
         return added

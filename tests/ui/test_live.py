@@ -67,11 +67,11 @@ async def test_new_events_are_appended_not_redrawn(sample_db):
         assert tail._lines[-1][:2] == ("error", "HTTP 429: slow down")
 
 
-async def test_k_asks_then_kills_the_focused_trial_as_operator(sample_db, fake_runner):
+async def test_k_asks_then_kills_the_selected_trial_as_operator(sample_db, fake_runner):
     app = make_app(sample_db, screen="live", live=True, runner=fake_runner)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_live(pilot, count=3)
-        screen.panes[1001].focus()
+        screen.select(1001)
         await pilot.press("k")
         assert isinstance(app.screen, ConfirmDialog)
         await pilot.press("n")  # cancelled: nothing sent
@@ -92,11 +92,11 @@ async def test_k_without_a_running_pane_does_nothing(sample_db, fake_runner):
         assert fake_runner.requests == []
 
 
-async def test_b_raises_the_focused_trials_budget(sample_db, fake_runner):
+async def test_b_raises_the_selected_trials_budget(sample_db, fake_runner):
     app = make_app(sample_db, screen="live", live=True, runner=fake_runner)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_live(pilot, count=2)
-        screen.panes[1000].focus()
+        screen.select(1000)
         await pilot.press("b")
         assert isinstance(app.screen, BudgetDialog)
         await pilot.press(*"400000")
@@ -110,7 +110,7 @@ async def test_budget_dialog_rejects_nonsense_and_escape_cancels(sample_db, fake
     app = make_app(sample_db, screen="live", live=True, runner=fake_runner)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_live(pilot, count=1)
-        screen.panes[1000].focus()
+        screen.select(1000)
         await pilot.press("b")
         await pilot.press("-", "5", "enter")
         assert isinstance(app.screen, BudgetDialog)  # stays open, says why
@@ -119,28 +119,28 @@ async def test_budget_dialog_rejects_nonsense_and_escape_cancels(sample_db, fake
         assert fake_runner.requests == []
 
 
-async def test_m_maximizes_the_focused_pane_and_escape_restores(sample_db):
+async def test_m_maximizes_the_selected_pane_and_escape_restores(sample_db):
     app = make_app(sample_db, screen="live", live=True)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_live(pilot, count=3)
-        screen.panes[1002].focus()
+        screen.select(1002)
         await pilot.press("m")
         assert screen.maximized is screen.panes[1002]
         await pilot.press("escape")
         assert screen.maximized is None
 
 
-async def test_arrows_move_between_panes(sample_db):
+async def test_arrows_move_the_selection_between_panes(sample_db):
     app = make_app(sample_db, screen="live", live=True)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_live(pilot, count=4)
-        screen.panes[1000].focus()
+        screen.select(1000)
         await pilot.press("right")
-        assert screen.focused is screen.panes[1001]
+        assert screen.selected == 1001
         await pilot.press("down")
-        assert screen.focused is screen.panes[1000 + 1 + screen.columns]
+        assert screen.selected == 1000 + 1 + screen.columns
         await pilot.press("up", "left")
-        assert screen.focused is screen.panes[1000]
+        assert screen.selected == 1000
 
 
 async def test_a_finished_trial_lingers_then_gives_its_slot_away(sample_db):
@@ -195,17 +195,17 @@ async def test_r_on_a_finished_pane_reviews_that_trial(sample_db):
         await feed(app, [{"type": "tick", "ts": T0 + 31, "meters": [], "events": {}, "finished": [done],
                           "progress": {}}])
         await settle(pilot)
-        app.screen.panes[4].focus()
+        app.screen.select(4)
         await pilot.press("r")
         await settle(pilot)
         assert isinstance(app.screen, ReviewScreen) and app.screen.trial_id == 4
 
 
-async def test_when_the_focused_pane_goes_the_focus_stays_on_a_pane(sample_db):
+async def test_when_the_selected_pane_goes_the_selection_stays_on_a_pane(sample_db):
     app = make_app(sample_db, screen="live", live=True)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_live(pilot, count=9)  # some trials are listed below the panes
-        screen.panes[1000].focus()
+        screen.select(1000)
         done = dict(app.session.live.trials[1000].meter, status="passed")
         await feed(app, [{"type": "tick", "ts": T0 + 32, "meters": [], "events": {}, "finished": [done],
                           "progress": {}}])
@@ -213,4 +213,4 @@ async def test_when_the_focused_pane_goes_the_focus_stays_on_a_pane(sample_db):
         await settle(pilot)
         await settle(pilot)
         assert 1000 not in screen.panes
-        assert isinstance(screen.focused, TrialPane)
+        assert screen.selected in screen.panes and screen.panes[screen.selected].has_class("-selected")

@@ -89,7 +89,7 @@ class GridScreen(SessionScreen):
         if config is None:
             return
         grid = self.session.grid
-        self.query_one("#cell-detail", Static).update(cell_markup(config, grid.cell(config)))
+        self.query_one("#cell-detail", Static).update(cell_markup(config, grid.cell(config)), layout=False)
         if config != self._preview or force:
             self._preview = config
             scores = self.session.scores

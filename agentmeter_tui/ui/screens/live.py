@@ -3,8 +3,12 @@
 As many panes as fit the terminal (at least ``PANE_MIN`` cells each); further running trials
 are listed below with their meters, and Enter on one pins it into a pane. Panes stay in
 place while their trial runs, so the eye can follow them; a finished trial's pane lingers
-a few seconds with its final status, then gives its slot away. Keys act on the focused
+a few seconds with its final status, then gives its slot away. Keys act on the selected
 pane: kill (after a confirm, recorded as ``operator``), raise its budget, maximize.
+
+Panes are *selected*, not focused: a change of Textual focus repaints the whole screen, a
+change of selection only the two panes whose border changes, which keeps keys fast while
+dozens of trials stream.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from .base import SessionScreen
 from .dialogs import BudgetDialog, ConfirmDialog
 
 PANE_MIN = (56, 13)  # columns, rows a pane needs to be readable
-NUMBERS_EVERY = 0.5  # seconds between redraws of pane meters (transcripts redraw every flush)
+NUMBERS_PHASES = 5  # each pane redraws its meters every 5th flush (1 s), panes taking turns; transcripts
+# redraw every flush. Staggering keeps each frame small: a pane's meters and border are most of its repaint.
 LIST_EVERY = 1.0  # seconds between redraws of the list of trials without a pane
 LINGER = 5.0  # seconds a finished trial keeps its pane
 SEED_EVENTS = 200  # history read from the store for a pane opened mid-trial
@@ -35,16 +40,16 @@ SEED_EVENTS = 200  # history read from the store for a pane opened mid-trial
 
 class LiveScreen(SessionScreen):
     REFRESH_SECONDS = 0.2
-    AUTO_FOCUS = ""  # no auto focus: the first pane takes it once mounted (None would mean the app's "*")
+    AUTO_FOCUS = ""  # nothing takes focus on its own: keys go to the selected pane (None would mean "*")
     BINDINGS = [
-        Binding("k", "kill", "Kill", id="kill", tooltip="Kill the focused trial (asks first; reason: operator)"),
-        Binding("b", "budget", "Raise budget", id="budget", tooltip="Raise the focused trial's budgets"),
-        Binding("m", "maximize", "Maximize", id="maximize", tooltip="Maximize the focused pane (esc restores)"),
+        Binding("k", "kill", "Kill", id="kill", tooltip="Kill the selected trial (asks first; reason: operator)"),
+        Binding("b", "budget", "Raise budget", id="budget", tooltip="Raise the selected trial's budgets"),
+        Binding("m", "maximize", "Maximize", id="maximize", tooltip="Maximize the selected pane (esc restores)"),
         Binding("escape", "minimize", "Restore", id="minimize", show=False),
-        Binding("right", "focus_pane(1)", "Next pane", id="pane-right", show=False),
-        Binding("left", "focus_pane(-1)", "Previous pane", id="pane-left", show=False),
-        Binding("down", "focus_pane('down')", "Pane below", id="pane-down", show=False),
-        Binding("up", "focus_pane('up')", "Pane above", id="pane-up", show=False),
+        Binding("right", "select_pane(1)", "Next pane", id="pane-right", show=False),
+        Binding("left", "select_pane(-1)", "Previous pane", id="pane-left", show=False),
+        Binding("down", "select_pane('down')", "Pane below", id="pane-down", show=False),
+        Binding("up", "select_pane('up')", "Pane above", id="pane-up", show=False),
     ]
 
     def __init__(self) -> None:
@@ -53,9 +58,10 @@ class LiveScreen(SessionScreen):
         self.pinned: list[int] = []
         self.finished_at: dict[int, float] = {}
         self.columns = 1
-        self._numbers_at = self._list_at = 0.0  # monotonic times of the last meter and list redraws
+        self._flushes = 0
+        self._list_at = 0.0  # monotonic time of the last redraw of the list
         self._listed: list[int] = []
-        self._refocus = False  # the focused pane went away: the next mounted pane takes the focus
+        self.selected: int | None = None  # the trial whose pane the keys act on
 
     def compose(self) -> ComposeResult:
         yield RunBar(id="run-bar")
@@ -123,14 +129,10 @@ class LiveScreen(SessionScreen):
         grid = self.query_one("#panes", Grid)
         grid.styles.grid_size_columns = self.columns
         leaving = [i for i in self.panes if i not in shown]
-        if isinstance(self.focused, TrialPane) and self.focused.trial_id in leaving:
-            # Hand the focus to a pane that stays, or to the next new one; left alone, Textual would
-            # give it to the list below, and the next k would aim at whatever row is highlighted there.
-            staying = [p for i, p in self.panes.items() if i not in leaving and p.is_mounted]
-            if staying:
-                staying[0].focus()
-            else:
-                self._refocus = True
+        if self.selected in leaving:
+            # The selection moves to a pane that stays (or the next new one), never into the list.
+            staying = [i for i, p in self.panes.items() if i not in leaving and p.is_mounted]
+            self.select(staying[0] if staying else None)
         for trial_id in leaving:
             pane = self.panes.pop(trial_id)
             if pane.is_attached:
@@ -156,27 +158,20 @@ class LiveScreen(SessionScreen):
                 pane.seeding = True
                 self.run_worker(self._seed(pane), exit_on_error=False)
         self._sync_panes(shown, numbers=True)
-        if self.focused is None or self._refocus:
-            self._refocus = False
-            self._focus_first()
+        if self.selected is None:
+            first = next((i for i, p in self.panes.items() if p.is_mounted), None)
+            if first is not None:
+                self.select(first)
 
-    def _sync_panes(self, shown: list[int], numbers: bool | None = None) -> None:
+    def _sync_panes(self, shown: list[int], numbers: bool = False) -> None:
         live = self.session.live
         now = live.clock()
-        if numbers is None:
-            numbers = time.monotonic() - self._numbers_at >= NUMBERS_EVERY
-        if numbers:
-            self._numbers_at = time.monotonic()
-        for trial_id in shown:
+        self._flushes += 1
+        for turn, trial_id in enumerate(shown):
             pane = self.panes.get(trial_id)
             if pane is not None and not pane.seeding and pane.is_mounted and trial_id in live.trials:
-                pane.sync(live.trials[trial_id], now, meters=numbers or pane._status is None)
-
-    def _focus_first(self) -> None:
-        for pane in self.panes.values():
-            if pane.is_mounted:
-                pane.focus()
-                return
+                due = numbers or (self._flushes + turn) % NUMBERS_PHASES == 0 or pane._status is None
+                pane.sync(live.trials[trial_id], now, meters=due)
 
     async def _seed(self, pane: TrialPane) -> None:
         try:
@@ -220,48 +215,66 @@ class LiveScreen(SessionScreen):
 
     # -- actions ---------------------------------------------------------------------------------
 
-    def focused_trial(self) -> int | None:
-        focused = self.focused
-        if isinstance(focused, TrialPane):
-            return focused.trial_id
-        if isinstance(focused, TrialTable):
-            return focused.current_id
-        return None
+    def select(self, trial_id: int | None) -> None:
+        """Make ``trial_id``'s pane the one the keys act on (a border change, not a focus change)."""
+        old = self.panes.get(self.selected) if self.selected is not None else None
+        if old is not None:
+            old.set_class(False, "-selected")
+        self.selected = trial_id if trial_id in self.panes else None
+        if self.selected is not None:
+            self.panes[self.selected].set_class(True, "-selected")
+
+    def selected_trial(self) -> int | None:
+        """The trial keys act on: the highlighted row when the list has focus, else the selected pane."""
+        if isinstance(self.focused, TrialTable):
+            return self.focused.current_id
+        return self.selected
 
     def pin(self, trial_id: int) -> None:
-        """Show ``trial_id`` in a pane (evicting the newest unpinned one if full) and focus it."""
+        """Show ``trial_id`` in a pane (evicting the newest unpinned one if full) and select it."""
         if trial_id not in self.pinned:
             self.pinned.insert(0, trial_id)
         self.flush()
-        pane = self.panes.get(trial_id)
-        if pane is not None:
-            self.call_after_refresh(pane.focus)
+        self.call_after_refresh(self._select_pinned, trial_id)
+
+    def _select_pinned(self, trial_id: int) -> None:
+        if trial_id in self.panes:
+            self.select(trial_id)
+            if self.focused is not None:
+                self.set_focus(None)  # keys go to the panes again
+
+    def on_click(self, event) -> None:
+        widget = event.widget
+        while widget is not None and not isinstance(widget, TrialPane):
+            widget = widget.parent
+        if widget is not None:
+            self.select(widget.trial_id)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "overflow" and event.row_key.value is not None:
             self.pin(int(event.row_key.value))
 
-    def action_focus_pane(self, step: int | str) -> None:
-        panes = list(self.panes.values())
+    def action_select_pane(self, step: int | str) -> None:
+        panes = list(self.panes)
         if not panes:
             return
         delta = {"down": self.columns, "up": -self.columns}.get(step, step) if isinstance(step, str) else step
-        current = panes.index(self.focused) if self.focused in panes else -1
-        target = max(0, min(len(panes) - 1, current + int(delta)))
-        panes[target].focus()
+        current = panes.index(self.selected) if self.selected in panes else -1
+        self.select(panes[max(0, min(len(panes) - 1, current + int(delta)))])
 
     def action_maximize(self) -> None:
-        if isinstance(self.focused, TrialPane):
-            self.maximize(self.focused)
+        pane = self.panes.get(self.selected) if self.selected is not None else None
+        if pane is not None:
+            self.maximize(pane)
 
     def action_minimize(self) -> None:
         self.minimize()
 
     def action_kill(self) -> None:
-        trial_id = self.focused_trial()
+        trial_id = self.selected_trial()
         trial = self.session.live.trials.get(trial_id) if trial_id is not None else None
         if trial is None or trial.finished:
-            self.notify("Focus a running trial's pane first.", severity="warning")
+            self.notify("Select a running trial's pane first (arrow keys).", severity="warning")
             return
 
         def answered(yes: bool | None) -> None:
@@ -281,10 +294,10 @@ class LiveScreen(SessionScreen):
             self.notify(f"Killing trial #{trial_id}…")
 
     def action_budget(self) -> None:
-        trial_id = self.focused_trial()
+        trial_id = self.selected_trial()
         trial = self.session.live.trials.get(trial_id) if trial_id is not None else None
         if trial is None or trial.finished:
-            self.notify("Focus a running trial's pane first.", severity="warning")
+            self.notify("Select a running trial's pane first (arrow keys).", severity="warning")
             return
 
         def answered(limits: dict | None) -> None:

@@ -84,4 +84,4 @@ class TrialMeter(Static):
                             budget_markup(meter, elapsed, width)))
         if markup != self._shown:
             self._shown = markup
-            self.update(markup)
+            self.update(markup, layout=False)  # fixed height: no re-layout of the screen

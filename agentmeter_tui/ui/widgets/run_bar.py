@@ -67,4 +67,4 @@ class RunBar(Static):
         markup = run_bar_markup(session, self.size.width or 120)
         if markup != self._shown:
             self._shown = markup
-            self.update(markup)
+            self.update(markup, layout=False)  # one fixed line: no re-layout of the screen

@@ -1,4 +1,4 @@
-"""Provides :class:`TrialPane`: one running trial, as a focusable tile of the live screen.
+"""Provides :class:`TrialPane`: one running trial, as a tile of the live screen.
 
 Border title: which trial (task, model, CLI, trial number). Body: the transcript tail as it
 streams. Below it the meters. Border subtitle: status, elapsed against the time budget, and
@@ -36,7 +36,7 @@ def flags_markup(flags: list[str]) -> str:
     return " ".join(parts)
 
 
-class TrialPane(Vertical, can_focus=True):
+class TrialPane(Vertical, can_focus=False):
     ALLOW_MAXIMIZE = True
 
     def __init__(self, trial_id: int, **kwargs) -> None:
