@@ -143,7 +143,10 @@ class StreamParser(ABC):
             return None
         event = self.set_total(recovery.usage, turns=recovery.turns)
         if event is not None:
-            event.text = f"{event.text} (from {recovery.source})"
+            if event.usage is not None and not any(event.usage.as_tuple()):
+                event.text = f"{event.turns} more model call(s), no new tokens (from {recovery.source})"
+            else:
+                event.text = f"{event.text} (from {recovery.source})"
         return event
 
     def raw(self, line: bytes) -> ParsedEvent:
