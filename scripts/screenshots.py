@@ -1,6 +1,8 @@
 """Regenerate ``screenshots/`` from the app itself, on the demo's data.
 
-Runs ``suites/demo`` headless into a temporary store (about 40 s, offline), scores a few of
+Runs the demo (``suites/demo`` over the reference agent and every installed agent CLI, as
+``agentmeter demo`` does) headless into a temporary store (offline; 40 s with the reference
+agent alone, a few minutes with all six real CLIs), scores a few of
 its trials as a reviewer would, then opens the app headless at 160x48 on each screen in
 each shipped theme and saves an SVG and a PNG of it. The live screen is fed the demo's own
 transcripts and meters as feed messages, cut partway through, so it shows trials mid-run.
@@ -36,9 +38,14 @@ PNG_FONT = "DejaVu Sans Mono"
 
 
 def run_demo(db: Path) -> None:
+    """The demo as ``agentmeter demo`` runs it: the reference agent plus every installed agent CLI."""
     from agentmeter_tui.commands.run import spawn_runner
+    from agentmeter_tui.commands.ui import demo_clis, demo_suite
+    from agentmeter_tui.core.paths import default_clis_root
 
-    if spawn_runner(ROOT / "suites" / "demo", db, None) is not None:
+    clis = demo_clis(default_clis_root())
+    print(f"CLIs: {', '.join(clis)}", flush=True)
+    if spawn_runner(demo_suite(db.parent, clis), db, None) is not None:
         raise SystemExit("the demo runner did not start")
     with ControlClient(db) as client:
         for message in client.subscribe():
@@ -64,7 +71,17 @@ def score_some(db: Path) -> None:
 def live_feed(db: Path) -> tuple[list[dict], float]:
     """Feed messages for the demo's first trials, each cut at ``CUT`` of its transcript."""
     store = Store(db)
-    trials = list(store.db.query("select * from trials order by id limit ?", [LIVE_TRIALS]))
+    every = list(store.db.query("select * from trials order by id"))
+    models = list(dict.fromkeys(t["model"] for t in every))
+    clis = list(dict.fromkeys(t["cli"] for t in every))
+    # Every model, each on another CLI: a varied wall of panes, not eight copies of the first cell.
+    trials = []
+    for n in range(LIVE_TRIALS):
+        model, cli = models[n % len(models)], clis[(n * 3 + n // len(models)) % len(clis)]
+        match = next((t for t in every if t["model"] == model and t["cli"] == cli and t not in trials), None)
+        if match:
+            trials.append(match)
+    trials.sort(key=lambda t: t["id"])
     started = min(float(next(store.events(t["id"], 0, 1))[1]) for t in trials)
     meters, earlier, events = [], [], {}
     now = 0.0
@@ -89,7 +106,9 @@ def live_feed(db: Path) -> tuple[list[dict], float]:
         earlier.append({**meter, "tokens": half, "cost_usd": cost / 2, "elapsed": (last_ts - first_ts) / 2})
         events[row["id"]] = [[seq, ts, kind, stream, (text or "")[:2000]] for seq, ts, kind, stream, text, _ in shown]
     store.close()
-    progress = {"done": 9, "total": 30, "running": len(meters), "queued": 13, "paused": False, "stopping": False}
+    done = int(len(every) * 0.4)
+    progress = {"done": done, "total": len(every), "running": len(meters), "queued": len(every) - done - len(meters),
+                "paused": False, "stopping": False}
     start = started + (now - started) / 2
     return [{"type": "snapshot", "run_id": 1, "suite": "demo", "pid": 0, "progress": progress, "running": earlier},
             {"type": "tick", "ts": start, "meters": earlier, "events": {}, "finished": [], "progress": progress},
@@ -97,11 +116,12 @@ def live_feed(db: Path) -> tuple[list[dict], float]:
 
 
 async def shoot(db: Path, out: Path, screen: str, theme: str, feed: list[dict] | None = None,
-                clock: float | None = None, keys: tuple[str, ...] = (), name: str | None = None) -> Path:
+                clock: float | None = None, keys: tuple[str, ...] = (), name: str | None = None,
+                trial: int | None = None) -> Path:
     session = Session(db, reviewer="demo-reviewer", live=feed is not None)
     if clock is not None:
         session.live.clock = lambda: clock + 1
-    app = AgentMeterApp(session, screen=screen, settings=UiSettings(theme=theme), connect=False)
+    app = AgentMeterApp(session, screen=screen, trial=trial, settings=UiSettings(theme=theme), connect=False)
     async with app.run_test(size=SIZE) as pilot:
         await _settle(pilot)
         for message in feed or ():
@@ -133,17 +153,20 @@ async def _settle(pilot) -> None:
 
 async def main_async(db: Path, out: Path) -> list[Path]:
     feed, clock = live_feed(db)
-    review_trial = next(Store(db).db.query("select id from trials where model = 'parrot' order by id limit 1"))["id"]
+    store = Store(db)
+    review_trial = next(store.db.query("select id from trials where model = 'parrot' and trial_index = 1 "
+                                       "order by id limit 1"))["id"]
+    store.close()
     made = []
     for theme in THEMES:
-        made.append(await shoot(db, out, "grid", theme))
+        made.append(await shoot(db, out, "grid", theme, feed=feed, clock=clock))
         made.append(await shoot(db, out, "live", theme, feed=feed, clock=clock))
-        made.append(await shoot(db, out, "review", theme, keys=("e",), name="review"))
+        made.append(await shoot(db, out, "review", theme, trial=review_trial, name="review"))
         made.append(await shoot(db, out, "report", theme))
-    made.append(await shoot(db, out, "grid", THEMES[0], keys=("down", "enter"), name="cell"))
-    made.append(await shoot(db, out, "live", THEMES[0], feed=feed, clock=clock, keys=("right", "k"), name="kill"))
+    made.append(await shoot(db, out, "grid", THEMES[0], feed=feed, clock=clock, keys=("down", "right", "enter"),
+                            name="cell"))
+    made.append(await shoot(db, out, "live", THEMES[0], feed=feed, clock=clock, keys=("k",), name="kill"))
     made.append(await shoot(db, out, "grid", THEMES[0], keys=("question_mark",), name="help"))
-    del review_trial
     return made
 
 
@@ -160,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         db = Path(tempfile.mkdtemp(prefix="agentmeter-shots-")) / "demo.db"
         print(f"running the demo into {db} …", flush=True)
         run_demo(db)
+    store = Store(db)
+    scored = store.db.execute("select count(*) from scores").fetchone()[0]
+    store.close()
+    if not scored:
         score_some(db)
     for stem in asyncio.run(main_async(db, out)):
         print(f"wrote {stem.relative_to(ROOT) if stem.is_relative_to(ROOT) else stem}.svg/.png")

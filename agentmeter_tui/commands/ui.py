@@ -39,7 +39,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def demo_clis(clis_root: Path) -> list[str]:
-    """``reference`` plus every adapter whose CLI is installed (adapters that fail to load are skipped)."""
+    """``reference`` plus every real agent CLI that is installed.
+
+    Bundled adapters other than ``reference`` (``command`` runs a program named in the suite) are
+    not agent CLIs; adapters that fail to load are skipped.
+    """
     from ..core.harnesses import ADAPTERS
 
     found = ["reference"]
@@ -47,7 +51,8 @@ def demo_clis(clis_root: Path) -> list[str]:
         if name == "reference":
             continue
         try:
-            if ADAPTERS.get(name)().is_installed(clis_root):
+            adapter = ADAPTERS.get(name)()
+            if adapter.install.registry != "bundled" and adapter.is_installed(clis_root):
                 found.append(name)
         except Exception:  # an adapter still being written must not break the demo
             continue
@@ -74,6 +79,8 @@ def demo_suite(folder: Path, clis: list[str]) -> Path:
         table["adapter"] = name
         tables.append(table)
     document["clis"] = tables
+    # One trial per cell once real CLIs join: the grid stays watchable in a few minutes.
+    document["suite"]["trials"] = 1
     (target / "suite.toml").write_text(tomlkit.dumps(document), encoding="utf-8")
     return target
 

@@ -35,6 +35,8 @@ def app_commands(app: AgentMeterApp, screen: Screen) -> Iterable[SystemCommand]:
     if isinstance(screen, LiveScreen):
         yield SystemCommand("Kill the selected trial", "Asks first; recorded as operator", screen.action_kill)
         yield SystemCommand("Raise the selected trial's budget", "Tokens, USD or time", screen.action_budget)
+        yield SystemCommand("Raise every trial's budget", "Running trials and those still to start",
+                            screen.action_budget_all)
         yield SystemCommand("Maximize the selected pane", "esc restores", screen.action_maximize)
     if isinstance(screen, ReviewScreen):
         for score in range(4):

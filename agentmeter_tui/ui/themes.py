@@ -39,6 +39,7 @@ APP_VARIABLES: dict[str, str] = {
     # A solid dim text colour: component styles are drawn without their background, where
     # Textual's "$text-muted" (an "auto" colour with alpha) has nothing to contrast against.
     "muted": "#8a8f98",
+    "frame": "#3e4451",  # borders of panes and panels that are not selected
 }
 
 
@@ -53,7 +54,7 @@ def _colour(value: str) -> str:
 def _known(name: str) -> str:
     if name not in APP_VARIABLES:
         raise ValueError(f"unknown variable '{name}' (known: status-*, meter-*, score-0..3, ev-*, flag-thrash, "
-                         "heat-low, heat-high, muted; see ui/themes.py)")
+                         "heat-low, heat-high, muted, frame; see ui/themes.py)")
     return name
 
 

@@ -214,3 +214,14 @@ async def test_when_the_selected_pane_goes_the_selection_stays_on_a_pane(sample_
         await settle(pilot)
         assert 1000 not in screen.panes
         assert screen.selected in screen.panes and screen.panes[screen.selected].has_class("-selected")
+
+
+async def test_shift_b_raises_every_trials_budget(sample_db, fake_runner):
+    app = make_app(sample_db, screen="live", live=True, runner=fake_runner)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_live(pilot, count=2)
+        await pilot.press("B")
+        assert isinstance(app.screen, BudgetDialog)
+        await pilot.press("tab", *"3", "enter")  # the USD field
+        await settle(pilot, screen)
+        assert fake_runner.requests == [("budget", {"usd": 3.0})]

@@ -28,8 +28,11 @@ async def test_table2_rubric_and_charts(sample_db):
         first = [str(cell) for cell in table2.get_row_at(0)]
         assert first[0] == "ace" and first[2] == "3/3"
         rubric = screen.query_one("#rubric", DataTable)
-        labels = [str(rubric.get_row_at(i)[0]) for i in range(rubric.row_count)]
-        assert "winrate" in labels and "count-lines" in labels
+        # 8 configurations, 3 tasks: configurations down the side, tasks and the winrate across.
+        header = [str(c.label) for c in rubric.columns.values()]
+        assert header[0] == "Configuration" and "count-lines" in header and "winrate" in header
+        first = [str(cell) for cell in rubric.get_row_at(0)]
+        assert first[0] == "ace/reference" and first[header.index("winrate")] == "1.000"
         heatmap = text_of(screen.query_one("#heatmap"))
         assert "ace" in heatmap and "★" in heatmap
         assert "easy" in text_of(screen.query_one("#tiers"))

@@ -19,10 +19,15 @@ from agentmeter_tui.core.control import ControlClient, runner_alive
 from agentmeter_tui.core.procs import processes_with_token
 from agentmeter_tui.core.store import Store
 
+from ..conftest import need
 from .tmux import ROOT, TmuxSession, agentmeter, clean_env
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _tmux() -> None:
+    need(shutil.which("tmux") is not None, "tmux is not installed")
 
 
 def stop_runner(db) -> None:

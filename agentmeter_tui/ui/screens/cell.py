@@ -16,7 +16,7 @@ from ..grid_model import ACTIVE, Config
 from ..widgets.footer import KeysFooter
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
-from .grid import cell_markup
+from .grid import cell_summary_markup
 
 
 class CellScreen(SessionScreen):
@@ -30,7 +30,8 @@ class CellScreen(SessionScreen):
 
     def compose(self) -> ComposeResult:
         model, cli = self.config
-        yield Static(f"[b]{escape(model)}[/] × [b]{escape(cli)}[/] · trials of this cell", classes="screen-title")
+        yield Static(f"[b]{escape(model)}[/] × [b]{escape(cli)}[/] · trials of this cell · enter opens a trial "
+                     "(review, or its pane while it runs)", classes="screen-title")
         yield Static("", id="cell-summary")
         yield TrialTable(columns=("id", "task", "trial", "status", "reason", "tokens", "usd", "score", "flags"),
                          id="cell-trials")
@@ -48,8 +49,7 @@ class CellScreen(SessionScreen):
 
     def flush(self) -> None:
         grid, scores = self.session.grid, self.session.scores
-        summary = cell_markup(self.config, grid.cell(self.config)).replace("\n\n", "\n").split("\n")[1:]
-        self.query_one("#cell-summary", Static).update("   ".join(line.strip() for line in summary if line))
+        self.query_one("#cell-summary", Static).update(cell_summary_markup(grid.cell(self.config)), layout=False)
         rows = [{"id": t.id, "task": t.task, "trial": t.trial, "status": t.status, "reason": t.reason, "raw": t.raw,
                  "cost_usd": t.cost, "score": scores.get(t.id), "flags": t.flags}
                 for t in grid.cell_trials(self.config)]

@@ -22,7 +22,7 @@ from .. import format as fmt
 from ..data import ams_by_config
 from ..grid_model import Config
 from ..widgets.footer import KeysFooter
-from ..widgets.grid_table import GridTable
+from ..widgets.grid_table import GridTable, layout_for
 from ..widgets.run_bar import RunBar
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
@@ -44,6 +44,17 @@ def cell_markup(config: Config, cell) -> str:
              f"USD       [b $meter-usd]{fmt.usd(cell.usd)}[/]" + (f" (+{cell.unpriced} unpriced)" if cell.unpriced else ""),
              f"AMS       [b]{'—' if cell.ams is None else f'{cell.ams:.3f}'}[/]"]
     return "\n".join(lines)
+
+
+def cell_summary_markup(cell) -> str:
+    """The same figures as :func:`cell_markup`, on one line (the cell screen's header)."""
+    failed = cell.done - cell.passes - cell.killed - cell.errored
+    parts = [f"done [b]{cell.done}[/]/{cell.total}", f"running [$status-running]{cell.running}[/]",
+             f"passed [$status-passed]{cell.passes}[/]", f"failed {failed}", f"killed [$status-killed]{cell.killed}[/]",
+             f"errored [$status-errored]{cell.errored}[/]", f"thrashing [$flag-thrash]{cell.thrash}[/]",
+             f"invalid [$status-invalid]{cell.invalid}[/]", f"tokens [b]{fmt.tokens(cell.raw)}[/]",
+             f"USD [b $meter-usd]{fmt.usd(cell.usd)}[/]", f"AMS [b]{'—' if cell.ams is None else f'{cell.ams:.3f}'}[/]"]
+    return " [$text-muted]·[/] ".join(parts)
 
 
 class GridScreen(SessionScreen):
@@ -68,7 +79,7 @@ class GridScreen(SessionScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.query_one(GridTable).set_shape(self.session.grid)
+        self._reshape()
         self.query_one(GridTable).focus()
         self.flush()
 
@@ -76,7 +87,7 @@ class GridScreen(SessionScreen):
         session = self.session
         grid, table = session.grid, self.query_one(GridTable)
         if grid.shape_changed:
-            table.set_shape(grid)
+            self._reshape()
         dirty = grid.take_dirty()
         if dirty:
             with self.app.batch_update():
@@ -84,6 +95,21 @@ class GridScreen(SessionScreen):
         self.query_one(RunBar).show(session)
         self._show_cell(table.current_config, force=bool(self._preview in dirty))
         self._maybe_update_ams()
+
+    def _reshape(self) -> None:
+        """Fit the cells to the screen; the side panel goes when the grid needs its columns."""
+        table = self.query_one(GridTable)
+        width, side = layout_for(self.size.width or 160, self.session.grid)
+        self.query_one("#grid-side").display = side
+        cursor = table.cursor_coordinate if table.row_count else None
+        table.set_shape(self.session.grid, width)
+        if cursor is not None and cursor.row < table.row_count and cursor.column < len(table.columns):
+            table.move_cursor(row=cursor.row, column=cursor.column)
+
+    def on_resize(self) -> None:
+        table = self.query_one(GridTable)
+        if getattr(table, "cell_width", None) != layout_for(self.size.width or 160, self.session.grid)[0]:
+            self._reshape()
 
     def _show_cell(self, config: Config | None, force: bool = False) -> None:
         if config is None:

@@ -44,6 +44,8 @@ class LiveScreen(SessionScreen):
     BINDINGS = [
         Binding("k", "kill", "Kill", id="kill", tooltip="Kill the selected trial (asks first; reason: operator)"),
         Binding("b", "budget", "Raise budget", id="budget", tooltip="Raise the selected trial's budgets"),
+        Binding("B", "budget_all", "Raise all budgets", id="budget-all", show=False,
+                tooltip="Raise the budgets of every running trial and of the trials still to start"),
         Binding("m", "maximize", "Maximize", id="maximize", tooltip="Maximize the selected pane (esc restores)"),
         Binding("escape", "minimize", "Restore", id="minimize", show=False),
         Binding("right", "select_pane(1)", "Next pane", id="pane-right", show=False),
@@ -270,11 +272,18 @@ class LiveScreen(SessionScreen):
     def action_minimize(self) -> None:
         self.minimize()
 
-    def action_kill(self) -> None:
+    def _running_selected(self):
+        """The selected trial if it still runs; else say what to do and return None."""
         trial_id = self.selected_trial()
         trial = self.session.live.trials.get(trial_id) if trial_id is not None else None
         if trial is None or trial.finished:
             self.notify("Select a running trial's pane first (arrow keys).", severity="warning")
+            return None
+        return trial
+
+    def action_kill(self) -> None:
+        trial = self._running_selected()
+        if trial is None:
             return
 
         def answered(yes: bool | None) -> None:
@@ -294,10 +303,8 @@ class LiveScreen(SessionScreen):
             self.notify(f"Killing trial #{trial_id}…")
 
     def action_budget(self) -> None:
-        trial_id = self.selected_trial()
-        trial = self.session.live.trials.get(trial_id) if trial_id is not None else None
-        if trial is None or trial.finished:
-            self.notify("Select a running trial's pane first (arrow keys).", severity="warning")
+        trial = self._running_selected()
+        if trial is None:
             return
 
         def answered(limits: dict | None) -> None:
@@ -307,13 +314,22 @@ class LiveScreen(SessionScreen):
         self.app.push_screen(BudgetDialog(f"Raise the budget of trial #{trial.id}", trial.meter.get("budget") or {}),
                              answered)
 
-    async def _raise(self, trial_id: int, limits: dict) -> None:
+    def action_budget_all(self) -> None:
+        def answered(limits: dict | None) -> None:
+            if limits:
+                self.run_worker(self._raise(None, limits), exit_on_error=False)
+
+        self.app.push_screen(BudgetDialog("Raise the budgets of every trial (running and to come)", {}), answered)
+
+    async def _raise(self, trial_id: int | None, limits: dict) -> None:
+        scope = {"trial": trial_id} if trial_id is not None else {}  # no trial: every trial, and the defaults
         try:
-            reply = await self.session.request("budget", trial=trial_id, **limits)
+            reply = await self.session.request("budget", **scope, **limits)
         except Exception as exc:
             self.notify(f"Budget change failed: {exc}", severity="error")
             return
-        trial = self.session.live.trials.get(trial_id)
+        trial = self.session.live.trials.get(trial_id) if trial_id is not None else None
         if trial is not None and reply.get("budget"):
             trial.meter["budget"] = reply["budget"]
-        self.notify(f"Trial #{trial_id}: budget now " + ", ".join(f"{k} {v:g}" for k, v in limits.items()))
+        who = f"Trial #{trial_id}" if trial_id is not None else "Every trial"
+        self.notify(f"{who}: budget now " + ", ".join(f"{k} {v:g}" for k, v in limits.items()))

@@ -18,23 +18,16 @@ from textual.widgets import DataTable, Static
 
 from ...core.charts import heatmap_data, scatter_data, tier_profile_data
 from ...core.metrics.runs import TIERS
-from ...core.reporting.render import fmt_median, fmt_score, fmt_tokens, fmt_usd
+from ...core.reporting.render import _COLUMNS as MARKDOWN_COLUMNS
+from ...core.reporting.render import fmt_median, fmt_score
 from ..data import report
 from ..widgets.footer import KeysFooter
 from ..widgets.charts import AmsHeatmap, PassCostPlot, TierProfile
 from .base import SessionScreen
 
-# (header, value of a ConfigScore, formatter, higher is better)
-TABLE2 = (
-    ("Tok/P ↓", lambda r: r.tokens_per_pass, fmt_tokens, False),
-    ("USD/P ↓", lambda r: r.usd_per_pass, fmt_usd, False),
-    ("S_E ↑", lambda r: r.tier_scores["easy"], fmt_score, True),
-    ("S_M ↑", lambda r: r.tier_scores["medium"], fmt_score, True),
-    ("S_H ↑", lambda r: r.tier_scores["hard"], fmt_score, True),
-    ("AMS ↑", lambda r: r.ams, fmt_score, True),
-    ("Δbest ↓", lambda r: r.delta_best, fmt_score, False),
-    ("WR ↑", lambda r: r.rubric_winrate, fmt_score, True),
-)
+# (header, value of a ConfigScore, formatter, higher is better): the columns `agentmeter report`
+# prints, so the screen and the Markdown table never disagree, plus the rubric winrate.
+TABLE2 = (*MARKDOWN_COLUMNS, ("WR ↑", lambda r: r.rubric_winrate, fmt_score, True))
 
 
 def best_cells(values: list[float | None], fmt: Callable, higher: bool) -> list[Text]:
@@ -133,6 +126,11 @@ class ReportScreen(SessionScreen):
                           "/".join(str(row.passes_by_tier[t]) for t in TIERS), *(col[i] for col in columns))
 
     def _rubric(self, rep) -> None:
+        """Medians per (task, configuration) with winners in bold and each configuration's winrate.
+
+        Laid out with the longer list down the side: tasks as rows for a big task set, the
+        configurations as rows for a big grid, so the table fits across the screen either way.
+        """
         table = self.query_one("#rubric", DataTable)
         table.clear(columns=True)
         rubric = rep.rubric
@@ -140,19 +138,23 @@ class ReportScreen(SessionScreen):
             table.add_column("No scored trials yet: score them on the review screen (r, then 0-3).")
             return
         configs = [c for c in rubric.configs if c in rubric.standings]
+        tasks = [t for t in rubric.tasks if rubric.winners.get(t)]
+
+        def cell(config, task) -> Text:
+            value = rubric.medians.get((config, task))
+            return Text("—" if value is None else fmt_median(value), justify="right",
+                        style="bold" if config in rubric.winners[task] else "dim" if value is None else "")
+
+        rates = best_cells([rubric.standings[c].winrate for c in configs], fmt_score, True)
+        records = [Text(f"{rubric.standings[c].wins}/{rubric.standings[c].losses}", justify="right", style="dim")
+                   for c in configs]
+        if len(configs) > len(tasks):
+            table.add_columns("Configuration", *(t[:14] for t in tasks), "winrate", "W/L")
+            for n, config in enumerate(configs):
+                table.add_row(f"{config[0]}/{config[1]}", *(cell(config, t) for t in tasks), rates[n], records[n])
+            return
         table.add_columns("Task", *(f"{m}/{c}"[:16] for m, c in configs))
-        for task in rubric.tasks:
-            winners = rubric.winners.get(task)
-            if not winners:
-                continue
-            cells = []
-            for config in configs:
-                value = rubric.medians.get((config, task))
-                cells.append(Text("—" if value is None else fmt_median(value), justify="right",
-                                  style="bold" if config in winners else "dim" if value is None else ""))
-            table.add_row(task, *cells)
-        rates = [rubric.standings[c].winrate for c in configs]
-        table.add_row(Text("winrate", style="bold"), *best_cells(rates, fmt_score, True))
-        table.add_row(Text("wins/losses", style="dim"),
-                      *(Text(f"{rubric.standings[c].wins}/{rubric.standings[c].losses}", justify="right", style="dim")
-                        for c in configs))
+        for task in tasks:
+            table.add_row(task, *(cell(config, task) for config in configs))
+        table.add_row(Text("winrate", style="bold"), *rates)
+        table.add_row(Text("wins/losses", style="dim"), *records)

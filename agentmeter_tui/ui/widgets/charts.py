@@ -30,34 +30,46 @@ def theme_rgb(variables: dict[str, str], name: str) -> tuple[int, int, int]:
     return Color.parse(variables.get(name) or APP_VARIABLES[name]).rgb
 
 
-class AmsHeatmap(Static):
-    def show(self, data: HeatmapData) -> None:
+class ThemedChart(Static):
+    """A chart drawn from its data with theme colours: drawn again when the theme changes."""
+
+    _data = None
+
+    def show(self, data) -> None:
         self._data = data
         self._draw()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        if getattr(self, "_data", None) is not None:
+        if self._data is not None:
             self._draw()
 
     def _draw(self) -> None:
+        raise NotImplementedError
+
+
+class AmsHeatmap(ThemedChart):
+    def _draw(self) -> None:
         data, variables = self._data, self.app.theme_variables
+        narrow = len(data.clis) > 4  # many CLIs: two decimals and short headers so every column fits
         table = Table(box=None, padding=(0, 1), show_edge=False, expand=False)
-        table.add_column("AMS", style="bold", no_wrap=True)
+        table.add_column("AMS", style="bold", no_wrap=True, max_width=10)
         for cli in data.clis:
-            table.add_column(cli[:12], justify="center", no_wrap=True)
+            table.add_column(cli[:5] if narrow else cli[:12], justify="center", no_wrap=True)
         top = max((v for row in data.values for v in row if v is not None), default=1.0) or 1.0
         for model, row, best in zip(data.models, data.values, data.best):
             cells = []
             for j, value in enumerate(row):
                 if value is None:
-                    cells.append(Text("  —  ", style="dim"))
+                    cells.append(Text(" — ", style="dim"))
                     continue
                 colour = heat_colour(variables, value / top)
                 ink = "#101010" if colour.brightness > 0.55 else "#f4f4f4"
-                mark = "★" if j == best else " "
-                cells.append(Text(f"{mark}{value:.3f} ", style=f"{ink} on {colour.hex}"))
-            table.add_row(model[:14], *cells)
+                shown = f"{value:.2f}" if narrow else f"{value:.3f}"
+                # The best CLI of the model: underlined and starred (colour alone is not enough).
+                style = f"{ink} on {colour.hex}" + (" bold underline" if j == best else "")
+                cells.append(Text(f"{'★' if j == best else ' '}{shown} ", style=style))
+            table.add_row(model[:10], *cells)
         self.update(table)
 
 
@@ -78,18 +90,28 @@ class PassCostPlot(PlotextPlot):
             plt.vline(data.mean_usd_per_pass, color=muted)
         canvas = theme_rgb(variables, "surface") if "surface" in variables else None
         right = max(costs) * 1.6 or 1.0
+        for point in data.points:
+            plt.scatter([point.usd_per_pass], [100 * point.pass_rate], marker="●", color=colours[point.model])
+        # One label per spot: configurations that land on the same cell share it ("ace ×7").
+        spots: dict[tuple[int, int], list] = {}
+        for point in data.points:
+            key = (round(point.usd_per_pass / right * 40), round(point.pass_rate * 20))
+            spots.setdefault(key, []).append(point)
         rows: list[tuple[float, float, float]] = []  # labels placed so far: (y, x from, x to)
         step = 115 / max(4, (self.size.height or 20) - 6)  # one text row in data units
-        for point in data.points:  # plotext draws text over markers: labels start a little to the right
-            x, y = point.usd_per_pass, 100 * point.pass_rate
-            label = f"{point.model}/{point.cli}"[:22]
-            plt.scatter([x], [y], marker="●", color=colours[point.model])
+        for points in spots.values():
+            first = points[0]
+            same_model = all(p.model == first.model for p in points)
+            label = (f"{first.model}/{first.cli}" if len(points) == 1 else
+                     f"{first.model} ×{len(points)}" if same_model else f"{len(points)} configs")[:22]
+            x, y = first.usd_per_pass, 100 * first.pass_rate
             start, end = x + right * 0.03, x + right * (0.03 + len(label) / max(20, (self.size.width or 60) - 12))
             ly = y
             while any(abs(ly - r[0]) < step and start < r[2] and r[1] < end for r in rows):
                 ly -= step  # a label already sits there: go one row down
             rows.append((ly, start, end))
-            plt.text(label, start, ly, color=colours[point.model], background=canvas, alignment="left")
+            plt.text(label, start, ly, color=colours[first.model] if same_model else muted, background=canvas,
+                     alignment="left")
         plt.xlim(0, right)
         plt.ylim(-5, 110)
         plt.yticks([0, 25, 50, 75, 100])
@@ -98,17 +120,8 @@ class PassCostPlot(PlotextPlot):
         self.refresh()
 
 
-class TierProfile(Static):
+class TierProfile(ThemedChart):
     """Passes by tier of the top configurations, as stacked bars of theme colours."""
-
-    def show(self, data: TierProfileData) -> None:
-        self._data = data
-        self._draw()
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        if getattr(self, "_data", None) is not None:
-            self._draw()
 
     def _draw(self) -> None:
         data = self._data

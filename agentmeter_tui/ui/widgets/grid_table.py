@@ -15,12 +15,25 @@ from textual.widgets import DataTable
 
 from .. import format as fmt
 from ..grid_model import CellStats, Config, GridModel
+from .styling import ComponentStyles
 
-CELL_WIDTH = 24
+CELL_WIDTH = 24  # as wide as a cell gets
+MIN_CELL_WIDTH = 17  # "669k tok  $1.08" still fits
+SIDE_PANEL = 44  # columns the cell detail panel beside the grid wants
 LABEL_COLUMN = "model"
 
 
-class GridTable(DataTable):
+def layout_for(width: int, grid: GridModel) -> tuple[int, bool]:
+    """(cell width, room for the side panel) for a screen ``width`` columns wide."""
+    label = max(8, max((len(m) for m in grid.models), default=8) + 1)
+    clis = max(1, len(grid.clis))
+    room = width - label - 4 - 2 * (clis + 1)  # borders and cell padding
+    if room - SIDE_PANEL >= clis * MIN_CELL_WIDTH:
+        return min(CELL_WIDTH, (room - SIDE_PANEL) // clis), True
+    return max(MIN_CELL_WIDTH, min(CELL_WIDTH, room // clis)), False
+
+
+class GridTable(ComponentStyles, DataTable):
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {
         "grid--model", "grid--running", "grid--passed", "grid--killed", "grid--errored", "grid--thrash",
         "grid--invalid", "grid--usd", "grid--ams", "grid--muted",
@@ -30,16 +43,16 @@ class GridTable(DataTable):
         super().__init__(cursor_type="cell", zebra_stripes=False, fixed_columns=1, **kwargs)
         self._shown: dict[Config, str] = {}
         self._model: GridModel | None = None
-        self._styles: dict[str, object] = {}  # component styles, looked up once per theme
 
-    def set_shape(self, grid: GridModel) -> None:
-        """(Re)build rows and columns; called at start and when a new model or CLI appears."""
+    def set_shape(self, grid: GridModel, cell_width: int = CELL_WIDTH) -> None:
+        """(Re)build rows and columns: at start, on a resize, when a new model or CLI appears."""
         self._model = grid
+        self.cell_width = cell_width
         self.clear(columns=True)
         self._shown.clear()
         self.add_column("", key=LABEL_COLUMN, width=max(8, max((len(m) for m in grid.models), default=8) + 1))
         for cli in grid.clis:
-            self.add_column(cli, key=cli, width=CELL_WIDTH)
+            self.add_column(cli, key=cli, width=cell_width)
         for model in grid.models:
             self.add_row(Text(model, style=self._style("grid--model")), *([""] * len(grid.clis)), key=model,
                          height=3)
@@ -66,20 +79,9 @@ class GridTable(DataTable):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._styles.clear()
         if self._model is not None and self._shown:
             self._shown.clear()
             self.update_cells(self._model, [(m, c) for m in self._model.models for c in self._model.clis])
-
-    def _style(self, name: str):
-        style = self._styles.get(name)
-        if style is None:
-            try:
-                style = self.get_component_rich_style(name, partial=True)
-            except KeyError:
-                style = ""
-            self._styles[name] = style
-        return style
 
     def cell_text(self, cell: CellStats) -> Text:
         style = self._style

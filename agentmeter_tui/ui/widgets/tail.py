@@ -20,6 +20,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from ..format import KIND_GLYPH, event_summary
+from .styling import ComponentStyles
 
 KIND_CLASS = {
     "assistant": "tail--assistant", "reasoning": "tail--reasoning", "tool_call": "tail--tool",
@@ -40,7 +41,7 @@ def event_lines(kind: str, text: str) -> list[str]:
     return [event_summary(kind, text or "", LINE_CHARS)]
 
 
-class TranscriptTail(Widget, can_focus=False):
+class TranscriptTail(ComponentStyles, Widget, can_focus=False):
     COMPONENT_CLASSES = {"tail--gutter", "tail--more", *KIND_CLASS.values()}
 
     def __init__(self, max_lines: int = 300, **kwargs) -> None:
@@ -50,7 +51,6 @@ class TranscriptTail(Widget, can_focus=False):
         self._dropped = 0  # lines pruned from the top so far (keeps cache keys stable)
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(512)
         self.back = 0  # lines scrolled back from the newest; 0 = following the tail
-        self._styles: dict[str, Style] = {}  # component styles, looked up once per theme
 
     @property
     def line_count(self) -> int:
@@ -102,13 +102,6 @@ class TranscriptTail(Widget, can_focus=False):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
-        self._styles.clear()
-
-    def _style(self, name: str) -> Style:
-        style = self._styles.get(name)
-        if style is None:
-            style = self._styles[name] = self.rich_style if name == "base" else self.get_component_rich_style(name)
-        return style
 
     def render_line(self, y: int) -> Strip:
         width, height = self.size
@@ -118,14 +111,14 @@ class TranscriptTail(Widget, can_focus=False):
             return Strip.blank(width, self._style("base"))
         if y == 0 and self.back:
             text = f"↑ {top} earlier lines · {self.back} newer below (wheel down to follow)"
-            return Strip([Segment(text, self._style("tail--more"))]).crop_extend(0, width, self._style("base"))
+            return Strip([Segment(text, self._style("tail--more", partial=False))]).crop_extend(0, width, self._style("base"))
         key = (index + self._dropped, width)
         strip = self._cache.get(key)
         if strip is None:
             kind, text, first = self._lines[index]
-            style = self._style(KIND_CLASS.get(kind, "tail--system"))
+            style = self._style(KIND_CLASS.get(kind, "tail--system"), partial=False)
             glyph = KIND_GLYPH.get(kind, " ") if first else " "
-            segments = [Segment(f"{glyph} ", self._style("tail--gutter") + Style(color=style.color)),
+            segments = [Segment(f"{glyph} ", self._style("tail--gutter", partial=False) + Style(color=style.color)),
                         Segment(text, style)]
             strip = Strip(segments).crop_extend(0, width, self._style("base"))
             self._cache[key] = strip

@@ -15,14 +15,15 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from .. import format as fmt
+from .styling import ComponentStyles
 
 COLUMNS = (("id", "#", 6), ("task", "task", 18), ("trial", "t", 3), ("config", "model × cli", 24),
            ("status", "status", 16), ("reason", "reason", 22), ("tokens", "tokens", 8), ("usd", "USD", 9),
-           ("score", "score", 6), ("flags", "flags", 12))
+           ("score", "score", 6), ("flags", "flags", 16))
 STATUS_CLASS = {"infra-invalid": "trials--invalid"}
 
 
-class TrialTable(DataTable):
+class TrialTable(ComponentStyles, DataTable):
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {
         "trials--queued", "trials--starting", "trials--running", "trials--verifying", "trials--passed",
         "trials--failed", "trials--killed", "trials--errored", "trials--invalid", "trials--muted", "trials--thrash",
@@ -35,7 +36,6 @@ class TrialTable(DataTable):
         self.column_keys = [c for c in columns]
         self.widths = widths or {}
         self._rows: dict[int, tuple] = {}
-        self._styles: dict[str, object] = {}  # component styles, looked up once per theme
 
     def on_focus(self) -> None:
         self.show_cursor = True
@@ -49,20 +49,6 @@ class TrialTable(DataTable):
         for key in self.column_keys:
             label, width = spec[key]
             self.add_column(label, key=key, width=self.widths.get(key, width))
-
-    def _style(self, name: str):
-        style = self._styles.get(name)
-        if style is None:
-            try:
-                style = self.get_component_rich_style(name, partial=True)
-            except KeyError:
-                style = ""
-            self._styles[name] = style
-        return style
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._styles.clear()
 
     def cells(self, row: dict[str, Any]) -> tuple:
         status = row.get("status") or "?"

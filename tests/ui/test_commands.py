@@ -1,0 +1,58 @@
+"""The commands that open the TUI: review over any store (imported trials too), attach, demo's suite."""
+
+from __future__ import annotations
+
+import tomllib
+
+from agentmeter_tui.commands.ui import demo_clis, demo_suite
+from agentmeter_tui.core.records import parse_record, import_records
+from agentmeter_tui.core.store import Store
+from agentmeter_tui.ui.screens.review import ReviewScreen
+from agentmeter_tui.ui.widgets.transcript_view import TranscriptView
+
+from ..conftest import agentmeter
+from .conftest import SIZE, make_app, settle
+
+
+def test_review_and_attach_say_what_is_missing(tmp_path):
+    result = agentmeter("review", "--db", str(tmp_path / "none.db"))
+    assert result.returncode == 2 and "no store at" in result.stderr
+    Store(tmp_path / "empty.db").close()
+    result = agentmeter("attach", "--db", str(tmp_path / "empty.db"))
+    assert result.returncode == 1 and "no runner is running" in result.stderr and "agentmeter review" in result.stderr
+
+
+async def test_review_opens_imported_trials_without_a_runner(tmp_path):
+    db = tmp_path / "imported.db"
+    store = Store(db)
+    records = [parse_record({"suite": "elsewhere", "task": "t1", "tier": "easy", "model": "m", "cli": "c",
+                             "trial": n, "status": "passed" if n == 1 else "failed", "passed": n == 1,
+                             "quality": 1.0 if n == 1 else 0.0,
+                             "tokens": {"uncached_input": 100 * n, "output": 10}, "cost_usd": 0.01 * n,
+                             "cost_source": "snapshot", "turns": 2, "tool_calls": 1,
+                             "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:01:00+00:00"})
+               for n in (1, 2)]
+    import_records(store, records)
+    store.close()
+    app = make_app(db, screen="review")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen) and screen.trial_id == 1
+        assert len(screen.query_one(TranscriptView).doc) == 0  # no transcript came with the records
+        assert "imported" in str(screen.query_one("#usage-panel").render())
+        await pilot.press("3")
+        await settle(pilot)
+    store = Store(db)
+    assert store.score_history(1)[0].score == 3
+    store.close()
+
+
+def test_the_demo_suite_lists_reference_and_installed_clis(tmp_path):
+    clis = demo_clis(tmp_path / "no-clis-here")
+    assert clis == ["reference"]
+    assert demo_suite(tmp_path, ["reference"]).name == "demo"  # unchanged: the suite in suites/demo
+    copy = demo_suite(tmp_path, ["reference", "codex"])
+    spec = tomllib.loads((copy / "suite.toml").read_text())
+    assert [c["adapter"] for c in spec["clis"]] == ["reference", "codex"] and spec["suite"]["trials"] == 1
+    assert (copy / "scenarios" / "runaway.toml").is_file()
