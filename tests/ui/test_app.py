@@ -70,6 +70,10 @@ async def test_help_lists_every_binding_with_its_id(sample_db):
                 "open-cell"} <= ids
         await pilot.press("escape")
         assert isinstance(app.screen, GridScreen)
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("q")  # closes the help, does not quit
+        assert isinstance(app.screen, GridScreen) and app.is_running
 
 
 async def test_keymap_remaps_a_binding_by_id(sample_db):
