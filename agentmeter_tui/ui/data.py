@@ -216,16 +216,31 @@ class EventIndex:
     failures: set[int]  # indexes of errors and failed tool results
 
 
+def join_fragments(previous: str, fragment: str) -> str:
+    """Consecutive assistant events read as one text. Streaming CLIs (Gemini CLI) print a
+    message as many small deltas that carry their own spaces; whole blocks (Claude Code) that
+    end a sentence get a line break before the next one."""
+    if previous.endswith((".", "!", "?", ":")) and fragment[:1].isupper():
+        return previous + "\n" + fragment
+    return previous + fragment
+
+
 def event_index(store: Store, trial_id: int) -> EventIndex:
     """One pass over a trial's events plus one query for its failures.
 
     Reading the whole text column and cutting it here is faster than ``substr`` in SQL
     (which must count UTF-8 characters), and the cut bounds memory on huge tool outputs.
+    Runs of short assistant events become one entry (the seq of its first event), so a
+    streamed message reads as a paragraph rather than as a row per delta.
     """
     seqs, kinds, texts, full = [], [], [], []
     for seq, kind, text in store.db.execute("select seq, kind, text from events where trial_id = ? order by seq",
                                             [trial_id]):
         text = text or ""
+        if (kind == "assistant" and kinds and kinds[-1] == "assistant" and full[-1]
+                and len(texts[-1]) + len(text) <= KEEP_CHARS):
+            texts[-1] = join_fragments(texts[-1], text)
+            continue
         seqs.append(seq)
         kinds.append(kind)
         if len(text) > KEEP_CHARS:

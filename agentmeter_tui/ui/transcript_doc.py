@@ -148,6 +148,7 @@ class TranscriptDoc:
         return max(candidates) if backwards else min(candidates)
 
     def position_of_seq(self, seq: int) -> int | None:
+        """The entry showing event ``seq``: its own, or the merged assistant text holding it."""
         seqs = self.index.seqs
         i = bisect_right(seqs, seq) - 1
-        return i if 0 <= i < len(seqs) and seqs[i] == seq else None
+        return i if 0 <= i < len(seqs) else None

@@ -177,3 +177,34 @@ def test_settings_and_reviewer(tmp_path, monkeypatch):
     path.write_text('reviewr = "typo"\n')
     settings, error = load_settings(path)
     assert settings == UiSettings() and "ui.toml:1" in error and "reviewr" in error
+
+
+def test_streamed_assistant_deltas_read_as_one_text(tmp_path):
+    """Gemini CLI prints a message as many small deltas: the review reads them as one entry,
+    and jumping to any of their seqs lands on it."""
+    from agentmeter_tui.core.store import Store
+    from agentmeter_tui.ui import data
+    from agentmeter_tui.ui.transcript_doc import TranscriptDoc
+
+    store = Store(tmp_path / "d.db")
+    store.db["trials"].insert({"id": 1, "suite_id": "s", "task_id": "t", "model": "m", "cli": "gemini-cli",
+                               "trial_index": 1, "status": "passed"})
+    rows = [(1, "tool_call", "ls"), (2, "assistant", "Done: count"), (3, "assistant", ".txt holds 7"),
+            (4, "assistant", ", the count."), (5, "assistant", "Next I stop."), (6, "tool_result", "ok")]
+    store.db["events"].insert_all({"trial_id": 1, "seq": q, "ts": 0.0, "kind": k, "stream": "stdout", "text": t}
+                                  for q, k, t in rows)
+    index = data.event_index(store, 1)
+    assert index.kinds == ["tool_call", "assistant", "tool_result"]
+    assert index.texts[1] == "Done: count.txt holds 7, the count.\nNext I stop."
+    doc = TranscriptDoc(index, 80)
+    assert doc.position_of_seq(4) == 1 and doc.position_of_seq(6) == 2
+
+
+def test_live_tail_grows_a_streamed_message_in_place():
+    from agentmeter_tui.ui.widgets.tail import TranscriptTail
+
+    tail = TranscriptTail()
+    tail.write_events([[1, 0, "tool_call", "stdout", "ls"], [2, 0, "assistant", "stdout", "lines p"]])
+    tail.write_events([[3, 0, "assistant", "stdout", "er file."], [4, 0, "usage", "stdout", "in 1"]])
+    texts = [line for _, line, _ in tail._lines]
+    assert texts[1] == "lines per file." and len(texts) == 3

@@ -19,6 +19,7 @@ from textual.cache import LRUCache
 from textual.strip import Strip
 from textual.widget import Widget
 
+from ..data import join_fragments
 from ..format import KIND_GLYPH, event_summary
 from .styling import ComponentStyles
 
@@ -51,6 +52,7 @@ class TranscriptTail(ComponentStyles, Widget, can_focus=False):
         self._dropped = 0  # lines pruned from the top so far (keeps cache keys stable)
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(512)
         self.back = 0  # lines scrolled back from the newest; 0 = following the tail
+        self._open_text: tuple[int, str] | None = None  # (first line, text) of a trailing assistant event
 
     @property
     def line_count(self) -> int:
@@ -63,16 +65,32 @@ class TranscriptTail(ComponentStyles, Widget, can_focus=False):
     def write_events(self, rows: Iterable[list]) -> None:
         """Append feed rows ``[seq, ts, kind, stream, text]`` (one batch per feed tick)."""
         added = 0
+        merged = False
         for row in rows:
-            kind = row[2]
-            for n, line in enumerate(event_lines(kind, row[4])):
+            kind, text = row[2], row[4] or ""
+            if kind == "assistant" and self._open_text is not None and len(self._open_text[1]) < LINE_CHARS * 4:
+                # A streamed message arrives as deltas: grow its lines instead of adding a line each.
+                start, previous = self._open_text
+                while len(self._lines) > start:
+                    self._lines.pop()
+                    added -= 1
+                text = join_fragments(previous, text)
+                merged = True
+            start = len(self._lines)
+            for n, line in enumerate(event_lines(kind, text)):
                 self._lines.append((kind, line, n == 0))
                 added += 1
-        if not added:
+            self._open_text = (start, text) if kind == "assistant" else None
+        if merged:
+            self._cache.clear()  # the merged message's lines were drawn before with less text
+        if not added and not merged:
             return
         excess = len(self._lines) - self.max_lines
         for _ in range(max(0, excess)):
             self._lines.popleft()
+        if excess > 0 and self._open_text is not None:
+            start = self._open_text[0] - excess
+            self._open_text = (start, self._open_text[1]) if start >= 0 else None
         if excess > 0:
             self._dropped += excess
         if self.back:
@@ -83,6 +101,7 @@ class TranscriptTail(ComponentStyles, Widget, can_focus=False):
     def clear(self) -> None:
         self._dropped += len(self._lines)
         self._lines.clear()
+        self._open_text = None
         self.back = 0
         self.refresh()
 
