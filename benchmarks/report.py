@@ -25,10 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.core.records import import_records, write_records  # noqa: E402
-from agentmeter_tui.core.reporting import render_json, report_from_store  # noqa: E402
-from agentmeter_tui.core.reporting.synthetic import synthetic_records  # noqa: E402
-from agentmeter_tui.core.store import Store  # noqa: E402
+from agentmeter_tui.core.records import import_records, write_records
+from agentmeter_tui.core.reporting import render_json, report_from_store
+from agentmeter_tui.core.reporting.synthetic import synthetic_records
+from agentmeter_tui.core.store import Store
 
 SIZES = (("24 configs x 90 tasks x 3 trials", dict(models=6, clis=4, tasks=90, trials=3), 2.0),
          ("25 configs x 400 tasks x 10 trials", dict(models=5, clis=5, tasks=400, trials=10), 10.0))

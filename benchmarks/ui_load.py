@@ -36,9 +36,9 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.core.control import encode  # noqa: E402
-from agentmeter_tui.core.paths import socket_path  # noqa: E402
-from agentmeter_tui.core.store import Store  # noqa: E402
+from agentmeter_tui.core.control import encode
+from agentmeter_tui.core.paths import socket_path
+from agentmeter_tui.core.store import Store
 
 MODELS = ("opus", "sonnet", "gpt-5", "gemini-pro", "qwen-max", "kimi-k2")
 CLIS = ("claude-code", "codex", "qwen-code", "kimi-cli")
@@ -210,11 +210,11 @@ async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, 
                     step += 1
                     if screen_name == "live":
                         before = app.screen.selected
-                        changed = lambda b=before: app.screen.selected != b  # noqa: E731
+                        changed = lambda b=before: app.screen.selected != b
                     else:
                         table = app.screen.query_one(GridTable)
                         before = table.cursor_coordinate
-                        changed = lambda b=before, t=table: t.cursor_coordinate != b  # noqa: E731
+                        changed = lambda b=before, t=table: t.cursor_coordinate != b
                     latencies.append(await press_and_time(app, frames, key, changed))
                     await asyncio.sleep(0.2)
                 wall = time.perf_counter() - wall0

@@ -22,12 +22,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.core.control import ControlClient, runner_alive  # noqa: E402
-from agentmeter_tui.core.store import Store  # noqa: E402
-from agentmeter_tui.core.usage import TOKEN_CLASSES  # noqa: E402
-from agentmeter_tui.ui.app import AgentMeterApp  # noqa: E402
-from agentmeter_tui.ui.session import Session  # noqa: E402
-from agentmeter_tui.ui.settings import UiSettings  # noqa: E402
+from agentmeter_tui.core.control import ControlClient, runner_alive
+from agentmeter_tui.core.store import Store
+from agentmeter_tui.core.usage import TOKEN_CLASSES
+from agentmeter_tui.ui.app import AgentMeterApp
+from agentmeter_tui.ui.session import Session
+from agentmeter_tui.ui.settings import UiSettings
 
 SIZE = (160, 48)
 THEMES = ("agentmeter-dark", "agentmeter-light")

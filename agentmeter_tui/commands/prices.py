@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..core.pricing import draft_snapshot
@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def draft_command(args: argparse.Namespace) -> int:
     try:
-        as_of = datetime.strptime(args.as_of, "%Y-%m-%d").replace(hour=12, tzinfo=timezone.utc)
+        as_of = datetime.strptime(args.as_of, "%Y-%m-%d").replace(hour=12, tzinfo=UTC)
     except ValueError:
         print(f"agentmeter: --as-of: '{args.as_of}' is not a date like 2026-11-01", file=sys.stderr)
         return 2

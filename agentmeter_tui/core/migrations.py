@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import sqlite_utils
 
@@ -125,6 +125,6 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
             if name in done:
                 continue
             migration(db)
-            db["_migrations"].insert({"name": name, "applied_at": datetime.now(timezone.utc).isoformat()})
+            db["_migrations"].insert({"name": name, "applied_at": datetime.now(UTC).isoformat()})
             applied.append(name)
     return applied

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -149,11 +149,10 @@ def draft_snapshot(refs: list[str], as_of: datetime) -> tuple[str, list[str]]:
     Returns the TOML text and the refs genai-prices does not know (to fill in by hand). A
     private data snapshot is used so that nothing can switch on the library's auto-update.
     """
+    import genai_prices
     import tomli_w
     from genai_prices import data as bundled
     from genai_prices.data_snapshot import DataSnapshot
-
-    import genai_prices
 
     snapshot = DataSnapshot(providers=bundled.providers, from_auto_update=False)
     models: dict[str, dict[str, Any]] = {}
@@ -190,4 +189,4 @@ def draft_snapshot(refs: list[str], as_of: datetime) -> tuple[str, list[str]]:
 
 
 def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

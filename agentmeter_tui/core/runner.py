@@ -66,7 +66,7 @@ class Runner:
 
     async def _run(self, writer: StoreWriter) -> int:
         suite = self.suite
-        call = lambda fn, *a: asyncio.wrap_future(writer.call(fn, *a))  # noqa: E731
+        call = lambda fn, *a: asyncio.wrap_future(writer.call(fn, *a))
         try:
             await call(lambda store: store.register_suite(suite))
         except SeedHashChanged as exc:

@@ -286,8 +286,8 @@ def load_task(folder: Path) -> Task:
 
 
 def _check_kind_settings(spec: TaskFile, path: Path, text: str) -> None:
-    from .verifiers import VERIFIERS
     from .registry import UnknownName
+    from .verifiers import VERIFIERS
 
     try:
         verifier_cls = VERIFIERS.get(spec.verifier.kind)

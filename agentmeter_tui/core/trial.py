@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .harnesses import AgentOutcome, LaunchContext, get_adapter
+from .harnesses import AgentOutcome, get_adapter
 from .migrations import immediate
 from .model import EventKind, KillReason, ParsedEvent, TrialStatus
 from .sandboxes.base import KillPolicy, LaunchSpec, SandboxSession
@@ -199,7 +199,7 @@ class TrialRun:
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def execute(self) -> TrialStatus:
-        plan, ctx = self.plan, self.ctx
+        ctx = self.ctx
         self.started_at = utcnow()
         self.id = await ctx.call(_insert_trial, self._row(status=TrialStatus.STARTING, started_at=self.started_at,
                                                           queued_at=self.started_at))

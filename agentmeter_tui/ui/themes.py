@@ -10,7 +10,6 @@ the stylesheets parse under any theme, Textual's built-in ones included.
 from __future__ import annotations
 
 from pathlib import Path
-
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field

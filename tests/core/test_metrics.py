@@ -4,9 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from agentmeter_tui.core.metrics import (TABLE1, Run, TierBudget, agentmeter_score, cbq, cost_aubqc, delta_best, efr,
-                                         per_pass, score_configuration, select_run, select_runs, success_rate,
-                                         tier_score, tier_stats)
+from agentmeter_tui.core.metrics import (
+    TABLE1,
+    Run,
+    TierBudget,
+    agentmeter_score,
+    cbq,
+    cost_aubqc,
+    delta_best,
+    efr,
+    per_pass,
+    score_configuration,
+    select_run,
+    select_runs,
+    success_rate,
+    tier_score,
+    tier_stats,
+)
 
 
 def run(task="t1", status="passed", quality=None, cost=0.1, tokens=1000, trial=0, attempt=0, finished=None,

@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 from agentmeter_tui.core.metrics import TABLE1, Run
-from agentmeter_tui.core.metrics.calibration import (calibrate, cost_grid, failure_threshold, percentile_ranks,
-                                                     round_budget, split_thirds, task_efforts)
+from agentmeter_tui.core.metrics.calibration import (
+    calibrate,
+    cost_grid,
+    failure_threshold,
+    percentile_ranks,
+    round_budget,
+    split_thirds,
+    task_efforts,
+)
 
 
 def run(task, status="passed", quality=None, tokens=100, turns=1, tools=1, cost=0.1, model="m", cli="c"):

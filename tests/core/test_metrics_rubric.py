@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from agentmeter_tui.core.metrics.rubric import (Standing, cell_medians, honesty_gate, own_configurations, standings,
-                                                task_winners)
+from agentmeter_tui.core.metrics.rubric import (
+    Standing,
+    cell_medians,
+    honesty_gate,
+    own_configurations,
+    standings,
+    task_winners,
+)
 
 A, B, C = ("m", "ours"), ("m", "rival"), ("n", "ours")
 

@@ -10,8 +10,15 @@ import pytest
 
 from agentmeter_tui.core.metrics import Run
 from agentmeter_tui.core.records import import_records
-from agentmeter_tui.core.reporting import (build_report, read_task_list, render_csv, render_json, render_markdown,
-                                           report_from_records, report_from_store)
+from agentmeter_tui.core.reporting import (
+    build_report,
+    read_task_list,
+    render_csv,
+    render_json,
+    render_markdown,
+    report_from_records,
+    report_from_store,
+)
 from agentmeter_tui.core.reporting.synthetic import synthetic_records
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.suites import Scoring

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
@@ -11,7 +11,13 @@ import pytest
 from agentmeter_tui.core.harnesses.reference import ReferenceParser, chat_usage
 from agentmeter_tui.core.lines import TRUNCATION_MARKER, LineSplitter
 from agentmeter_tui.core.pricing import PriceSnapshot, draft_snapshot
-from agentmeter_tui.core.records import RecordError, import_records, read_records, records_from_store, write_records
+from agentmeter_tui.core.records import (
+    RecordError,
+    import_records,
+    read_records,
+    records_from_store,
+    write_records,
+)
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.tomlerrors import InputError
 from agentmeter_tui.core.usage import TokenUsage
@@ -97,7 +103,7 @@ def test_price_snapshot_errors_name_the_field(tmp_path):
 
 def test_prices_draft_from_genai_prices_is_offline_and_dated():
     text, missing = draft_snapshot(["anthropic/claude-sonnet-4-6", "no-such-model-x"],
-                                   datetime(2026, 11, 1, 12, tzinfo=timezone.utc))
+                                   datetime(2026, 11, 1, 12, tzinfo=UTC))
     assert 'input = "3"' in text and 'cache_write = "3.75"' in text
     assert missing == ["no-such-model-x"]
 

@@ -11,12 +11,12 @@ from textual.widgets import DataTable
 
 from agentmeter_tui.core.paths import socket_path
 from agentmeter_tui.ui.app import AgentMeterApp
+from agentmeter_tui.ui.sample import sample_feed
 from agentmeter_tui.ui.screens.grid import GridScreen
 from agentmeter_tui.ui.screens.help import HelpScreen
 from agentmeter_tui.ui.screens.live import LiveScreen
 from agentmeter_tui.ui.screens.report import ReportScreen
 from agentmeter_tui.ui.screens.review import ReviewScreen
-from agentmeter_tui.ui.sample import sample_feed
 from agentmeter_tui.ui.session import FeedClient, Session
 from agentmeter_tui.ui.settings import UiSettings
 

@@ -8,7 +8,8 @@ from itertools import accumulate
 import pytest
 
 from agentmeter_tui.core.store import Store
-from agentmeter_tui.ui import data, format as fmt
+from agentmeter_tui.ui import data
+from agentmeter_tui.ui import format as fmt
 from agentmeter_tui.ui.grid_model import GridModel, TrialSummary
 from agentmeter_tui.ui.live_model import LiveModel
 from agentmeter_tui.ui.sample import T0, sample_feed, sample_meter

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import shutil
+import signal
 import time
 
 import psutil

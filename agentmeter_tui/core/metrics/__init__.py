@@ -9,8 +9,23 @@
 Definitions and the choices where the seeds are silent: ``docs/metrics.md``.
 """
 
-from .ams import (DEFAULT_ALPHA, TABLE1, ConfigScore, TierBudget, TierStats, agentmeter_score, cbq, cost_aubqc,
-                  delta_best, efr, per_pass, score_configuration, success_rate, tier_score, tier_stats)
+from .ams import (
+                  DEFAULT_ALPHA,
+                  TABLE1,
+                  ConfigScore,
+                  TierBudget,
+                  TierStats,
+                  agentmeter_score,
+                  cbq,
+                  cost_aubqc,
+                  delta_best,
+                  efr,
+                  per_pass,
+                  score_configuration,
+                  success_rate,
+                  tier_score,
+                  tier_stats,
+)
 from .runs import SELECTIONS, TIERS, Config, Run, group_cells, select_run, select_runs
 
 __all__ = [

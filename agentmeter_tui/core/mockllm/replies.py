@@ -138,7 +138,7 @@ def sample_json(schema: dict[str, Any]) -> Any:
     For side calls that ask for structured output: Gemini CLI's loop check expects an object
     with ``unproductive_state_confidence`` and stalls on plain text; 0 means "not looping".
     """
-    if "enum" in schema and schema["enum"]:
+    if schema.get("enum"):
         return schema["enum"][0]
     kind = schema.get("type")
     if isinstance(kind, list):

@@ -5,8 +5,17 @@
 ``build_report`` serve exported records and tests. Charts are in ``core.charts``.
 """
 
-from .build import (TaskList, build_report, read_task_list, report_from_records, report_from_store,
-                    resolve_budgets, run_from_record, runs_from_store, suite_settings)
+from .build import (
+                    TaskList,
+                    build_report,
+                    read_task_list,
+                    report_from_records,
+                    report_from_store,
+                    resolve_budgets,
+                    run_from_record,
+                    runs_from_store,
+                    suite_settings,
+)
 from .model import Report, RubricTable, config_name
 from .render import render, render_csv, render_json, render_markdown
 

@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from .. import procs
 from ..lines import LineSplitter
-from .base import AgentHandle, ExecResult, KillPolicy, LaunchSpec, OutputCallback, Sandbox, SandboxSession, TrialSlot
+from .base import (
+    AgentHandle,
+    ExecResult,
+    KillPolicy,
+    LaunchSpec,
+    OutputCallback,
+    Sandbox,
+    SandboxSession,
+    TrialSlot,
+)
 
 if TYPE_CHECKING:
     from ..suites import Task

@@ -21,8 +21,8 @@ from ...core.metrics.runs import TIERS
 from ...core.reporting.render import _COLUMNS as MARKDOWN_COLUMNS
 from ...core.reporting.render import fmt_median, fmt_score
 from ..data import report
-from ..widgets.footer import KeysFooter
 from ..widgets.charts import AmsHeatmap, PassCostPlot, TierProfile
+from ..widgets.footer import KeysFooter
 from .base import SessionScreen
 
 # (header, value of a ConfigScore, formatter, higher is better): the columns `agentmeter report`

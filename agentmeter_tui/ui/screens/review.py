@@ -24,8 +24,8 @@ from ..data import TrialDetail, event_index, event_text, review_queue, search_ev
 from ..transcript_doc import TranscriptDoc
 from ..widgets.footer import KeysFooter
 from ..widgets.review_panels import ReviewPanel, score_markup, usage_markup, verdict_renderable
-from ..widgets.trial_table import TrialTable
 from ..widgets.transcript_view import GUTTER, TranscriptView
+from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
 from .dialogs import NoteDialog
 

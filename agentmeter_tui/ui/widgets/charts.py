@@ -17,7 +17,7 @@ from textual.markup import escape
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from ...core.charts import HeatmapData, ScatterData, TierProfileData
+from ...core.charts import ScatterData
 from ...core.metrics.runs import TIERS
 from ..themes import APP_VARIABLES, heat_colour
 
