@@ -1,7 +1,7 @@
 #!/bin/sh
 # Services the docker, ssh and swarm sandbox tests need, on a Debian machine, as root:
 # Debian's docker.io (dockerd started and waited for, made a one-node swarm), openssh-server
-# (the tests start their own sshd instances on 127.0.0.1 with generated keys), and
+# (one sshd on 127.0.0.1 with generated keys; the tests start their own instances too), and
 # busybox-static (the root filesystem of the test image, built locally: no registry pulls).
 # Idempotent: what is installed or running already is left alone.
 #
@@ -71,4 +71,41 @@ if [ -n "$python" ]; then
 from agentmeter_tui.core.sandboxes.images import ensure_host_image
 print("services: test image", ensure_host_image(connect()))'
 fi
-log "docker $(docker version --format '{{.Server.Version}}'), swarm active, sshd available"
+# One standing sshd on 127.0.0.1 with generated host and user keys, proven by a login. The
+# ssh tests start their own instances (two "hosts", one killed mid-run); this one is the
+# machine's own loopback host, for `agentmeter hosts check` and by-hand runs.
+ssh_dir=${AGENTMETER_CI_SSH_DIR:-${TMPDIR:-/tmp}/agentmeter-ci-sshd}
+ssh_port=${AGENTMETER_CI_SSH_PORT:-2222}
+mkdir -p "$ssh_dir"
+chmod 0700 "$ssh_dir"
+[ -f "$ssh_dir/host_key" ] || ssh-keygen -q -t ed25519 -N '' -f "$ssh_dir/host_key"
+[ -f "$ssh_dir/user_key" ] || ssh-keygen -q -t ed25519 -N '' -f "$ssh_dir/user_key"
+cp "$ssh_dir/user_key.pub" "$ssh_dir/authorized_keys"
+cat > "$ssh_dir/sshd_config" <<CONF
+ListenAddress 127.0.0.1
+Port $ssh_port
+HostKey $ssh_dir/host_key
+AuthorizedKeysFile $ssh_dir/authorized_keys
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PermitRootLogin prohibit-password
+PidFile $ssh_dir/sshd.pid
+CONF
+if [ -f "$ssh_dir/sshd.pid" ] && kill -0 "$(cat "$ssh_dir/sshd.pid")" 2>/dev/null; then
+  log "sshd already on 127.0.0.1:$ssh_port"
+else
+  /usr/sbin/sshd -f "$ssh_dir/sshd_config"
+fi
+tries=0
+until ssh -q -p "$ssh_port" -i "$ssh_dir/user_key" -o BatchMode=yes -o StrictHostKeyChecking=no \
+    -o UserKnownHostsFile=/dev/null "$(id -un)@127.0.0.1" true 2>/dev/null; do
+  tries=$((tries + 1))
+  if [ "$tries" -gt 40 ]; then
+    echo "services: no ssh login on 127.0.0.1:$ssh_port" >&2
+    exit 1
+  fi
+  sleep 0.25
+done
+log "docker $(docker version --format '{{.Server.Version}}'), swarm active, sshd on 127.0.0.1:$ssh_port (keys in $ssh_dir)"
