@@ -222,3 +222,23 @@ class Sweeper:
 
 
 SWEEPER = Sweeper()
+
+
+class Background:
+    """Work a trial hands off after its final row (removing a workspace): the runner waits
+    for all of it before it reports the run finished."""
+
+    def __init__(self) -> None:
+        self.tasks: set[asyncio.Task] = set()
+
+    def run(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def drain(self) -> None:
+        while self.tasks:
+            await asyncio.gather(*list(self.tasks), return_exceptions=True)
+
+
+BACKGROUND = Background()

@@ -25,7 +25,7 @@ from .control import encode
 from .feed import Feed
 from .model import KillReason
 from .paths import default_clis_root, lock_path, socket_path
-from .procs import SWEEPER, become_subreaper, reap_orphans
+from .procs import BACKGROUND, SWEEPER, become_subreaper, reap_orphans
 from .runctx import RunContext
 from .sandboxes import SANDBOXES, Sandbox
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
@@ -118,6 +118,7 @@ class Runner:
             sweeper.cancel()
             # Everything is cleaned up (processes, containers, services) before any client is
             # told the run finished, so "finished" means nothing of the run is left.
+            await BACKGROUND.drain()
             await asyncio.to_thread(SWEEPER.final)
             await self._stop_services(sandbox)
             await call(lambda store: store.db["runs"].update(self.run_id, {"status": status,

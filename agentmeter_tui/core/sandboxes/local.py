@@ -182,7 +182,8 @@ class LocalSession(SandboxSession):
         # within a fraction of a second; a kill already swept synchronously.
         procs.SWEEPER.add(self.token)
         if not keep:
-            await asyncio.to_thread(shutil.rmtree, self.root, True)
+            # Off the loop and off the trial's critical path: the slot is free meanwhile.
+            procs.BACKGROUND.run(asyncio.to_thread(shutil.rmtree, self.root, True))
 
 
 class LocalSandbox(Sandbox):
@@ -195,6 +196,10 @@ class LocalSandbox(Sandbox):
         self.root.mkdir(parents=True, exist_ok=True)
 
     async def open(self, task: Task, trial_id: int, token: str) -> LocalSession:
+        seed = task.workspace_seed
+        if seed is None or _small(seed):
+            # A handful of mkdir/copy syscalls: cheaper on the loop than a hop to a thread.
+            return self._open(task, trial_id, token)
         return await asyncio.to_thread(self._open, task, trial_id, token)
 
     def _open(self, task: Task, trial_id: int, token: str) -> LocalSession:
@@ -207,6 +212,17 @@ class LocalSandbox(Sandbox):
         for name in ("home", "tmp", "scratch"):
             (root / name).mkdir()
         return LocalSession(root, token)
+
+
+@functools.lru_cache(maxsize=256)
+def _small(seed: Path, limit: int = 32) -> bool:
+    """Whether a workspace seed is a few files (cached per task folder for the run)."""
+    count = 0
+    for _ in seed.rglob("*"):
+        count += 1
+        if count > limit:
+            return False
+    return True
 
 
 @functools.cache
