@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import os
 import shutil
 import tempfile
@@ -217,12 +218,7 @@ class LocalSandbox(Sandbox):
 @functools.lru_cache(maxsize=256)
 def _small(seed: Path, limit: int = 32) -> bool:
     """Whether a workspace seed is a few files (cached per task folder for the run)."""
-    count = 0
-    for _ in seed.rglob("*"):
-        count += 1
-        if count > limit:
-            return False
-    return True
+    return sum(1 for _ in itertools.islice(seed.rglob("*"), limit + 1)) <= limit
 
 
 @functools.cache
