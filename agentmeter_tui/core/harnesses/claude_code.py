@@ -79,7 +79,11 @@ def user_events(obj: dict) -> list[ParsedEvent]:
 
 
 class ClaudeCodeParser(StreamParser):
+    """Claude Code's stream-json. Qwen Code copies the shape (``QwenCodeParser`` subclasses
+    this) but not the token semantics, so ``_assistant`` and ``_result`` are per CLI."""
+
     final_record = "result"
+    version_field, cli_label = "claude_code_version", "claude"
 
     def feed(self, stream: str, line: bytes) -> list[ParsedEvent]:
         obj = load_object(line) if stream == "stdout" else None
@@ -96,7 +100,7 @@ class ClaudeCodeParser(StreamParser):
             subtype = obj.get("subtype")
             if subtype == "init":
                 return [ParsedEvent(EventKind.SYSTEM, f"init: model {obj.get('model')}, session "
-                                    f"{obj.get('session_id')}, claude {obj.get('claude_code_version')}",
+                                    f"{obj.get('session_id')}, {self.cli_label} {obj.get(self.version_field)}",
                                     model=obj.get("model"))]
             if subtype == "thinking_tokens":
                 return [ParsedEvent(EventKind.SYSTEM, f"thinking: ~{obj.get('estimated_tokens')} tokens")]

@@ -27,9 +27,9 @@ from typing import ClassVar
 
 from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
-from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
-from .claude_code import block_events, user_events
-from .jsonl import as_int, load_object, objects
+from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery
+from .claude_code import ClaudeCodeParser, block_events
+from .jsonl import as_int, objects
 
 API_ERROR = re.compile(r"^\s*\[API Error:?\s*(.*)", re.DOTALL)
 
@@ -46,29 +46,10 @@ def safe_positional(text: str) -> str:
     return "\n" + text if text.startswith("-") else text
 
 
-class QwenCodeParser(StreamParser):
-    final_record = "result"
+class QwenCodeParser(ClaudeCodeParser):
+    """Claude Code's event shapes (the dispatch is inherited) with OpenAI token meaning."""
 
-    def feed(self, stream: str, line: bytes) -> list[ParsedEvent]:
-        obj = load_object(line) if stream == "stdout" else None
-        if obj is None:
-            return [self.raw(line)]
-        kind = obj.get("type")
-        if kind == "assistant":
-            return self._assistant(obj)
-        if kind == "user":
-            return user_events(obj)  # tool results, shaped as Claude Code's
-        if kind == "result":
-            return self._result(obj)
-        if kind == "system":
-            if obj.get("subtype") == "init":
-                return [ParsedEvent(EventKind.SYSTEM, f"init: model {obj.get('model')}, session "
-                                    f"{obj.get('session_id')}, qwen {obj.get('qwen_code_version')}",
-                                    model=obj.get("model"))]
-            return [ParsedEvent(EventKind.SYSTEM, f"system: {obj.get('subtype')}")]
-        if kind == "stream_event":  # --include-partial-messages; the closing assistant event has the usage
-            return [ParsedEvent(EventKind.SYSTEM, f"stream: {(obj.get('event') or {}).get('type')}")]
-        return [self.raw(line)]
+    version_field, cli_label = "qwen_code_version", "qwen"
 
     def _assistant(self, obj: dict) -> list[ParsedEvent]:
         message = obj.get("message") or {}
