@@ -97,7 +97,8 @@ def test_a_real_key_goes_only_to_the_provider(tmp_path):
         assert result.returncode == 0, result.stderr
         # The provider saw the real key (its session is keyed by it): the proxy swapped it in.
         assert session_info(provider.base_url, PLANTED)["calls"] == 2
-    (row,) = Store(db).trials("planted")
+    store = Store(db)  # held open: closing the last connection would delete the WAL mid-scan
+    (row,) = store.trials("planted")
     assert row["status"] == "passed" and row["usage_source"] == "proxy"
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".toml"]
     assert runner_log_path(db) in written and db in written
@@ -105,7 +106,7 @@ def test_a_real_key_goes_only_to_the_provider(tmp_path):
         assert PLANTED.encode() not in path.read_bytes(), path
     assert PLANTED not in result.stdout + result.stderr
     # The agent never had it either: its transcript and the key it was given are the proxy's.
-    assert not any(PLANTED in (e[4] or "") for e in Store(db).events(row["id"]))
+    assert not any(PLANTED in (e[4] or "") for e in store.events(row["id"]))
 
 
 def test_divergence_beyond_two_percent_is_flagged(tmp_path):
