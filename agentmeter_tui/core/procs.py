@@ -40,20 +40,25 @@ def tree(pid: int) -> list[psutil.Process]:
         return []
 
 
-def processes_with_token(token: str, candidates: list[psutil.Process] | None = None) -> list[psutil.Process]:
-    """Processes whose environment carries ``AGENTMETER_TRIAL=token``."""
-    needle = token
-    found = []
+def processes_by_token(tokens: set[str]) -> dict[str, list[psutil.Process]]:
+    """One scan of every process's environment: those carrying ``AGENTMETER_TRIAL`` in ``tokens``."""
+    found: dict[str, list[psutil.Process]] = {}
     my_uid = os.getuid()
-    for proc in candidates if candidates is not None else psutil.process_iter():
+    for proc in psutil.process_iter():
         try:
             if my_uid and proc.uids().real != my_uid:
                 continue
-            if proc.environ().get(TOKEN_VAR) == needle:
-                found.append(proc)
+            token = proc.environ().get(TOKEN_VAR)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
+        if token in tokens:
+            found.setdefault(token, []).append(proc)
     return found
+
+
+def processes_with_token(token: str) -> list[psutil.Process]:
+    """Processes whose environment carries ``AGENTMETER_TRIAL=token``."""
+    return processes_by_token({token}).get(token, [])
 
 
 def signal_all(procs: list[psutil.Process], sig: int) -> None:
@@ -186,18 +191,10 @@ class Sweeper:
         if not self._pending:
             return 0
         tokens = set(self._pending)
-        found = []
-        my_uid = os.getuid()
-        for proc in psutil.process_iter():
-            try:
-                if my_uid and proc.uids().real != my_uid:
-                    continue
-                token = proc.environ().get(TOKEN_VAR)
-            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-                continue
-            if token in tokens:
-                found.append(proc)
-                self._pending[token] = self.keep_scans
+        by_token = processes_by_token(tokens)
+        found = [proc for procs in by_token.values() for proc in procs]
+        for token in by_token:
+            self._pending[token] = self.keep_scans
         signal_all(found, signal.SIGKILL)
         for token in tokens:
             self._pending[token] -= 1
