@@ -68,11 +68,19 @@ class StoreWriter:
         if not events and not usage:
             return
         conn = self.store.db.conn
-        with immediate(self.store.db):
-            if events:
-                conn.executemany(EVENT_SQL, events)
-            if usage:
-                conn.executemany(USAGE_SQL, usage)
+        try:
+            with immediate(self.store.db):
+                if events:
+                    conn.executemany(EVENT_SQL, events)
+                if usage:
+                    conn.executemany(USAGE_SQL, usage)
+        except BaseException:
+            # The transaction rolled back, so nothing of the batch is in the store: keep it,
+            # ahead of what arrived meanwhile, for the next flush (a full disk may clear).
+            with self._lock:
+                self._events[:0] = events
+                self._usage[:0] = usage
+            raise
         self.events_written += len(events)
 
     def _loop(self) -> None:

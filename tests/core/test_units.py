@@ -170,3 +170,24 @@ def test_calibrated_tiers_in_the_suite_override_task_tiers(tmp_path):
     assert loaded.task("count-lines").tier == "hard"
     assert loaded.task("write-greeting").tier == "easy"
     assert loaded.budget_for(loaded.task("count-lines")).wall_seconds == 60
+
+
+def test_store_writer_keeps_a_batch_that_failed_and_writes_it_later(tmp_path):
+    from agentmeter_tui.core.writer import StoreWriter
+
+    writer = StoreWriter(tmp_path / "w.db")
+    try:
+        rows = [(1, seq, 0.0, "raw", "stdout", "x", b"x") for seq in range(1, 4)]
+        writer.add_events(rows)
+        writer.add_events([(1, 2, 0.0, "raw", "stdout", "dup", None)])  # (trial, seq) must be unique
+        try:
+            writer.call(lambda store: None).result(5)
+        except Exception:
+            pass
+        assert writer.events_written == 0  # the whole batch rolled back, none of it lost
+        with writer._lock:
+            writer._events = [r for r in writer._events if r[5] != "dup"]
+        writer.call(lambda store: None).result(5)
+        assert writer.store.event_count(1) == 3
+    finally:
+        writer.close()
