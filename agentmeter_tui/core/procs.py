@@ -187,6 +187,10 @@ class Sweeper:
     def add(self, token: str) -> None:
         self._pending[token] = self.keep_scans
 
+    def add_all(self, tokens: set[str]) -> None:
+        for token in tokens:
+            self.add(token)
+
     def scan_once(self) -> int:
         if not self._pending:
             return 0

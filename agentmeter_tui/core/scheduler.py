@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from .migrations import immediate
 from .model import ACTIVE_STATUSES, TrialStatus
-from .procs import sweep
+from .procs import SWEEPER
 from .runctx import RunContext
 from .sandboxes.placement import Placement, Slot
 from .trial import TrialPlan, TrialRun
@@ -40,9 +40,10 @@ def recover_previous(store, suite_id: str) -> int:
     statuses = ",".join(f"'{s.value}'" for s in ACTIVE_STATUSES | {TrialStatus.QUEUED})
     stale = list(store.db.query(f"select id, proc_token from trials where suite_id = ? and status in ({statuses})",
                                 [suite_id]))
-    for row in stale:
-        if row["proc_token"]:
-            sweep(row["proc_token"])
+    tokens = {row["proc_token"] for row in stale if row["proc_token"]}
+    if tokens:
+        SWEEPER.add_all(tokens)
+        SWEEPER.final()  # one environment scan for all of them, repeated until none is left
     with immediate(store.db):
         for row in stale:
             store.db["trials"].update(row["id"], {"status": TrialStatus.INFRA_INVALID.value,
