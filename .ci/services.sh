@@ -67,8 +67,8 @@ if [ -z "$python" ] && [ -x .venv/bin/python ]; then
   python=.venv/bin/python
 fi
 if [ -n "$python" ]; then
-  "$python" -c 'from agentmeter_tui.core.sandboxes.engine import connect
-from agentmeter_tui.core.sandboxes.images import ensure_host_image
+  "$python" -c 'from agentmeter_tui.core.sandboxes.docker.engine import connect
+from agentmeter_tui.core.sandboxes.docker.images import ensure_host_image
 print("services: test image", ensure_host_image(connect()))'
 fi
 # One standing sshd on 127.0.0.1 with generated host and user keys, proven by a login. The

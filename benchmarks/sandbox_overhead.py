@@ -148,8 +148,8 @@ def main() -> int:
             sshd.stop()
         floor = None
         if "docker" in kinds:
-            from agentmeter_tui.core.sandboxes.engine import connect
-            from agentmeter_tui.core.sandboxes.images import ensure_host_image
+            from agentmeter_tui.core.sandboxes.docker.engine import connect
+            from agentmeter_tui.core.sandboxes.docker.images import ensure_host_image
 
             floor = docker_run_floor(ensure_host_image(connect()), min(args.trials, 10))
     print(f"median per trial over {args.trials} sequential trials (trivial agent: sh -c 'echo ready')")

@@ -2,7 +2,7 @@
 
 Part 1. A fake runner (a subprocess serving the real control protocol on the store's socket)
 streams 72 concurrent trials at >= 5,000 events/s: a tick every 100 ms with each trial's new
-events and meters, as ``core/feed.py`` sends them. The app runs headless at 160x48 with its
+events and meters, as ``core/run/feed.py`` sends them. The app runs headless at 160x48 with its
 real feed client; every frame is rendered to terminal bytes as a real terminal would get
 them. Keys are pressed every 200 ms (move between panes on the live screen, between cells on
 the grid) and the time from the key event to the first frame that shows its effect is
@@ -36,8 +36,8 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.core.control import encode
 from agentmeter_tui.core.paths import socket_path
+from agentmeter_tui.core.run.control import encode
 from agentmeter_tui.core.store import Store
 
 MODELS = ("opus", "sonnet", "gpt-5", "gemini-pro", "qwen-max", "kimi-k2")
@@ -235,10 +235,10 @@ async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, 
 
 async def review_open(events: int) -> dict:
     from agentmeter_tui.ui.app import AgentMeterApp
-    from agentmeter_tui.ui.sample import build_sample_store
     from agentmeter_tui.ui.screens.review import ReviewScreen
     from agentmeter_tui.ui.session import Session
     from agentmeter_tui.ui.widgets.transcript_view import TranscriptView
+    from tests.sample_data import build_sample_store
 
     db = Path(tempfile.mkdtemp(prefix="agentmeter-review-")) / "review.db"
     store = build_sample_store(db, events_per_trial=5, big_trial_events=events, scores=False)

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.core.control import ControlClient, runner_alive
+from agentmeter_tui.core.run.control import ControlClient, runner_alive
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TOKEN_CLASSES
 from agentmeter_tui.ui.app import AgentMeterApp

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..core.control import ControlClient, ControlError
+from ..core.run.control import ControlClient, ControlError
 from . import add_db_argument
 
 

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from ..core.control import ControlClient, ControlError
+from ..core.run.control import ControlClient, ControlError
 
 STATUS_STYLE = {"passed": "green", "failed": "yellow", "killed": "magenta", "errored": "red",
                 "infra-invalid": "red dim"}

@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def accept_command(args: argparse.Namespace) -> int:
-    from ..core.sandboxes.sshconn import HostKeyError, SshTarget, accept_host_key, fetch_host_key
+    from ..core.sandboxes.ssh.conn import HostKeyError, SshTarget, accept_host_key, fetch_host_key
 
     target = SshTarget.from_url(args.target, known_hosts=args.known_hosts)
     try:

@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..core.control import ControlClient, ControlError, runner_alive
 from ..core.paths import runner_log_path, suites_root
+from ..core.run.control import ControlClient, ControlError, runner_alive
 from ..core.store import SeedHashChanged, Store
 from ..core.suites import load_suite
 from ..core.tomlerrors import InputError
@@ -81,7 +81,7 @@ def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool
 
 def spawn_runner(suite_path: Path, db: Path, clis_root: str | None) -> int | None:
     """Start the runner and wait until it answers; return its exit code if it died instead."""
-    command = [sys.executable, "-m", "agentmeter_tui.core.runner", "--suite", str(suite_path.resolve()),
+    command = [sys.executable, "-m", "agentmeter_tui.core.run.runner", "--suite", str(suite_path.resolve()),
                "--db", str(db.resolve())]
     if clis_root:
         command += ["--clis-root", clis_root]

@@ -123,7 +123,7 @@ def review_command(args: argparse.Namespace) -> int:
 
 
 def attach_command(args: argparse.Namespace) -> int:
-    from ..core.control import runner_alive
+    from ..core.run.control import runner_alive
     from .run import follow
 
     db = Path(args.db)

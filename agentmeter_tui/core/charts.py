@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .metrics.runs import TIERS
-from .reporting.model import Report
+from .reporting.report import Report
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -220,7 +220,7 @@ def engine_targets(suite: Suite | None) -> list[tuple[str | None, str | None, st
 
 def clean_engines(suite: Suite | None) -> list[HostCheck]:
     """Remove containers, services, volumes and networks of runners that are gone. Blocking."""
-    from .sandboxes import engine as engines
+    from .sandboxes.docker import engine as engines
 
     checks = []
     for url, key, known_hosts in engine_targets(suite):
@@ -242,9 +242,9 @@ def clean_engines(suite: Suite | None) -> list[HostCheck]:
 
 def check_store(db: Path) -> HostCheck:
     """Readable, schema current, and whether a runner holds it now."""
-    from .control import runner_alive
-    from .migrations import MIGRATIONS
+    from .run.control import runner_alive
     from .store import Store
+    from .store.migrations import MIGRATIONS
 
     if not db.exists():
         return HostCheck(f"store {db}", True, "not created yet (the first run creates it)")

@@ -14,9 +14,9 @@ from typing import IO, Any
 
 import orjson
 
-from .migrations import immediate
-from .model import TrialStatus
+from .store.migrations import immediate
 from .usage import TOKEN_CLASSES, TokenUsage
+from .vocab import TrialStatus
 
 TIERS = ("easy", "medium", "hard")
 STATUSES = {s.value for s in TrialStatus if s.is_final}

@@ -2,6 +2,6 @@
 
 ``app.run_app(db=..., mode=...)`` is the entry point for ``run``, ``demo``, ``attach`` and
 ``review``. Everything here may import ``textual``; nothing in ``core`` imports this package.
-Modules without Textual (``format``, ``live_model``, ``grid_model``, ``data``,
+Modules without Textual (``format``, ``live_state``, ``grid_state``, ``data``,
 ``transcript_doc``) hold the state and the store queries, so they are tested on their own.
 """

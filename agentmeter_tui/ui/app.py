@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.signal import Signal
 
-from .commands import app_commands
+from .palette import app_commands
 from .screens.cell import CellScreen
 from .screens.dialogs import BudgetDialog, ConfirmDialog, NoteDialog
 from .screens.grid import GridScreen

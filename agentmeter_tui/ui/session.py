@@ -16,10 +16,10 @@ from typing import Any
 
 import orjson
 
-from ..core.control import ControlError, encode, open_async
+from ..core.run.control import ControlError, encode, open_async
 from .data import StoreThread, SuiteOverview, grid_rows, latest_scores, overview
-from .grid_model import GridModel
-from .live_model import LiveModel
+from .grid_state import GridState
+from .live_state import LiveState
 
 RECONNECTS = 3
 
@@ -89,8 +89,8 @@ class Session:
         self.suite_id = suite_id
         self.stop_runner_on_exit = on_exit_stop_runner  # the demo's runner is ours to stop
         self.store = StoreThread(db)
-        self.live = LiveModel()
-        self.grid = GridModel([], [])
+        self.live = LiveState()
+        self.grid = GridState([], [])
         self.overview = SuiteOverview(suite_id)
         self.scores: dict[int, int] = {}
 
@@ -98,7 +98,7 @@ class Session:
         """Read the suite's shape and its trials so far (once; the feed keeps them current)."""
         self.overview = await self.store.call(overview, self.suite_id)
         self.suite_id = self.overview.suite_id
-        grid = GridModel(self.overview.models, self.overview.clis, self.overview.per_cell_total)
+        grid = GridState(self.overview.models, self.overview.clis, self.overview.per_cell_total)
         if self.suite_id is not None:
             grid.load(await self.store.call(grid_rows, self.suite_id))
             self.scores = await self.store.call(latest_scores, self.suite_id)

@@ -82,7 +82,7 @@ def assert_runaways_killed(store, suite_id: str, within: float) -> dict[str, dic
 def docker_client():
     """A client of the local engine, or skip (fail under CI=true) when none answers."""
     try:
-        from agentmeter_tui.core.sandboxes.engine import connect
+        from agentmeter_tui.core.sandboxes.docker.engine import connect
 
         return connect()
     except Exception as exc:  # noqa: BLE001 - any failure means "no engine here"

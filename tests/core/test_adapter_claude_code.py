@@ -7,8 +7,8 @@ import json
 from decimal import Decimal
 
 from agentmeter_tui.core.harnesses import LaunchContext, get_adapter
-from agentmeter_tui.core.model import EventKind
 from agentmeter_tui.core.usage import TokenUsage
+from agentmeter_tui.core.vocab import EventKind
 
 ADAPTER = get_adapter("claude-code")
 

@@ -7,8 +7,8 @@ import json
 import tomllib
 
 from agentmeter_tui.core.harnesses import LaunchContext, Recovery, get_adapter
-from agentmeter_tui.core.model import EventKind
 from agentmeter_tui.core.usage import TokenUsage
+from agentmeter_tui.core.vocab import EventKind
 
 ADAPTER = get_adapter("codex")
 

@@ -8,8 +8,8 @@ import json
 import tomllib
 
 from agentmeter_tui.core.harnesses import LaunchContext, get_adapter
-from agentmeter_tui.core.model import EventKind
 from agentmeter_tui.core.usage import TokenUsage
+from agentmeter_tui.core.vocab import EventKind
 from tests.conftest import FIXTURES
 
 ADAPTER = get_adapter("kimi-cli")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from agentmeter_tui.core.harnesses import LaunchContext, get_adapter
-from agentmeter_tui.core.model import EventKind
 from agentmeter_tui.core.usage import TokenUsage
+from agentmeter_tui.core.vocab import EventKind
 from tests.conftest import FIXTURES
 
 ADAPTER = get_adapter("qwen-code")

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 from agentmeter_tui.core.mockllm.client import session_info, start_server_process
 from agentmeter_tui.core.paths import runner_log_path
-from agentmeter_tui.core.runctx import RunContext
+from agentmeter_tui.core.run.context import RunContext
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.suites import load_suite
 from agentmeter_tui.core.usage import TokenUsage

@@ -56,7 +56,7 @@ def test_ssh_hosts_reach_the_proxy_through_a_reverse_tunnel(tmp_path, db):
         suite_id = unique_id("proxy-ssh")
         sandbox = 'kind = "ssh"\nprobe_interval = 0.5\n\n' + host.host_toml("a", 2, known)
         suite = suite_copy(SMOKE, tmp_path / "suite", sandbox, suite_id=suite_id, replace=PROXIED)
-        result = subprocess.run([sys.executable, "-m", "agentmeter_tui.core.runner", "--suite", str(suite),
+        result = subprocess.run([sys.executable, "-m", "agentmeter_tui.core.run.runner", "--suite", str(suite),
                                  "--db", str(db)], capture_output=True, text=True, timeout=180)
         assert result.returncode == 0, result.stderr
         trials = Store(db).trials(suite_id)

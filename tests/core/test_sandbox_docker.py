@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from agentmeter_tui.core.sandboxes.base import LaunchSpec
-from agentmeter_tui.core.sandboxes.docker import DockerSandbox
-from agentmeter_tui.core.sandboxes.engine import MANAGED, RUNNER, clean_leftovers, runner_label
-from agentmeter_tui.core.sandboxes.images import ImageError
+from agentmeter_tui.core.sandboxes.docker.engine import MANAGED, RUNNER, clean_leftovers, runner_label
+from agentmeter_tui.core.sandboxes.docker.images import ImageError
+from agentmeter_tui.core.sandboxes.docker.sandbox import DockerSandbox
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.suites import load_suite
 from tests.conftest import FIXTURES, agentmeter
@@ -107,7 +107,7 @@ async def test_a_missing_image_is_an_error_that_never_pulls(tmp_path, docker_eng
 
 
 def test_clean_finds_what_a_dead_runner_left(docker_engine):
-    from agentmeter_tui.core.sandboxes.images import ensure_host_image
+    from agentmeter_tui.core.sandboxes.docker.images import ensure_host_image
 
     image = ensure_host_image(docker_engine)
     dead = docker_engine.containers.create(image, ["true"], labels={MANAGED: "1", RUNNER: "nohost:1:0"})

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentmeter_tui.core.sandboxes.docker import DockerSandbox
-from agentmeter_tui.core.sandboxes.engine import EngineError
+from agentmeter_tui.core.sandboxes.docker.engine import EngineError
+from agentmeter_tui.core.sandboxes.docker.sandbox import DockerSandbox
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.suites import load_suite
 from tests.conftest import agentmeter, need

@@ -14,8 +14,8 @@ import psutil
 import pytest
 
 from agentmeter_tui.core import procs
-from agentmeter_tui.core.sandboxes.ssh import SshSandbox
-from agentmeter_tui.core.sandboxes.sshconn import HostKeyError, SshTarget, accept_host_key
+from agentmeter_tui.core.sandboxes.ssh.conn import HostKeyError, SshTarget, accept_host_key
+from agentmeter_tui.core.sandboxes.ssh.sandbox import SshSandbox
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.suites import load_suite
 from tests.conftest import FIXTURES, agentmeter, need
@@ -51,7 +51,7 @@ def sandbox_toml(pair, known: Path, *, slots: int = 2) -> str:
 
 
 def run_suite(suite: Path, db: Path, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentmeter_tui.core.runner", "--suite", str(suite), "--db", str(db)],
+    return subprocess.run([sys.executable, "-m", "agentmeter_tui.core.run.runner", "--suite", str(suite), "--db", str(db)],
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -93,7 +93,7 @@ def test_losing_a_host_mid_run_retries_its_trials_on_the_other(tmp_path, db, hos
                        suite_id=suite_id, replace={"concurrency = 2": "concurrency = 4"})
     for scenario in (suite / "scenarios").glob("*.toml"):
         scenario.write_text(scenario.read_text().replace("sleep 0.4", "sleep 2"))
-    runner = subprocess.Popen([sys.executable, "-m", "agentmeter_tui.core.runner", "--suite", str(suite),
+    runner = subprocess.Popen([sys.executable, "-m", "agentmeter_tui.core.run.runner", "--suite", str(suite),
                                "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60

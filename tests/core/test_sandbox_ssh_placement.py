@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from agentmeter_tui.core.sandboxes.placement import Host, Placement
+from agentmeter_tui.core.run.placement import Host, Placement
 
 
 def plan(name: str, provider: str = "p", labels: list[str] | None = None) -> SimpleNamespace:

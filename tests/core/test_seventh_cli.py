@@ -19,7 +19,7 @@ MODULE = '''
 """A made-up seventh CLI: prints {"calls": N, "in": I, "out": O} running totals, then {"done": true}."""
 from agentmeter_tui.core.harnesses.base import HarnessAdapter, InstallSpec, LaunchContext, StreamParser
 from agentmeter_tui.core.harnesses.jsonl import load_object
-from agentmeter_tui.core.model import EventKind, ParsedEvent
+from agentmeter_tui.core.vocab import EventKind, ParsedEvent
 from agentmeter_tui.core.usage import TokenUsage
 
 

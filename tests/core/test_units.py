@@ -173,7 +173,7 @@ def test_calibrated_tiers_in_the_suite_override_task_tiers(tmp_path):
 
 
 def test_store_writer_keeps_a_batch_that_failed_and_writes_it_later(tmp_path):
-    from agentmeter_tui.core.writer import StoreWriter
+    from agentmeter_tui.core.store.writer import StoreWriter
 
     writer = StoreWriter(tmp_path / "w.db")
     try:

@@ -1,6 +1,6 @@
 """Fixtures for the TUI tests: a fixed sample store, an app factory, a fake runner.
 
-Screens are driven from fixed store data (``ui.sample``) and fake feed messages, never from
+Screens are driven from fixed store data (``tests.sample_data``) and fake feed messages, never from
 a live runner or the clock, so pilot and snapshot tests are the same on every run. Control
 requests (kill, pause, budget) go to :class:`FakeRunner`, which records them.
 """
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from agentmeter_tui.ui.app import AgentMeterApp
-from agentmeter_tui.ui.sample import T0, build_sample_store, sample_feed
 from agentmeter_tui.ui.session import Session
 from agentmeter_tui.ui.settings import UiSettings
+from tests.sample_data import T0, build_sample_store, sample_feed
 
 SIZE = (160, 48)
 

@@ -11,7 +11,6 @@ from textual.widgets import DataTable
 
 from agentmeter_tui.core.paths import socket_path
 from agentmeter_tui.ui.app import AgentMeterApp
-from agentmeter_tui.ui.sample import sample_feed
 from agentmeter_tui.ui.screens.grid import GridScreen
 from agentmeter_tui.ui.screens.help import HelpScreen
 from agentmeter_tui.ui.screens.live import LiveScreen
@@ -19,6 +18,7 @@ from agentmeter_tui.ui.screens.report import ReportScreen
 from agentmeter_tui.ui.screens.review import ReviewScreen
 from agentmeter_tui.ui.session import FeedClient, Session
 from agentmeter_tui.ui.settings import UiSettings
+from tests.sample_data import sample_feed
 
 from .conftest import SIZE, make_app, settle
 

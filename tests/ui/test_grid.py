@@ -95,12 +95,12 @@ async def test_feed_updates_only_the_cells_it_touches(sample_db):
 
 
 def test_cells_narrow_to_fit_many_clis_and_the_side_panel_goes_first():
-    from agentmeter_tui.ui.grid_model import GridModel
+    from agentmeter_tui.ui.grid_state import GridState
     from agentmeter_tui.ui.widgets.grid_table import CELL_WIDTH, MIN_CELL_WIDTH, layout_for
 
-    two = GridModel(["ace", "dud"], ["reference", "codex"])
+    two = GridState(["ace", "dud"], ["reference", "codex"])
     assert layout_for(160, two) == (CELL_WIDTH, True)
-    seven = GridModel(["runaway", "ace"], ["reference", "claude-code", "codex", "gemini-cli", "kimi-cli",
+    seven = GridState(["runaway", "ace"], ["reference", "claude-code", "codex", "gemini-cli", "kimi-cli",
                                            "opencode", "qwen-code"])
     width, side = layout_for(160, seven)
     assert not side and MIN_CELL_WIDTH <= width < CELL_WIDTH

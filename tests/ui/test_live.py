@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from agentmeter_tui.ui.sample import T0, sample_feed
 from agentmeter_tui.ui.screens.dialogs import BudgetDialog, ConfirmDialog
 from agentmeter_tui.ui.screens.live import LiveScreen
 from agentmeter_tui.ui.widgets.tail import TranscriptTail
 from agentmeter_tui.ui.widgets.trial_pane import TrialPane
 from agentmeter_tui.ui.widgets.trial_table import TrialTable
+from tests.sample_data import T0, sample_feed
 
 from .conftest import SIZE, feed, make_app, settle
 

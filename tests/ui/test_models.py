@@ -10,12 +10,12 @@ import pytest
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.ui import data
 from agentmeter_tui.ui import format as fmt
-from agentmeter_tui.ui.grid_model import GridModel, TrialSummary
-from agentmeter_tui.ui.live_model import LiveModel
-from agentmeter_tui.ui.sample import T0, sample_feed, sample_meter
+from agentmeter_tui.ui.grid_state import GridState, TrialSummary
+from agentmeter_tui.ui.live_state import LiveState
 from agentmeter_tui.ui.settings import UiSettings, load_settings, reviewer_name
 from agentmeter_tui.ui.themes import load_themes
 from agentmeter_tui.ui.transcript_doc import TranscriptDoc, wrap_line, wrap_text
+from tests.sample_data import T0, sample_feed, sample_meter
 
 
 def test_formats():
@@ -30,7 +30,7 @@ def test_formats():
 
 
 def test_live_model_applies_snapshot_and_ticks_without_double_counting():
-    live = LiveModel(clock=lambda: T0)
+    live = LiveState(clock=lambda: T0)
     snapshot, _, tick = sample_feed(count=3, events=10)
     summary = live.apply(snapshot)
     assert summary.started == {1000, 1001, 1002} and live.connected
@@ -48,7 +48,7 @@ def test_live_model_applies_snapshot_and_ticks_without_double_counting():
 
 
 def test_burn_rate_is_fresh_tokens_and_dollars_per_minute():
-    live = LiveModel()
+    live = LiveState()
     first = sample_meter(1, "ace", "reference", "t", 1, fraction=0.1)
     later = sample_meter(1, "ace", "reference", "t", 1, fraction=0.2)
     live.apply({"type": "tick", "ts": 100.0, "meters": [first], "events": {}, "finished": []})
@@ -62,7 +62,7 @@ def test_burn_rate_is_fresh_tokens_and_dollars_per_minute():
 
 def test_grid_model_counts_cells_and_marks_only_touched_cells_dirty(sample_db):
     store = Store(sample_db)
-    grid = GridModel(["ace", "dud"], ["reference"], per_cell_total=6)
+    grid = GridState(["ace", "dud"], ["reference"], per_cell_total=6)
     grid.load(data.grid_rows(store, "sample"))
     store.close()
     assert grid.cell(("ace", "reference")).passes == 6

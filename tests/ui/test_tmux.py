@@ -15,8 +15,8 @@ import psutil
 import pytest
 
 from agentmeter_tui.commands.run import spawn_runner
-from agentmeter_tui.core.control import ControlClient, runner_alive
 from agentmeter_tui.core.procs import processes_with_token
+from agentmeter_tui.core.run.control import ControlClient, runner_alive
 from agentmeter_tui.core.store import Store
 
 from ..conftest import need

@@ -14,8 +14,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
+from ..vocab import EventKind, ParsedEvent
 
 Protocol = Literal["chat", "anthropic", "responses", "gemini"]
 

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import ClassVar
 
-from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
+from ..vocab import EventKind, ParsedEvent
 from ..wireusage import from_anthropic as anthropic_usage  # input excludes the cache
 from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
 from .jsonl import as_int, content_text, load_object, objects, tool_key, tool_text

@@ -18,8 +18,8 @@ from typing import ClassVar
 
 import tomlkit
 
-from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
+from ..vocab import EventKind, ParsedEvent
 from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
 from .jsonl import as_int, load_object, objects, tool_key
 

@@ -24,8 +24,8 @@ import json
 import re
 from typing import ClassVar
 
-from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
+from ..vocab import EventKind, ParsedEvent
 from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
 from .jsonl import as_int, content_text, load_object, objects, tool_key, tool_text
 

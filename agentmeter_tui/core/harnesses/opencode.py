@@ -29,8 +29,8 @@ import json
 from decimal import Decimal, InvalidOperation
 from typing import ClassVar
 
-from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
+from ..vocab import EventKind, ParsedEvent
 from .base import AgentOutcome, HarnessAdapter, InstallSpec, LaunchContext, StreamParser
 from .jsonl import as_int, load_object, tool_key, tool_text
 from .qwen_code import safe_positional

@@ -25,8 +25,8 @@ import json
 import re
 from typing import ClassVar
 
-from ..model import EventKind, ParsedEvent
 from ..usage import TokenUsage
+from ..vocab import EventKind, ParsedEvent
 from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery
 from .claude_code import ClaudeCodeParser, block_events
 from .jsonl import as_int, objects

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from ..model import EventKind, ParsedEvent
+from ..vocab import EventKind, ParsedEvent
 from ..wireusage import from_chat as chat_usage  # the agent prints each call's Chat Completions usage
 from .base import HarnessAdapter, InstallSpec, LaunchContext, StreamParser
 

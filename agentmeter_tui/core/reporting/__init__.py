@@ -16,8 +16,8 @@ from .build import (
                     runs_from_store,
                     suite_settings,
 )
-from .model import Report, RubricTable, config_name
 from .render import render, render_csv, render_json, render_markdown
+from .report import Report, RubricTable, config_name
 
 __all__ = [
     "Report", "RubricTable", "TaskList", "build_report", "config_name", "read_task_list", "render", "render_csv",

@@ -19,7 +19,7 @@ from ..metrics.runs import TIERS, Config, Run, Selection, select_runs
 from ..metrics.validation import rank_validation
 from ..records import STATUSES, TrialRecord
 from ..tomlerrors import InputError, read_input
-from .model import Report, RubricTable
+from .report import Report, RubricTable
 
 
 def resolve_budgets(scoring: Any | None) -> tuple[dict[str, TierBudget], str]:

@@ -17,7 +17,7 @@ import orjson
 from ..metrics.ams import ConfigScore
 from ..metrics.rubric import RUBRIC
 from ..metrics.runs import TIERS
-from .model import Report, config_name
+from .report import Report, config_name
 
 DASH = "—"
 TIER_LETTER = {"easy": "E", "medium": "M", "hard": "H"}

@@ -11,9 +11,9 @@ from .base import AgentHandle, ExecResult, LaunchSpec, Sandbox, SandboxSession
 
 SANDBOXES: LazyRegistry[Sandbox] = LazyRegistry("sandbox", {
     "local": "agentmeter_tui.core.sandboxes.local:LocalSandbox",
-    "docker": "agentmeter_tui.core.sandboxes.docker:DockerSandbox",
-    "ssh": "agentmeter_tui.core.sandboxes.ssh:SshSandbox",
-    "swarm": "agentmeter_tui.core.sandboxes.swarm:SwarmSandbox",
+    "docker": "agentmeter_tui.core.sandboxes.docker.sandbox:DockerSandbox",
+    "ssh": "agentmeter_tui.core.sandboxes.ssh.sandbox:SshSandbox",
+    "swarm": "agentmeter_tui.core.sandboxes.docker.swarm:SwarmSandbox",
 })
 
 __all__ = ["SANDBOXES", "AgentHandle", "ExecResult", "LaunchSpec", "Sandbox", "SandboxSession"]

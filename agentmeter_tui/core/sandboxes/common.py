@@ -21,8 +21,8 @@ from ..harnesses.reference import AGENT_FILE
 from ..tomlerrors import InputError, load_toml, validate
 
 if TYPE_CHECKING:
+    from ..run.placement import Placement
     from ..suites import Suite
-    from .placement import Placement
 
 M = TypeVar("M", bound=BaseModel)
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -51,8 +51,8 @@ def _executables(suite: Suite, clis_root: str) -> dict[str, str]:
 
 async def check_ssh_host(host: Any, suite: Suite, known_hosts: str | None = None,
                          timeout: float = 10.0) -> list[HostCheck]:
-    from .sshconn import HostKeyError, connect
-    from .sshhosts import q
+    from .ssh.conn import HostKeyError, connect
+    from .ssh.hosts import q
 
     name = f"ssh {host.display}"
     try:
@@ -105,7 +105,7 @@ def check_docker_engine(url: str | None, suite: Suite | None = None, *, key: str
                         known_hosts: str | None = None, clis: str = "mount") -> list[HostCheck]:
     """Blocking: engine answering, its swarm state, free disk (local engines), CLIs to mount."""
     from ..paths import default_clis_root
-    from . import engine as engines
+    from .docker import engine as engines
 
     name = f"docker {url or 'local'}"
     try:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from textual.screen import Screen
 
 if TYPE_CHECKING:
-    from ..live_model import TickSummary
+    from ..live_state import TickSummary
     from ..session import Session
 
 

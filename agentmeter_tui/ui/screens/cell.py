@@ -12,7 +12,7 @@ from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from ..data import latest_scores
-from ..grid_model import ACTIVE, Config
+from ..grid_state import ACTIVE, Config
 from ..widgets.footer import KeysFooter
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen

@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Static
 
 from .. import format as fmt
 from ..data import ams_by_config
-from ..grid_model import Config
+from ..grid_state import Config
 from ..widgets.footer import KeysFooter
 from ..widgets.grid_table import GridTable, layout_for
 from ..widgets.run_bar import RunBar

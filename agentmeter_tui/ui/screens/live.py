@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Static
 
 from .. import format as fmt
 from ..data import tail_events
-from ..live_model import TickSummary
+from ..live_state import TickSummary
 from ..widgets.footer import KeysFooter
 from ..widgets.run_bar import RunBar
 from ..widgets.trial_pane import TrialPane

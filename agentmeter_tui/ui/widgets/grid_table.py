@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from .. import format as fmt
-from ..grid_model import CellStats, Config, GridModel
+from ..grid_state import CellStats, Config, GridState
 from .styling import ComponentStyles
 
 CELL_WIDTH = 24  # as wide as a cell gets
@@ -23,7 +23,7 @@ SIDE_PANEL = 44  # columns the cell detail panel beside the grid wants
 LABEL_COLUMN = "model"
 
 
-def layout_for(width: int, grid: GridModel) -> tuple[int, bool]:
+def layout_for(width: int, grid: GridState) -> tuple[int, bool]:
     """(cell width, room for the side panel) for a screen ``width`` columns wide."""
     label = max(8, max((len(m) for m in grid.models), default=8) + 1)
     clis = max(1, len(grid.clis))
@@ -42,9 +42,9 @@ class GridTable(ComponentStyles, DataTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="cell", zebra_stripes=False, fixed_columns=1, **kwargs)
         self._shown: dict[Config, str] = {}
-        self._model: GridModel | None = None
+        self._model: GridState | None = None
 
-    def set_shape(self, grid: GridModel, cell_width: int = CELL_WIDTH) -> None:
+    def set_shape(self, grid: GridState, cell_width: int = CELL_WIDTH) -> None:
         """(Re)build rows and columns: at start, on a resize, when a new model or CLI appears."""
         self._model = grid
         self.cell_width = cell_width
@@ -61,7 +61,7 @@ class GridTable(ComponentStyles, DataTable):
         if grid.clis:
             self.move_cursor(row=0, column=1)
 
-    def update_cells(self, grid: GridModel, configs: Iterable[Config]) -> int:
+    def update_cells(self, grid: GridState, configs: Iterable[Config]) -> int:
         """Redraw the given cells where their text changed; returns how many changed."""
         changed = 0
         for config in configs:

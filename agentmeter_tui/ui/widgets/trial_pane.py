@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.markup import escape
 
 from .. import format as fmt
-from ..live_model import TrialLive
+from ..live_state import TrialLive
 from .meters import TrialMeter, budget_fractions
 from .tail import TranscriptTail
 

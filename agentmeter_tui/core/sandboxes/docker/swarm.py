@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
-from . import engine as engines
-from .archive import TarWriter, extract
-from .base import (
+from ...run.placement import Host, Placement
+from ..archive import TarWriter, extract
+from ..base import (
     AgentHandle,
     ExecResult,
     KillPolicy,
@@ -38,16 +38,16 @@ from .base import (
     SandboxSession,
     TrialSlot,
 )
-from .common import HostWatch, Settings, load_settings, map_argv, resolve_path, shipped_files, trial_env
+from ..common import HostWatch, Settings, load_settings, map_argv, resolve_path, shipped_files, trial_env
+from ..local import LocalSession
+from ..relay import RelayPool, is_loopback
+from . import engine as engines
 from .images import HOST_IMAGE, ImageResolver
-from .local import LocalSession
-from .placement import Host, Placement
-from .relay import RelayPool, is_loopback
 from .rootfs import AGENT_UID
 from .swarmjob import ROOT, Job
 
 if TYPE_CHECKING:
-    from ..suites import Task
+    from ...suites import Task
 
 class SwarmSettings(Settings):
     engine: str | None = None  # a manager's URL; default DOCKER_HOST or the local socket

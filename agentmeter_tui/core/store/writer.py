@@ -18,8 +18,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from . import Store
 from .migrations import immediate
-from .store import Store
 
 FLUSH_SECONDS = 0.1
 EVENT_SQL = "insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, ?, ?, ?, ?, ?)"

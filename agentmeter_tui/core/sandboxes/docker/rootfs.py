@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .archive import TarWriter
+from ..archive import TarWriter
 
 AGENT_UID = 1000  # the non-root user trials run as; root stays available for our own probes
 BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox")

@@ -25,20 +25,20 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..paths import default_clis_root
+from ...paths import default_clis_root
+from ...run.placement import Host, Placement
+from ..archive import TarWriter, extract
+from ..base import ExecResult, KillPolicy, LaunchSpec, OutputCallback, Sandbox, SandboxSession, TrialSlot
+from ..common import HostWatch, load_settings, map_argv, shipped_files, trial_env
+from ..local import LocalSandbox, LocalSession
+from ..relay import RelayPool, is_loopback
 from . import engine as engines
-from .archive import TarWriter, extract
-from .base import ExecResult, KillPolicy, LaunchSpec, OutputCallback, Sandbox, SandboxSession, TrialSlot
-from .common import HostWatch, load_settings, map_argv, shipped_files, trial_env
 from .containers import ISOLATED_NETWORK, NATIVE_LAUNCHERS, ROOT, ContainerFactory, DockerSettings
-from .dockerexec import RECORD_PID, DockerAgent, ExecStream, run_exec, run_ladder, signal_all
+from .exec import RECORD_PID, DockerAgent, ExecStream, run_exec, run_ladder, signal_all
 from .images import ImageResolver
-from .local import LocalSandbox, LocalSession
-from .placement import Host, Placement
-from .relay import RelayPool, is_loopback
 
 if TYPE_CHECKING:
-    from ..suites import Task
+    from ...suites import Task
 
 class DockerSandbox(Sandbox):
     name = "docker"
@@ -135,8 +135,8 @@ class DockerSandbox(Sandbox):
 
     async def _tunnel(self, engine_name: str, url: str) -> str:
         """Remote engine, host network: a reverse SSH tunnel from the remote loopback to ours."""
-        from .relay import replace_host, target_of
-        from .sshconn import SshTarget, connect
+        from ..relay import replace_host, target_of
+        from ..ssh.conn import SshTarget, connect
 
         entry = self.entries[engine_name]
         key = (engine_name, target_of(url))

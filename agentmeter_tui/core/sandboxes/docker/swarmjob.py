@@ -15,9 +15,9 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..lines import LineSplitter
+from ...lines import LineSplitter
+from ..base import OutputCallback
 from . import engine as engines
-from .base import OutputCallback
 
 if TYPE_CHECKING:
     from .swarm import SwarmSession

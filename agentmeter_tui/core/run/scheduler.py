@@ -15,11 +15,11 @@ import traceback
 from collections import defaultdict
 from collections.abc import Callable
 
-from .migrations import immediate
-from .model import ACTIVE_STATUSES, TrialStatus
-from .procs import SWEEPER
-from .runctx import RunContext
-from .sandboxes.placement import Placement, Slot
+from ..procs import SWEEPER
+from ..store.migrations import immediate
+from ..vocab import ACTIVE_STATUSES, TrialStatus
+from .context import RunContext
+from .placement import Placement, Slot
 from .trial import TrialPlan, TrialRun
 
 COUNTABLE = frozenset({TrialStatus.PASSED, TrialStatus.FAILED, TrialStatus.KILLED, TrialStatus.ERRORED})

@@ -13,15 +13,15 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .harnesses import LaunchContext
-from .pricing import PriceSnapshot
-from .usage import TokenUsage
-from .writer import StoreWriter
+from ..harnesses import LaunchContext
+from ..pricing import PriceSnapshot
+from ..store.writer import StoreWriter
+from ..usage import TokenUsage
 
 if TYPE_CHECKING:
-    from .proxy.server import MeteringProxy
-    from .sandboxes.base import Sandbox, SandboxSession
-    from .suites import ModelEntry, Suite
+    from ..proxy.server import MeteringProxy
+    from ..sandboxes.base import Sandbox, SandboxSession
+    from ..suites import ModelEntry, Suite
     from .trial import TrialRun
 
 DIVERGENCE = Decimal("0.05")  # reported vs comparable cost: flag beyond 5 %
@@ -77,7 +77,7 @@ class RunContext:
             if abs(reported - trial.cost) / trial.cost > DIVERGENCE:
                 trial.flags.add("cost-divergence")
         if trial.proxy_route is not None:
-            from .proxy import diverges
+            from ..proxy import diverges
 
             if diverges(trial.usage, trial.parser.usage):
                 trial.flags.add("usage-divergence")
@@ -96,7 +96,7 @@ class RunContext:
         key = getattr(trial, "scripted_key", None)
         if key is None or self.mock_url is None:
             return None
-        from .mockllm.client import forget_session, session_info
+        from ..mockllm.client import forget_session, session_info
 
         try:
             info = await asyncio.to_thread(session_info, self.mock_url, key)
@@ -117,7 +117,7 @@ class RunContext:
         if provider.kind == "scripted":
             if self.mock_url is None:
                 raise RuntimeError("the scripted model server is not running")
-            from .mockllm.client import register_session
+            from ..mockllm.client import register_session
 
             api_key = f"am-{trial.token}"
             scenario = self.suite.scenario_for(model, plan.task)
@@ -155,7 +155,7 @@ class RunContext:
     def _route(self, trial: TrialRun, kind: str, upstream: str, key: str) -> tuple[str, str]:
         """Send the trial's model calls through the metering proxy: the CLI gets the proxy's URL
         and a key of its own; the real key stays in the proxy's memory."""
-        from .proxy import DEFAULT_UPSTREAMS
+        from ..proxy import DEFAULT_UPSTREAMS
 
         upstream = upstream or DEFAULT_UPSTREAMS.get(kind, "")
         if not upstream:

@@ -1,4 +1,4 @@
-"""Provides :class:`GridModel`: the model x CLI grid's cells, kept up to date incrementally.
+"""Provides :class:`GridState`: the model x CLI grid's cells, kept up to date incrementally.
 
 Finished trials come from the store once, at start; after that the feed's meters update
 single trials, and only the cells they belong to are marked dirty, so the grid screen
@@ -72,7 +72,7 @@ class CellStats:
         return self.done == 0 and self.running == 0 and self.invalid == 0
 
 
-class GridModel:
+class GridState:
     def __init__(self, models: list[str], clis: list[str], per_cell_total: int = 0):
         self.models, self.clis = list(models), list(clis)
         self.per_cell_total = per_cell_total

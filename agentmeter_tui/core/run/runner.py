@@ -2,7 +2,7 @@
 
 It outlives its clients. ``agentmeter run`` starts it in its own session; the headless
 progress printer and the TUI are clients on its control socket, so quitting or crashing
-either never stops paid trials. ``python -m agentmeter_tui.core.runner --suite S --db D``.
+either never stops paid trials. ``python -m agentmeter_tui.core.run.runner --suite S --db D``.
 
 Exit codes: 0 schedule finished, 2 bad suite, 4 seed-prompt hash changed, 5 another runner
 holds the store, 6 the run could not start (a sandbox or service failed its preflight).
@@ -21,18 +21,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..paths import default_clis_root, lock_path, socket_path
+from ..procs import BACKGROUND, SWEEPER, become_subreaper, reap_orphans
+from ..sandboxes import SANDBOXES, Sandbox
+from ..store import SeedHashChanged, utcnow
+from ..store.writer import StoreWriter
+from ..suites import Suite, load_suite
+from ..tomlerrors import InputError
+from ..vocab import KillReason
+from .context import RunContext
 from .control import encode
 from .feed import Feed
-from .model import KillReason
-from .paths import default_clis_root, lock_path, socket_path
-from .procs import BACKGROUND, SWEEPER, become_subreaper, reap_orphans
-from .runctx import RunContext
-from .sandboxes import SANDBOXES, Sandbox
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
-from .store import SeedHashChanged, utcnow
-from .suites import Suite, load_suite
-from .tomlerrors import InputError
-from .writer import StoreWriter
 
 
 class Runner:
@@ -133,11 +133,11 @@ class Runner:
         """The scripted model server, the metering proxy and the sandbox, checked before any trial."""
         suite = self.suite
         if any(suite.provider(m).kind == "scripted" for m in suite.spec.models):
-            from .mockllm.client import start_server_process
+            from ..mockllm.client import start_server_process
 
             self.mock = await asyncio.to_thread(start_server_process)
         if suite.spec.suite.proxy:
-            from .proxy.server import MeteringProxy
+            from ..proxy.server import MeteringProxy
 
             self.proxy = MeteringProxy(log=self.log)
             self.log(f"metering proxy on {await self.proxy.start()}")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from .. import procs
-from ..tomlerrors import load_toml, validate
-from .common import Settings, resolve_path
-from .sshconn import SshTarget
+from ... import procs
+from ...tomlerrors import load_toml, validate
+from ..common import Settings, resolve_path
+from .conn import SshTarget
 
 
 class SshHost(Settings):

@@ -23,11 +23,11 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .archive import TarWriter
+from ..archive import TarWriter
 from .rootfs import PATH, build_rootfs, host_fingerprint
 
 if TYPE_CHECKING:
-    from ..suites import Task
+    from ...suites import Task
 
 HOST_IMAGE = "agentmeter/host"
 IMAGE_LABELS = {"agentmeter.image": "1"}  # images are caches: `doctor --clean` leaves them

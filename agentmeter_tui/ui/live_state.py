@@ -1,6 +1,6 @@
-"""Provides :class:`LiveModel`: what the runner's feed has said so far, kept for the screens.
+"""Provides :class:`LiveState`: what the runner's feed has said so far, kept for the screens.
 
-The feed (``core/feed.py``) sends a snapshot and then a tick about every 100 ms with the new
+The feed (``core/run/feed.py``) sends a snapshot and then a tick about every 100 ms with the new
 events of each running trial and the meters that changed. The model applies those messages
 in O(events) and remembers only a bounded tail per trial, so memory stays flat however long
 a run lasts; screens read it at their own pace. No Textual here: tests feed it dicts.
@@ -99,7 +99,7 @@ class TickSummary:
     events: int = 0
 
 
-class LiveModel:
+class LiveState:
     def __init__(self, clock: Callable[[], float] = time.time):
         self.clock = clock
         self.trials: dict[int, TrialLive] = {}

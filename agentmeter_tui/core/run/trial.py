@@ -20,18 +20,18 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .harnesses import AgentOutcome, get_adapter
-from .migrations import immediate
-from .model import EventKind, KillReason, ParsedEvent, TrialStatus
-from .sandboxes.base import KillPolicy, LaunchSpec, SandboxSession
-from .store import utcnow
-from .usage import TokenUsage
-from .verifiers import VERIFIERS
+from ..harnesses import AgentOutcome, get_adapter
+from ..sandboxes.base import KillPolicy, LaunchSpec, SandboxSession
+from ..store import utcnow
+from ..store.migrations import immediate
+from ..usage import TokenUsage
+from ..verifiers import VERIFIERS
+from ..vocab import EventKind, KillReason, ParsedEvent, TrialStatus
 
 if TYPE_CHECKING:
-    from .proxy.calls import ProxyCall, Route
-    from .runctx import RunContext
-    from .suites import Budget, Configuration, Task
+    from ..proxy.calls import ProxyCall, Route
+    from ..suites import Budget, Configuration, Task
+    from .context import RunContext
 
 LIVE_TEXT = 2000  # characters of an event's text sent to live clients; the store keeps it all
 
@@ -85,7 +85,7 @@ class TrialRun:
             self._kill.set()
 
     def raise_budget(self, **limits: float | None) -> None:
-        from .suites import Budget
+        from ..suites import Budget
 
         self.budget = self.budget.merged(Budget(**{k: v for k, v in limits.items() if v is not None}))
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from .paths import socket_path
+from ..paths import socket_path
 
 MAX_LINE = 64 << 20
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from ..paths import default_clis_root
+from ...paths import default_clis_root
+from ..common import Settings, resolve_path
 from . import engine as engines
-from .common import Settings, resolve_path
 from .images import HOST_IMAGE
 from .rootfs import AGENT_UID
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..suites import Suite
-    from ..trial import TrialPlan
+    from .trial import TrialPlan
 
 
 @dataclass

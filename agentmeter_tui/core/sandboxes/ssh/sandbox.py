@@ -23,8 +23,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..lines import LineSplitter
-from .base import (
+from ...lines import LineSplitter
+from ...run.placement import Host, Placement
+from ..base import (
     AgentHandle,
     ExecResult,
     KillPolicy,
@@ -34,14 +35,13 @@ from .base import (
     SandboxSession,
     TrialSlot,
 )
-from .common import HostWatch, load_settings, map_argv, shipped_files, trial_env
-from .placement import Host, Placement
-from .relay import is_loopback, replace_host, target_of
-from .sshconn import HostConnection, HostKeyError, connect
-from .sshhosts import SshHost, SshSettings, kill_script, launch_command, q, sweep_script
+from ..common import HostWatch, load_settings, map_argv, shipped_files, trial_env
+from ..relay import is_loopback, replace_host, target_of
+from .conn import HostConnection, HostKeyError, connect
+from .hosts import SshHost, SshSettings, kill_script, launch_command, q, sweep_script
 
 if TYPE_CHECKING:
-    from ..suites import Task
+    from ...suites import Task
 
 
 class HostLost(ConnectionError):

@@ -14,8 +14,8 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..lines import LineSplitter
-from .base import AgentHandle, ExecResult, OutputCallback
+from ...lines import LineSplitter
+from ..base import AgentHandle, ExecResult, OutputCallback
 from .engine import engine_errors
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from ..core.store import Store
+from agentmeter_tui.core.store import Store
 
 T0 = 1_780_000_000.0  # a fixed wall time for sample events
 MODELS = ("ace", "guzzler", "dud", "parrot")
@@ -134,8 +134,8 @@ def build_sample_store(path: str | Path, *, events_per_trial: int = 40, big_tria
 
 def sample_funnel() -> dict[str, Any]:
     """A differential verifier's details (built with the real funnel code, so the shape is current)."""
-    from ..core.difftest.executor import BuildResult, CaseRun
-    from ..core.difftest.funnel import FunnelReport, class_scores, judge_case
+    from agentmeter_tui.core.difftest.executor import BuildResult, CaseRun
+    from agentmeter_tui.core.difftest.funnel import FunnelReport, class_scores, judge_case
 
     def run(code: int, out: str) -> CaseRun:
         return CaseRun(exit_code=code, stdout=out, duration=0.004)
