@@ -13,13 +13,18 @@ TOKEN_CLASSES: tuple[str, ...] = ("uncached_input", "cached_input", "cache_write
 
 @dataclass(frozen=True, slots=True)
 class TokenUsage:
-    """Disjoint token counts: their sum is the trial's raw tokens."""
+    """Disjoint token counts: their sum is the trial's raw tokens.
+
+    ``cache_write_1h`` is not a sixth class: it is the share of ``cache_write`` that went to a
+    1-hour cache (Anthropic-style ``ephemeral_1h_input_tokens``), kept so that share can be
+    priced at its own rate and recomputed later. It never adds to ``raw``."""
 
     uncached_input: int = 0
     cached_input: int = 0
     cache_write: int = 0
     output: int = 0
     reasoning: int = 0
+    cache_write_1h: int = 0
 
     @property
     def raw(self) -> int:
@@ -37,6 +42,7 @@ class TokenUsage:
             self.cache_write + other.cache_write,
             self.output + other.output,
             self.reasoning + other.reasoning,
+            self.cache_write_1h + other.cache_write_1h,
         )
 
     def __sub__(self, other: TokenUsage) -> TokenUsage:
@@ -46,6 +52,7 @@ class TokenUsage:
             self.cache_write - other.cache_write,
             self.output - other.output,
             self.reasoning - other.reasoning,
+            self.cache_write_1h - other.cache_write_1h,
         )
 
     def __bool__(self) -> bool:
@@ -63,7 +70,8 @@ class TokenUsage:
     def from_dict(cls, data: dict | None) -> TokenUsage:
         if not data:
             return cls()
-        return cls(**{name: int(data.get(name) or 0) for name in TOKEN_CLASSES})
+        return cls(**{name: int(data.get(name) or 0) for name in TOKEN_CLASSES},
+                   cache_write_1h=int(data.get("cache_write_1h") or 0))
 
     @classmethod
     def from_inclusive(
@@ -75,8 +83,15 @@ class TokenUsage:
         output_tokens: int = 0,
         reasoning: int = 0,
         output_includes_reasoning: bool = True,
+        cache_write_1h: int = 0,
     ) -> TokenUsage:
-        """OpenAI-style figures: input counts cache reads and writes, output may count reasoning."""
+        """OpenAI-style figures: input counts cache reads and writes, output may count reasoning.
+
+        A reasoning count larger than the output it is part of (OpenRouter has sent
+        ``reasoning_tokens: 11`` in ``completion_tokens: 10``) is capped at that output, so the
+        classes still add up to the billed total."""
+        if output_includes_reasoning:
+            reasoning = min(reasoning, max(0, output_tokens))
         output = output_tokens - reasoning if output_includes_reasoning else output_tokens
         return cls(
             uncached_input=max(0, input_tokens - cached - cache_write),
@@ -84,4 +99,5 @@ class TokenUsage:
             cache_write=cache_write,
             output=max(0, output),
             reasoning=reasoning,
+            cache_write_1h=min(cache_write_1h, cache_write),
         )

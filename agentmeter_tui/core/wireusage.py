@@ -20,6 +20,7 @@ With N uncached input, H cache reads, A cache writes, Y output and R reasoning:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from .usage import TokenUsage
@@ -56,23 +57,48 @@ def fold(usage: TokenUsage, merged: Mapping[str, str]) -> TokenUsage:
 # -- readers -----------------------------------------------------------------------------------
 
 def from_chat(usage: Mapping[str, Any]) -> TokenUsage:
-    """OpenAI Chat Completions ``usage`` (also DeepSeek's ``prompt_cache_hit_tokens`` and a
-    top-level ``cached_tokens`` as Moonshot sends it)."""
+    """OpenAI Chat Completions ``usage`` and the providers that extend it (docs/proxy.md, "Providers"):
+    DeepSeek's ``prompt_cache_hit_tokens``, Moonshot's top-level ``cached_tokens``, OpenRouter's
+    ``prompt_tokens_details.cache_write_tokens`` and DashScope's explicit-cache
+    ``cache_creation_input_tokens`` (DashScope may send both with the same value: one write)."""
     prompt = _map(usage.get("prompt_tokens_details"))
     completion = _map(usage.get("completion_tokens_details"))
     cached = _int(prompt.get("cached_tokens") or usage.get("prompt_cache_hit_tokens") or usage.get("cached_tokens"))
+    write = _int(prompt.get("cache_write_tokens") or prompt.get("cache_creation_input_tokens"))
     return TokenUsage.from_inclusive(
-        input_tokens=_int(usage.get("prompt_tokens")), cached=cached,
-        cache_write=_int(prompt.get("cache_write_tokens")),
-        output_tokens=_int(usage.get("completion_tokens")), reasoning=_int(completion.get("reasoning_tokens")))
+        input_tokens=_int(usage.get("prompt_tokens")), cached=cached, cache_write=write,
+        output_tokens=_int(usage.get("completion_tokens")), reasoning=_int(completion.get("reasoning_tokens")),
+        cache_write_1h=_int(_map(prompt.get("cache_creation")).get("ephemeral_1h_input_tokens")))
 
 
 def from_anthropic(usage: Mapping[str, Any]) -> TokenUsage:
-    """Anthropic Messages ``usage``: input excludes the cache; thinking is inside output."""
+    """Anthropic Messages ``usage``: input excludes the cache; thinking is inside output; the
+    1-hour share of the cache writes is ``cache_creation.ephemeral_1h_input_tokens``."""
+    write = _int(usage.get("cache_creation_input_tokens"))
     return TokenUsage(uncached_input=_int(usage.get("input_tokens")),
                       cached_input=_int(usage.get("cache_read_input_tokens")),
-                      cache_write=_int(usage.get("cache_creation_input_tokens")),
-                      output=_int(usage.get("output_tokens")))
+                      cache_write=write,
+                      output=_int(usage.get("output_tokens")),
+                      cache_write_1h=min(write, _int(_map(usage.get("cache_creation")).get("ephemeral_1h_input_tokens"))))
+
+
+def charged_usd(usage: Mapping[str, Any]) -> Decimal | None:
+    """What the provider says it charged for the call, in USD, where the wire carries it:
+    OpenRouter's ``usage.cost`` (credits, 1 credit = 1 USD). With ``is_byok`` the provider bills
+    the key's owner directly and ``cost`` is only OpenRouter's fee, so the upstream inference
+    cost (``cost_details.upstream_inference_cost``) is added."""
+    cost = usage.get("cost")
+    if isinstance(cost, bool) or not isinstance(cost, (int, float, str)):
+        return None
+    try:
+        total = Decimal(str(cost))
+        if usage.get("is_byok"):
+            upstream = _map(usage.get("cost_details")).get("upstream_inference_cost")
+            if isinstance(upstream, (int, float, str)) and not isinstance(upstream, bool):
+                total += Decimal(str(upstream))
+    except ArithmeticError:
+        return None
+    return total
 
 
 def from_responses(usage: Mapping[str, Any]) -> TokenUsage:

@@ -169,7 +169,8 @@ async def test_refused_calls_never_reach_the_provider(upstream, proxy, tmp_path,
         assert error["error"]["type"] == "invalid_request_error"
     assert (await served(upstream))["calls"] == 1  # the refused call was never passed on
     assert [c.outcome for c in sink.calls] == ["completed", "refused"]
-    assert route.summary() == {"calls": 1, "refused": 1, "usage": sink.usage.as_dict()}
+    assert route.summary() == {"calls": 1, "refused": 1, "usage": sink.usage.as_dict(), "cache_write_1h": 0,
+                               "errors": {}, "charged_usd": None}
 
 
 async def test_unknown_key_is_401_in_the_protocols_shape(proxy):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Protocol
 
 from ..usage import TokenUsage
@@ -35,6 +36,8 @@ class ProxyCall:
     usage: TokenUsage = field(default_factory=TokenUsage)
     partial: TokenUsage | None = None
     note: str | None = None  # e.g. why the usage could not be read
+    charged: Decimal | None = None  # USD the provider says it charged (OpenRouter's usage.cost)
+    error: dict[str, Any] | None = None  # {status, type, message, retry_after}: a provider error
 
     @property
     def metered(self) -> bool:
@@ -48,14 +51,20 @@ class ProxyCall:
         u = self.usage
         tokens = (f"; in {u.uncached_input} cached {u.cached_input} write {u.cache_write} out {u.output} "
                   f"reasoning {u.reasoning}") if u else ""
-        return head + timing + total + tokens
+        charged = f"; charged ${self.charged}" if self.charged is not None else ""
+        error = ""
+        if self.error:
+            wait = self.error.get("retry_after")
+            error = f"; error {self.error.get('type')}" + (f" (retry after {wait:g} s)" if wait is not None else "")
+        return head + timing + total + tokens + charged + error
 
     def as_dict(self) -> dict[str, Any]:
         return {"call": self.number, "protocol": self.protocol, "method": self.method, "path": self.path,
                 "model": self.model, "status": self.status, "outcome": self.outcome,
                 "started": round(self.started, 3), "ttfb_ms": self.ttfb_ms, "total_ms": self.total_ms,
-                "bytes": self.bytes_out, "usage": self.usage.as_dict(),
-                "partial": self.partial.as_dict() if self.partial else None, "note": self.note}
+                "bytes": self.bytes_out, "usage": self.usage.as_dict(), "cache_write_1h": self.usage.cache_write_1h,
+                "partial": self.partial.as_dict() if self.partial else None, "note": self.note,
+                "cost_charged_usd": None if self.charged is None else float(self.charged), "error": self.error}
 
 
 class CallSink(Protocol):
@@ -85,6 +94,9 @@ class Route:
     refused: int = 0  # model calls refused (over budget, trial stopping)
     inflight: int = 0
     usage: TokenUsage = field(default_factory=TokenUsage)
+    errors: dict[str, int] = field(default_factory=dict)  # provider errors by status ("529", "200" mid-stream)
+    charged: Decimal = Decimal(0)  # sum of what the provider charged, over the calls that said
+    charged_calls: int = 0
     idle: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     def __post_init__(self) -> None:
@@ -101,4 +113,11 @@ class Route:
 
     def summary(self) -> dict[str, Any]:
         """What the trial's record keeps about its proxy traffic."""
-        return {"calls": self.calls, "refused": self.refused, "usage": self.usage.as_dict()}
+        return {"calls": self.calls, "refused": self.refused, "usage": self.usage.as_dict(),
+                "cache_write_1h": self.usage.cache_write_1h, "errors": dict(self.errors),
+                "charged_usd": float(self.charged) if self.charged_calls else None}
+
+    def record_error(self, call: ProxyCall) -> None:
+        if call.error is not None:
+            key = str(call.error.get("status", call.status))
+            self.errors[key] = self.errors.get(key, 0) + 1

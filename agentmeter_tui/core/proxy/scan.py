@@ -5,7 +5,10 @@ byte. It knows where each protocol puts the call's usage (``wireusage`` knows wh
 numbers mean):
 
 - Chat Completions: the chunk with ``usage`` (the last chunk with ``include_usage``, or the
-  finishing chunk as Moonshot and DeepSeek send it);
+  finishing chunk as DeepSeek and GLM send it), or ``choices[0].usage`` (Moonshot); a usage
+  object without prompt or completion counts (MiniMax's ``{"total_tokens": 0}`` on every
+  chunk) is a placeholder, not the call's figures; OpenRouter's ``usage.cost`` is what the
+  call was charged;
 - Anthropic Messages: ``message_start`` has the input figures and ``output_tokens: 1``,
   ``message_delta`` the final, cumulative ones (merged over the start);
 - Responses: the ``response`` of ``response.completed`` / ``incomplete`` / ``failed``;
@@ -13,7 +16,8 @@ numbers mean):
   when the stream ends cleanly);
 - non-streaming answers: the same objects in one JSON body (Gemini: a JSON array of chunks).
 
-A call counts only once its final figures are seen, the same rule by which the scripted
+An error inside a 200 stream (Anthropic's ``event: error``, a chat chunk with ``error``,
+``response.failed``) is kept as ``error``. A call counts only once its final figures are seen, the same rule by which the scripted
 model server counts a call as served; figures seen before (the input of a stream that was cut)
 are kept as ``partial``, for the record but not the meter.
 """
@@ -22,15 +26,34 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 import orjson
 
 from ..usage import TokenUsage
-from ..wireusage import READERS
+from ..wireusage import READERS, charged_usd
 
 MAX_JSON_BODY = 32 << 20  # a non-streaming answer larger than this is passed on unread
 _USAGE_MARK = b'"usage'  # every usage-bearing frame has "usage..." or "usageMetadata" in it
+_ERROR_MARK = b'"error'  # and every in-stream error frame has "error..." (a false hit costs one parse)
+
+
+def _has_mark(data: bytes) -> bool:
+    return _USAGE_MARK in data or _ERROR_MARK in data
+
+
+def stream_error(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The error an in-stream frame reports, as {type, message}, or None."""
+    error = obj.get("error")
+    if obj.get("type") in ("response.failed", "error") and isinstance(obj.get("response"), Mapping):
+        error = obj["response"].get("error") or error
+    if isinstance(error, Mapping):
+        kind = error.get("type") or error.get("status") or error.get("code")
+        return {"type": None if kind is None else str(kind), "message": str(error.get("message") or "")[:500]}
+    if isinstance(error, str) and error:
+        return {"type": None, "message": error[:500]}
+    return None
 
 
 class UsageScanner:
@@ -44,6 +67,8 @@ class UsageScanner:
         self.final: TokenUsage | None = None
         self.partial: TokenUsage | None = None
         self.unreadable: str | None = None  # why the usage could not be read, if so
+        self.charged: Decimal | None = None  # what the provider says it charged (OpenRouter's cost)
+        self.error: dict[str, Any] | None = None  # an error reported inside a 2xx answer
         self._buf = bytearray()
         self._data: list[bytes] = []  # data lines of the SSE event being read
         self._start: dict[str, Any] = {}  # Anthropic message_start usage
@@ -103,7 +128,7 @@ class UsageScanner:
             return
         complete = bytes(self._buf[:end])
         del self._buf[:end]
-        if _USAGE_MARK in complete:
+        if _has_mark(complete):
             for line in complete.split(b"\n"):
                 self._line(line)
 
@@ -119,7 +144,7 @@ class UsageScanner:
         if not data:
             return
         payload = data[0] if len(data) == 1 else b"\n".join(data)
-        if _USAGE_MARK not in payload:
+        if not _has_mark(payload):
             return  # most frames: text deltas with nothing to read
         try:
             obj = orjson.loads(payload)
@@ -134,11 +159,26 @@ class UsageScanner:
         if usage != self.final:
             self.final, self._changed = usage, True
 
+    def _chat_usage(self, obj: Mapping[str, Any]) -> None:
+        usage = obj.get("usage")
+        if not isinstance(usage, Mapping):
+            choices = obj.get("choices")
+            first = choices[0] if isinstance(choices, list) and choices else None
+            usage = first.get("usage") if isinstance(first, Mapping) else None
+        if not isinstance(usage, Mapping) or not (usage.get("prompt_tokens") or usage.get("completion_tokens")):
+            return  # no usage, or a placeholder
+        charged = charged_usd(usage)
+        if charged is not None:
+            self.charged = charged
+        self._set_final(self._read(usage))
+
     def _frame(self, obj: dict[str, Any]) -> None:
         protocol = self.protocol
+        error = stream_error(obj)
+        if error is not None:
+            self.error = error
         if protocol == "chat":
-            if isinstance(obj.get("usage"), Mapping):
-                self._set_final(self._read(obj["usage"]))
+            self._chat_usage(obj)
         elif protocol == "anthropic":
             kind = obj.get("type")
             if kind == "message_start":
@@ -169,5 +209,7 @@ class UsageScanner:
                      and isinstance(c.get("usageMetadata"), Mapping)]
             if found:
                 self._set_final(self._read(found[-1]))
+        elif self.protocol == "chat" and isinstance(obj, Mapping):
+            self._chat_usage(obj)
         elif isinstance(obj, Mapping) and isinstance(obj.get("usage"), Mapping):
             self._set_final(self._read(obj["usage"]))

@@ -24,13 +24,14 @@ from collections.abc import Callable
 import aiohttp
 from aiohttp import web
 
-from ..usage import TokenUsage
 from .calls import CallSink, ProxyCall, Route
 from .scan import UsageScanner
 from .wire import (
+    MAX_ERROR_BODY,
     error_body,
     find_key,
     protocol_for,
+    read_error,
     request_model,
     response_headers,
     upstream_headers,
@@ -146,15 +147,21 @@ class MeteringProxy:
                 if upstream.content_length is not None:
                     response.content_length = upstream.content_length
                 await response.prepare(request)
+                # A provider's error answer is small: keep a copy to record its type and retry-after.
+                failed = bytearray() if protocol is not None and upstream.status >= 400 else None
                 async for chunk in upstream.content.iter_any():
                     if call.ttfb_ms is None:
                         call.ttfb_ms = round((time.monotonic() - call.clock) * 1000, 2)
                     if scanner is not None and scanner.feed(chunk):
-                        self._meter(route, call, scanner.final)
+                        self._meter(route, call, scanner)
+                    elif failed is not None and len(failed) < MAX_ERROR_BODY:
+                        failed += chunk[:MAX_ERROR_BODY - len(failed)]
                     call.bytes_out += len(chunk)
                     await response.write(chunk)
                 if scanner is not None and scanner.finish():
-                    self._meter(route, call, scanner.final)
+                    self._meter(route, call, scanner)
+                if failed is not None:
+                    call.error = read_error(upstream.status, upstream.headers, bytes(failed))
                 await response.write_eof()
                 call.outcome = "completed"
                 return response
@@ -174,6 +181,7 @@ class MeteringProxy:
                 return response
             call.outcome = f"upstream error: {type(exc).__name__}"
             call.status = 502
+            call.error = {"status": 502, "type": "unreachable", "message": type(exc).__name__, "retry_after": None}
             self._log(f"proxy: {route.label}: {request.method} {request.path}: upstream failed: {type(exc).__name__}")
             return _json_error(protocol, 502, f"agentmeter proxy: the provider could not be reached "
                                               f"({type(exc).__name__})", "api_error" if protocol == "anthropic"
@@ -183,10 +191,18 @@ class MeteringProxy:
                 call.partial = scanner.partial if not call.usage else None
                 if scanner.unreadable:
                     call.note = f"usage not read: {scanner.unreadable}"
+                if scanner.error is not None:  # an error inside a 2xx answer (Anthropic's event: error)
+                    call.error = {"status": call.status, **scanner.error, "retry_after": None}
+            route.record_error(call)
 
-    def _meter(self, route: Route, call: ProxyCall, final: TokenUsage | None) -> None:
+    def _meter(self, route: Route, call: ProxyCall, scanner: UsageScanner) -> None:
+        final = scanner.final
         if final is None:
             return
+        if scanner.charged is not None and call.charged is None:
+            route.charged += scanner.charged
+            route.charged_calls += 1
+            call.charged = scanner.charged
         delta = final - call.usage
         call.usage = final
         route.usage = route.usage + delta

@@ -10,7 +10,9 @@ surfaces any error of its provider.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import orjson
@@ -92,3 +94,50 @@ def response_headers(headers: Iterable[tuple[str, str]]) -> CIMultiDict[str]:
 
 def error_body(protocol: str | None, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
     return PROTOCOLS[protocol or "chat"].error_body(status, message, error_type)
+
+
+MAX_ERROR_BODY = 64 << 10  # an error answer's body is read for its type up to this size
+
+
+def retry_after(headers: Mapping[str, str], body: Any = None) -> float | None:
+    """Seconds the provider asks to wait: ``retry-after-ms``, ``retry-after`` (seconds or an HTTP
+    date), or Gemini's ``RetryInfo.retryDelay`` ("34.4s") in the error body."""
+    try:
+        if headers.get("retry-after-ms"):
+            return round(float(headers["retry-after-ms"]) / 1000, 3)
+        value = headers.get("retry-after")
+        if value:
+            try:
+                return max(0.0, float(value))
+            except ValueError:
+                return max(0.0, round(parsedate_to_datetime(value).timestamp() - time.time(), 3))
+    except (TypeError, ValueError, OverflowError):
+        pass
+    error = body.get("error") if isinstance(body, Mapping) else None
+    for detail in (error.get("details") or []) if isinstance(error, Mapping) else []:
+        delay = detail.get("retryDelay") if isinstance(detail, Mapping) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return float(delay[:-1])
+            except ValueError:
+                return None
+    return None
+
+
+def read_error(status: int, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+    """A provider's error answer as recorded per call: status, type, message, retry-after.
+    The type is the provider's own word for it (``overloaded_error``, ``rate_limit_exceeded``,
+    ``RESOURCE_EXHAUSTED``), else the status."""
+    try:
+        data = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        data = None
+    error = data.get("error") if isinstance(data, dict) else None
+    kind = message = None
+    if isinstance(error, Mapping):
+        kind = error.get("type") or error.get("status") or error.get("code")
+        message = error.get("message")
+    elif isinstance(data, dict):
+        kind, message = data.get("type"), data.get("message")
+    return {"status": status, "type": str(kind) if kind is not None else f"http {status}",
+            "message": str(message or "")[:500], "retry_after": retry_after(headers, data)}
