@@ -43,7 +43,8 @@ def test_proxy_meters_the_trial_and_keeps_the_agents_figures(tmp_path):
     assert row["status"] == "passed" and row["usage_source"] == "proxy"
     assert result.usage == result.served
     assert usage_rows(result, "proxy") == usage_rows(result, "stdout") == result.served
-    assert result.extra["proxy"] == {"calls": 2, "refused": 0, "usage": result.served.as_dict()}
+    assert result.extra["proxy"] == {"calls": 2, "refused": 0, "usage": result.served.as_dict(), "cache_write_1h": 0,
+                                     "errors": {}, "charged_usd": None}
     assert TokenUsage.from_dict(result.extra["reported_usage"]) == result.served
     assert "usage-divergence" not in (row["flags"] or "")
     calls = [json.loads(e[5]) for e in result.events("usage") if e[3] == "proxy"]
