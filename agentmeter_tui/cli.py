@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "hosts",
     "install_clis",
     "score",
+    "scores",
     "report",
     "calibrate",
     "difftest",

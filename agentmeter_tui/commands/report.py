@@ -26,6 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="trial per cell: latest completed (the paper's rule, default) or the median trial")
     parser.add_argument("--rubric", action="store_true",
                         help="add the 0-3 rubric table and winrates; enforce the suite's honesty gate")
+    parser.add_argument("--agreement", action="store_true",
+                        help="add agreement between reviewers: weighted kappa per pair, Krippendorff's alpha, exact share")
     parser.add_argument("--validate", metavar="TASKLIST",
                         help="rank validation against a subset: a file of task ids, one per line (# comments)")
     parser.add_argument("--charts", metavar="DIR", help="also write the charts (SVG and PNG) into DIR")
@@ -52,7 +54,8 @@ def report_command(args: argparse.Namespace) -> int:
         store = Store(db)
         try:
             report = report_from_store(store, args.suite, selection=args.select, rubric=args.rubric,
-                                       subset=subset, subset_source=args.validate)
+                                       subset=subset, subset_source=args.validate,
+                                       agreement=args.agreement)
         finally:
             store.close()
     except (InputError, ValueError) as exc:

@@ -30,7 +30,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_db_argument(review)
     review.add_argument("--trial", type=int, metavar="ID", help="open this trial (default: the first unscored)")
     review.add_argument("--suite", metavar="ID", help="the suite to review (default: the latest in the store)")
+    review.add_argument("--blind", action="store_true",
+                        help="hide model, CLI, tokens, cost, flags and grid position; only trials you have not "
+                             "scored, in a seeded shuffled order")
+    review.add_argument("--seed", type=int, metavar="N", help="blind order seed (default: from suite and reviewer)")
+    review.add_argument("--reviews", type=int, metavar="N", help="independent reviews each trial asks for (kept in the store)")
+    review.add_argument("--disagreement", type=int, choices=(1, 2, 3), metavar="POINTS",
+                        help="score spread that sends a trial to adjudication (default 2; kept in the store)")
+    review.add_argument("--adjudicate", action="store_true",
+                        help="open the adjudication queue: trials whose reviewers disagree")
     review.set_defaults(handler=review_command)
+
+    compare = subparsers.add_parser("compare", help="two trials of one task side by side, step by step")
+    add_db_argument(compare)
+    compare.add_argument("left", type=int, metavar="A", help="a trial id")
+    compare.add_argument("right", type=int, metavar="B", help="another trial id (same task)")
+    compare.set_defaults(handler=compare_command)
 
     attach = subparsers.add_parser("attach", help="open the TUI on the runner of a store (after closing it)")
     add_db_argument(attach)
@@ -117,9 +132,53 @@ def review_command(args: argparse.Namespace) -> int:
     if not db.is_file():
         print(f"agentmeter: no store at {db}", file=sys.stderr)
         return 2
+    if args.reviews is not None or args.disagreement is not None:
+        code = _set_plan(db, args)
+        if code:
+            return code
     from ..ui.app import run_app
 
-    return run_app(db, mode="review", trial=args.trial, suite=args.suite)
+    return run_app(db, mode="review", trial=args.trial, suite=args.suite, blind=args.blind, seed=args.seed,
+                   screen="adjudicate" if args.adjudicate else None)
+
+
+def _set_plan(db: Path, args: argparse.Namespace) -> int:
+    from ..core.store import Store
+    from .score import default_reviewer
+
+    if args.reviews is not None and not 1 <= args.reviews <= 20:
+        print("agentmeter review: --reviews must be 1 to 20", file=sys.stderr)
+        return 2
+    store = Store(db)
+    try:
+        row = store.suite_row(args.suite)
+        if row is None:
+            print(f"agentmeter review: no suite {args.suite or ''} in {db}", file=sys.stderr)
+            return 1
+        store.set_review_plan(row["id"], args.reviews, args.disagreement, default_reviewer())
+    finally:
+        store.close()
+    return 0
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    from ..core.store import Store
+
+    db = Path(args.db)
+    if not db.is_file():
+        print(f"agentmeter: no store at {db}", file=sys.stderr)
+        return 2
+    store = Store(db, readonly=True)
+    try:
+        missing = [t for t in (args.left, args.right) if store.trial(t) is None]
+    finally:
+        store.close()
+    if missing:
+        print(f"agentmeter compare: no trial {missing[0]} in {db}", file=sys.stderr)
+        return 1
+    from ..ui.app import run_app
+
+    return run_app(db, mode="review", screen="compare", compare=(args.left, args.right))
 
 
 def attach_command(args: argparse.Namespace) -> int:

@@ -84,6 +84,14 @@ class Scoring(BaseModel):
     tiers: dict[str, Tier] | None = None  # task id -> calibrated tier
 
 
+class ReviewSection(Strict):
+    """``[review]``: independent reviews each trial asks for, and the score spread that sends a
+    trial to adjudication (``agentmeter review --reviews N`` overrides it per store)."""
+
+    reviews: int = Field(1, ge=1, le=20)
+    disagreement: int = Field(2, ge=1, le=3)
+
+
 class SandboxSection(BaseModel):
     """``kind`` picks the sandbox; the other keys are validated by that sandbox kind."""
 
@@ -116,6 +124,7 @@ class SuiteFile(Strict):
     providers: dict[str, Provider] = {"scripted": Provider()}
     budgets: Budgets = Budgets()
     scoring: Scoring = Scoring()
+    review: ReviewSection = ReviewSection()
     sandbox: SandboxSection = SandboxSection()
 
     @field_validator("models")

@@ -53,14 +53,14 @@ def _ordered_configs(configs: Iterable[Config]) -> list[Config]:
 def build_report(runs: Sequence[Run], *, suite: str, task_tiers: Mapping[str, str | None] | None = None,
                  configs: Sequence[Config] | None = None, scoring: Any | None = None, own: str | None = None,
                  selection: Selection = "latest", seed_prompt_hash: str | None = None,
-                 scores: Mapping[int, int] | None = None, subset: Sequence[str] | None = None,
+                 scores: Mapping[int, float] | None = None, subset: Sequence[str] | None = None,
                  subset_source: str | None = None) -> Report:
     """The whole report.
 
     ``task_tiers``: the suite's tasks in order -> tier (default: the tasks seen in ``runs``,
     untiered). ``scoring``: a ``suites.Scoring`` (alpha, grids, tau, tiers) or None for the
     defaults. ``scores``: trial id -> latest rubric score, to add the rubric table (runs need
-    ids). ``subset``: task ids for rank validation against the full set.
+    ids; a float where reviewers' median falls between two points). ``subset``: task ids for rank validation against the full set.
     """
     tiers: dict[str, str | None] = dict(task_tiers) if task_tiers is not None else {}
     for run in runs:
@@ -124,7 +124,7 @@ def _notes(rows: list, sizes: dict[str, int]) -> list[str]:
     return notes
 
 
-def _rubric(runs: Sequence[Run], scores: Mapping[int, int], tasks: list[str], configs: list[Config],
+def _rubric(runs: Sequence[Run], scores: Mapping[int, float], tasks: list[str], configs: list[Config],
             own: str | None) -> RubricTable:
     scored, ignored = [], 0
     for run in runs:
@@ -195,7 +195,7 @@ def suite_settings(row: Mapping[str, Any]) -> tuple[Any | None, str | None, Path
 
 def report_from_store(store: Any, suite_id: str | None = None, *, selection: Selection = "latest",
                       rubric: bool = False, subset: Sequence[str] | None = None, subset_source: str | None = None,
-                      scoring: Any | None = None) -> Report:
+                      scoring: Any | None = None, agreement: bool = False) -> Report:
     """A report on a suite of a store (the latest suite when ``suite_id`` is None)."""
     row = store.suite_row(suite_id)
     if row is None:
@@ -216,11 +216,18 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
     runs = runs_from_store(store, suite_id)
     scores = None
     if rubric:
-        scores = {trial_id: s.score for trial_id, s in store.latest_scores(suite_id).items()}
+        from ..reviewing import agreed_scores
+
+        # Several reviewers: a trial's score is its adjudicated one, else the median of its reviewers.
+        scores = agreed_scores(store, suite_id)
     report = build_report(runs, suite=suite_id, task_tiers=tiers, configs=configs, scoring=scoring, own=own,
                           selection=selection, seed_prompt_hash=row.get("seed_hash"), scores=scores,
                           subset=subset, subset_source=subset_source)
     report.notes[:0] = notes
+    if agreement:
+        from ..reviewing import agreement_from_store
+
+        report.agreement = agreement_from_store(store, suite_id)
     if store.db.execute("select 1 from trials where suite_id = ? and extra like '%\"kind\":\"differential\"%' "
                         "limit 1", [suite_id]).fetchone():
         from ..difftest.summary import funnel_rows

@@ -144,6 +144,36 @@ def _rubric_lines(report: Report) -> list[str]:
     return lines + [""]
 
 
+def _agreement_rows(agreement) -> list[list[str]]:
+    rows = [["all", f"{p.a} × {p.b}", str(p.n), _fmt_or_dash(p.kappa_quadratic), _fmt_or_dash(p.exact)]
+            for p in agreement.pairs]
+    for task, part in agreement.tasks.items():
+        rows += [[task, f"{p.a} × {p.b}", str(p.n), _fmt_or_dash(p.kappa_quadratic), _fmt_or_dash(p.exact)]
+                 for p in part.pairs if p.n]
+    return rows
+
+
+def _fmt_or_dash(value: float | None) -> str:
+    return DASH if value is None else f"{value:.3f}"
+
+
+def _agreement_lines(report: Report) -> list[str]:
+    agreement = report.agreement
+    assert agreement is not None
+    lines = ["## Reviewer agreement (0-3 rubric)", "",
+             f"{len(agreement.reviewers)} reviewer(s); {agreement.n_trials} trial(s) scored by two or more. "
+             f"Krippendorff's alpha (ordinal) {_fmt_or_dash(agreement.alpha_ordinal)}. Kappa: Cohen's, quadratic "
+             "weights; exact: share of trials both scored the same; n: trials both scored.", ""]
+    if not agreement.pairs:
+        return lines + ["Fewer than two reviewers: no agreement to measure yet.", ""]
+    lines += _table(["Scope", "Reviewers", "n", "Kappa (quadratic)", "Exact"],
+                    [[_md(c) for c in row] for row in _agreement_rows(agreement)], "llrrr")
+    per_task = [[_md(t), str(a.n_trials), _fmt_or_dash(a.alpha_ordinal)] for t, a in agreement.tasks.items()]
+    if per_task:
+        lines += ["", *_table(["Task", "Trials", "Alpha (ordinal)"], per_task, "lrr")]
+    return lines + [""]
+
+
 def _validation_lines(report: Report) -> list[str]:
     v = report.validation
     assert v is not None
@@ -174,6 +204,8 @@ def render_markdown(report: Report) -> str:
     lines += _budget_lines(report) + [""]
     if report.rubric is not None:
         lines += _rubric_lines(report)
+    if report.agreement is not None:
+        lines += _agreement_lines(report)
     if report.validation is not None:
         lines += _validation_lines(report)
     if report.funnel:
@@ -226,6 +258,18 @@ def render_csv(report: Report) -> str:
             if task in table.winners:
                 writer.writerow([task, *(_num(table.medians.get((c, task))) for c in configs),
                                  " ".join(config_name(c) for c in table.winners[task])])
+    if report.agreement is not None:
+        agreement = report.agreement
+        writer.writerow([])
+        writer.writerow(["Scope", "Reviewer A", "Reviewer B", "n", "Kappa quadratic", "Exact"])
+        scopes = [("all", agreement), *agreement.tasks.items()]
+        for scope, part in scopes:
+            for p in part.pairs:
+                writer.writerow([scope, p.a, p.b, p.n, _num(p.kappa_quadratic), _num(p.exact)])
+        writer.writerow([])
+        writer.writerow(["Scope", "Trials", "Alpha ordinal"])
+        for scope, part in scopes:
+            writer.writerow([scope, part.n_trials, _num(part.alpha_ordinal)])
     if report.validation is not None:
         v = report.validation
         writer.writerow([])

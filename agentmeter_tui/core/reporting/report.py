@@ -5,7 +5,8 @@ The JSON keys are a contract (issue 4): top level ``suite``, ``seed_prompt_hash`
 ``model``, ``cli``, ``passes``, ``n_tasks``, ``passes_by_tier``, ``tokens_per_pass``,
 ``usd_per_pass``, ``tier_scores``, ``ams``, ``delta_best`` and, where scored,
 ``rubric_winrate``. Optional sections appear only when asked for or needed: ``rubric``
-(--rubric), ``validation`` (--validate), ``notes`` (caveats such as unpriced runs) and,
+(--rubric), ``agreement`` (--agreement: ``pairs`` of reviewers with ``a``, ``b``, ``n``,
+``kappa_quadratic``, ``exact``; ``alpha_ordinal``; ``n_trials``; per task under ``tasks``), ``validation`` (--validate), ``notes`` (caveats such as unpriced runs) and,
 per configuration, ``detail`` (--detail: the terms of Eq. 7 per tier).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..metrics.agreement import Agreement
 from ..metrics.ams import ConfigScore, TierBudget
 from ..metrics.rubric import GateResult, Standing
 from ..metrics.runs import SELECTIONS, TIERS, Config
@@ -67,6 +69,7 @@ class Report:
     configurations: list[ConfigScore]
     own: str | None = None
     rubric: RubricTable | None = None
+    agreement: Agreement | None = None
     validation: RankValidation | None = None
     validation_source: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -97,6 +100,8 @@ class Report:
         }
         if self.rubric is not None:
             out["rubric"] = self.rubric.to_dict()
+        if self.agreement is not None:
+            out["agreement"] = self.agreement.to_dict()
         if self.validation is not None:
             out["validation"] = _validation_dict(self.validation, self.validation_source)
         if self.funnel:

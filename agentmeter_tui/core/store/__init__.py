@@ -11,7 +11,6 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,9 @@ from typing import Any
 import sqlite_utils
 
 from .migrations import immediate, migrate
+from .reviewstore import ReviewQueries, ScoreRow
+
+__all__ = ["DEFAULT_DB", "ScoreRow", "SeedHashChanged", "Store", "connect", "sha256_text", "utcnow"]
 
 DEFAULT_DB = "agentmeter.db"
 
@@ -56,17 +58,7 @@ class SeedHashChanged(Exception):
         )
 
 
-@dataclass(frozen=True)
-class ScoreRow:
-    id: int
-    trial_id: int
-    score: int
-    note: str | None
-    reviewer: str
-    created_at: str
-
-
-class Store:
+class Store(ReviewQueries):
     """Typed access to the store. Cheap to open; every logical write is one transaction."""
 
     def __init__(self, path: str | Path = DEFAULT_DB, *, readonly: bool = False):
@@ -168,7 +160,9 @@ class Store:
 
     # -- scores and notes (append-only) -----------------------------------------------------
 
-    def add_score(self, trial_id: int, score: int, reviewer: str, note: str | None = None) -> ScoreRow:
+    def add_score(self, trial_id: int, score: int, reviewer: str, note: str | None = None, *,
+                  role: str | None = None, blind: bool = False) -> ScoreRow:
+        """Append a score; it is committed when this returns. ``role="adjudication"``: the final score."""
         if score not in (0, 1, 2, 3):
             raise ValueError(f"score must be 0, 1, 2 or 3, not {score!r}")
         if self.trial(trial_id) is None:
@@ -176,10 +170,12 @@ class Store:
         now = utcnow()
         with immediate(self.db):
             pk = self.db["scores"].insert(
-                {"trial_id": trial_id, "score": score, "note": note, "reviewer": reviewer, "created_at": now}
+                {"trial_id": trial_id, "score": score, "note": note, "reviewer": reviewer, "created_at": now,
+                 "role": role, "blind": int(blind) if blind else None}
             ).last_pk
-            self.audit("score", reviewer, trial_id, {"score": score, "note": note})
-        return ScoreRow(pk, trial_id, score, note, reviewer, now)
+            self.audit("adjudicate" if role == "adjudication" else "score", reviewer, trial_id,
+                       {"score": score, "note": note, "blind": blind})
+        return ScoreRow(pk, trial_id, score, note, reviewer, now, role, int(blind) if blind else None)
 
     def latest_scores(self, suite_id: str | None = None) -> dict[int, ScoreRow]:
         """The current score of every scored trial: the latest edit wins, history stays."""
@@ -188,11 +184,12 @@ class Store:
         if suite_id is not None:
             sql += " join trials t on t.id = s.trial_id where t.suite_id = ?"
         rows = self.db.query(sql, [suite_id] if suite_id is not None else [])
-        return {r["trial_id"]: ScoreRow(**r) for r in rows}
+        return {r["trial_id"]: ScoreRow(**{k: r[k] for k in ScoreRow.__dataclass_fields__}) for r in rows}
 
     def score_history(self, trial_id: int) -> list[ScoreRow]:
-        return [ScoreRow(**r) for r in self.db.query("select * from scores where trial_id = ? order by id",
-                                                      [trial_id])]
+        return [ScoreRow(**r) for r in self.db.query(
+            "select id, trial_id, score, note, reviewer, created_at, role, blind from scores where trial_id = ? "
+            "order by id", [trial_id])]
 
     def add_note(self, trial_id: int, text: str, author: str) -> int:
         with immediate(self.db):

@@ -78,7 +78,17 @@ def m001_initial(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial]
+def m002_15_reviews(db: sqlite_utils.Database) -> None:
+    """Several reviewers (issue 15): a score's role (a review or the adjudicator's final word), whether
+    it was given blind, and per suite how many reviews a trial asks for and the disagreement that
+    sends it to adjudication. Only adds; rows written before read as plain, sighted reviews."""
+    db["scores"].add_column("role", str)
+    db["scores"].add_column("blind", int)
+    db["review_plans"].create({"suite_id": str, "reviews": int, "disagreement": int, "updated_at": str},
+                              pk="suite_id")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial, m002_15_reviews]
 
 
 @contextmanager

@@ -1,0 +1,199 @@
+"""The store's queries for several reviewers: per-reviewer scores, adjudications, review plans,
+score import with de-duplication, trial keys for merging stores, and compare's step rows.
+
+A mixin of :class:`~.store.Store` (``self.db`` is its sqlite-utils database), so every query
+stays a named method of the store. Scores stay append-only: nothing here updates or deletes a
+score; an adjudication is one more row with ``role = 'adjudication'``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .migrations import immediate
+
+FINAL_STATUSES = ("passed", "failed", "killed", "errored", "infra-invalid")
+ADJUDICATION = "adjudication"
+SCORE_COLUMNS = "id, trial_id, score, note, reviewer, created_at, role, blind"
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    id: int
+    trial_id: int
+    score: int
+    note: str | None
+    reviewer: str
+    created_at: str
+    role: str | None = None  # None or "review": a reviewer's score; "adjudication": the final word
+    blind: int | None = None  # 1 when given in blind mode
+
+    @property
+    def adjudicated(self) -> bool:
+        return self.role == ADJUDICATION
+
+
+@dataclass(frozen=True)
+class TrialKey:
+    """What identifies a trial across stores: suite, task, configuration, trial index (and attempt)."""
+
+    id: int
+    suite_id: str
+    task_id: str
+    model: str
+    cli: str
+    trial_index: int
+    attempt: int
+
+    @property
+    def match(self) -> tuple[str, str, str, str, int]:
+        return (self.suite_id, self.task_id, self.model, self.cli, self.trial_index)
+
+
+def _suite_clause(suite_id: str | None, alias: str = "t") -> tuple[str, list[Any]]:
+    return (f" and {alias}.suite_id = ?", [suite_id]) if suite_id is not None else ("", [])
+
+
+class ReviewQueries:
+    db: Any
+    audit: Any  # Store.audit: one audit row inside the caller's transaction
+
+    # -- scores by reviewer -----------------------------------------------------------------------
+
+    def score_rows(self, suite_id: str | None = None) -> list[ScoreRow]:
+        """Every score of a suite (reviews and adjudications), oldest first.
+
+        Works on a store opened read-only before issue 15's migration (merge reads other
+        stores without changing them): the missing columns read as NULL."""
+        clause, args = _suite_clause(suite_id)
+        have = set(self.db["scores"].columns_dict)
+        columns = ", ".join(f"s.{c}" if c in have else "null" for c in (c.strip() for c in SCORE_COLUMNS.split(",")))
+        sql = (f"select {columns} from scores s "
+               f"join trials t on t.id = s.trial_id where 1 = 1{clause} order by s.id")
+        return [ScoreRow(*row) for row in self.db.execute(sql, args)]
+
+    def reviewer_scores(self, suite_id: str | None = None) -> dict[int, dict[str, ScoreRow]]:
+        """trial id -> reviewer -> that reviewer's latest review (adjudications left out)."""
+        latest: dict[int, dict[str, ScoreRow]] = defaultdict(dict)
+        for row in self.score_rows(suite_id):
+            if not row.adjudicated:
+                latest[row.trial_id][row.reviewer] = row
+        return dict(latest)
+
+    def adjudications(self, suite_id: str | None = None) -> dict[int, ScoreRow]:
+        """trial id -> its latest adjudicated score."""
+        return {row.trial_id: row for row in self.score_rows(suite_id) if row.adjudicated}
+
+    def trial_tasks(self, suite_id: str | None = None) -> dict[int, str]:
+        clause, args = _suite_clause(suite_id)
+        return {r[0]: r[1] for r in self.db.execute(f"select t.id, t.task_id from trials t where 1 = 1{clause}", args)}
+
+    def finished_trial_ids(self, suite_id: str | None = None) -> list[int]:
+        clause, args = _suite_clause(suite_id)
+        marks = ",".join("?" * len(FINAL_STATUSES))
+        return [r[0] for r in self.db.execute(
+            f"select t.id from trials t where t.status in ({marks}){clause} order by t.id", [*FINAL_STATUSES, *args])]
+
+    def add_score_rows(self, rows: Sequence[dict[str, Any]], actor: str = "import") -> tuple[int, int]:
+        """Insert scores (dicts of the ``scores`` columns but ``id``) in one transaction, skipping
+        any row identical to one already stored (same trial, reviewer, score, note, time, role).
+        Returns (added, already there). Used by import and merge: re-running one doubles nothing."""
+        added = skipped = 0
+        with immediate(self.db):
+            for row in rows:
+                found = self.db.execute(
+                    "select 1 from scores where trial_id = ? and reviewer = ? and score = ? and created_at = ? "
+                    "and coalesce(note, '') = coalesce(?, '') and coalesce(role, 'review') = coalesce(?, 'review') "
+                    "limit 1", [row["trial_id"], row["reviewer"], row["score"], row["created_at"], row.get("note"),
+                                row.get("role")]).fetchone()
+                if found:
+                    skipped += 1
+                    continue
+                self.db["scores"].insert({"trial_id": row["trial_id"], "score": row["score"], "note": row.get("note"),
+                                          "reviewer": row["reviewer"], "created_at": row["created_at"],
+                                          "role": row.get("role"), "blind": row.get("blind")})
+                added += 1
+            if added:
+                self.audit("scores-import", actor, None, {"added": added, "skipped": skipped})
+        return added, skipped
+
+    def trial_ids_exist(self, ids: Iterable[int]) -> set[int]:
+        wanted = sorted(set(ids))
+        found: set[int] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            found.update(r[0] for r in self.db.execute(
+                f"select id from trials where id in ({','.join('?' * len(chunk))})", chunk))
+        return found
+
+    def trial_keys(self) -> list[TrialKey]:
+        return [TrialKey(*r) for r in self.db.execute(
+            "select id, suite_id, task_id, model, cli, trial_index, coalesce(attempt, 0) from trials order by id")]
+
+    # -- plans and audit ----------------------------------------------------------------------------
+
+    def review_plan(self, suite_id: str) -> dict[str, int] | None:
+        row = self.db.execute("select reviews, disagreement from review_plans where suite_id = ?",
+                              [suite_id]).fetchone()
+        return None if row is None else {"reviews": row[0], "disagreement": row[1]}
+
+    def set_review_plan(self, suite_id: str, reviews: int | None, disagreement: int | None, actor: str) -> None:
+        from .store import utcnow
+
+        current = self.review_plan(suite_id) or {}
+        plan = {"suite_id": suite_id, "reviews": reviews if reviews is not None else current.get("reviews"),
+                "disagreement": disagreement if disagreement is not None else current.get("disagreement"),
+                "updated_at": utcnow()}
+        with immediate(self.db):
+            self.db["review_plans"].upsert(plan, pk="suite_id")
+            self.audit("review-plan", actor, None, plan)
+
+    def record_unblinding(self, trial_id: int | None, actor: str, reason: str) -> None:
+        """Unblinding is explicit: one audit row, committed before the screen shows anything."""
+        with immediate(self.db):
+            self.audit("unblind", actor, trial_id, {"reason": reason})
+
+    def audit_rows(self, action: str) -> list[dict[str, Any]]:
+        return list(self.db.query("select * from audit where action = ? order by id", [action]))
+
+    # -- blind masking and compare -------------------------------------------------------------------
+
+    def identity_terms(self, suite_id: str) -> list[str]:
+        """Names a blind reviewer must not see: models, providers, price keys, CLIs, CLI versions."""
+        terms: set[str] = set()
+        for row in self.db.execute("select model, provider, price_key, cli, cli_version from configurations "
+                                   "where suite_id = ?", [suite_id]):
+            terms.update(v for v in row if v)
+        for row in self.db.execute("select distinct model, cli, cli_version from trials where suite_id = ?",
+                                   [suite_id]):
+            terms.update(v for v in row if v)
+        return sorted(terms)
+
+    def step_rows(self, trial_id: int) -> Iterator[tuple]:
+        """``(seq, kind, text, data)`` of the events compare builds steps from (no usage lines)."""
+        yield from self.db.execute(
+            "select seq, kind, text, data from events where trial_id = ? and kind in "
+            "('assistant', 'tool_call', 'tool_result', 'error') order by seq", [trial_id])
+
+    def usage_by_seq(self, trial_id: int) -> list[tuple[int, int]]:
+        """``(seq, raw tokens)`` per usage record of a trial, in order."""
+        return [(r[0], r[1]) for r in self.db.execute(
+            "select seq, coalesce(uncached_input, 0) + coalesce(cached_input, 0) + coalesce(cache_write, 0) "
+            "+ coalesce(output, 0) + coalesce(reasoning, 0) from usage where trial_id = ? order by seq", [trial_id])]
+
+    def compare_partner(self, trial_id: int) -> int | None:
+        """Another finished trial of the same task: the same model under another CLI first, then
+        another model under the same CLI, then any; the latest of each kind."""
+        row = self.db.execute("select suite_id, task_id, model, cli from trials where id = ?", [trial_id]).fetchone()
+        if row is None:
+            return None
+        suite, task, model, cli = row
+        marks = ",".join("?" * len(FINAL_STATUSES))
+        found = self.db.execute(
+            f"select id from trials where suite_id = ? and task_id = ? and id != ? and status in ({marks}) "
+            "order by (model = ? and cli != ?) desc, (cli = ?) desc, id desc limit 1",
+            [suite, task, trial_id, *FINAL_STATUSES, model, cli, cli]).fetchone()
+        return found[0] if found else None
