@@ -1,7 +1,7 @@
 """The reviewer workflow over a store: agreed scores, agreement, the adjudication queue, how
 many reviews a trial asks for, and blind review (a seeded order, masked identities).
 
-Everything here reads through named store methods (``core/reviewstore.py``) and computes with
+Everything here reads through named store methods (``core/store/reviews.py``) and computes with
 the pure functions of ``metrics/agreement.py``; the report, the CLI and the TUI share it.
 """
 

@@ -21,7 +21,7 @@ from agentmeter_tui.core.reviewing import (Masker, adjudication_queue, agreed_sc
 from agentmeter_tui.core.scores_io import export_csv, import_csv, merge_store
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.tomlerrors import InputError
-from agentmeter_tui.ui.sample import build_sample_store
+from tests.sample_data import build_sample_store
 
 TRIALS = list(range(1, 21))
 

@@ -153,7 +153,7 @@ def test_scores_are_append_only_and_latest_wins(tmp_path):
 def test_migrations_are_idempotent(tmp_path):
     Store(tmp_path / "m.db").close()
     store = Store(tmp_path / "m.db")
-    from agentmeter_tui.core.migrations import MIGRATIONS
+    from agentmeter_tui.core.store.migrations import MIGRATIONS
 
     names = [r["name"] for r in store.db["_migrations"].rows]
     assert names[0] == "m001_initial" and names == [m.__name__ for m in MIGRATIONS]

@@ -18,7 +18,7 @@ from typing import Any
 import sqlite_utils
 
 from .migrations import immediate, migrate
-from .reviewstore import ReviewQueries, ScoreRow
+from .reviews import ReviewQueries, ScoreRow
 
 __all__ = ["DEFAULT_DB", "ScoreRow", "SeedHashChanged", "Store", "connect", "sha256_text", "utcnow"]
 

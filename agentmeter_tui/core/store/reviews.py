@@ -141,7 +141,7 @@ class ReviewQueries:
         return None if row is None else {"reviews": row[0], "disagreement": row[1]}
 
     def set_review_plan(self, suite_id: str, reviews: int | None, disagreement: int | None, actor: str) -> None:
-        from .store import utcnow
+        from . import utcnow
 
         current = self.review_plan(suite_id) or {}
         plan = {"suite_id": suite_id, "reviews": reviews if reviews is not None else current.get("reviews"),
