@@ -9,4 +9,5 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
 .venv/bin/agentmeter install-clis
+bash scripts/harbor_venv.sh  # Harbor itself, for the ATIF and job-folder tests (Python >= 3.12)
 exec .venv/bin/pytest "$@"

@@ -158,6 +158,13 @@ class Store(ReviewQueries):
             "order by seq limit ?", [trial_id, start, limit])
         yield from cursor
 
+    def usage_by_seq(self, trial_id: int) -> dict[int, dict]:
+        """The trial's usage rows by event seq: the meter's rows only (the proxy's when it
+        metered the trial; the CLI's own figures beside them would count the calls twice)."""
+        rows = list(self.db.query("select * from usage where trial_id = ? order by seq", [trial_id]))
+        metered = "proxy" if any(r["source"] == "proxy" for r in rows) else None
+        return {r["seq"]: r for r in rows if metered is None or r["source"] == metered}
+
     # -- scores and notes (append-only) -----------------------------------------------------
 
     def add_score(self, trial_id: int, score: int, reviewer: str, note: str | None = None, *,

@@ -1,0 +1,92 @@
+"""ATIF export and import over real CLI output: every recorded stream of the six CLIs (their
+own stdout against the scripted server, tests/fixtures/streams/) stored as the runner stores
+it, written as ATIF, checked by Harbor's own trajectory model, and read back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentmeter_tui.core.interop.atif import (
+    events_from_trajectory,
+    load_trajectory,
+    parse_trajectory,
+    trajectory_from_events,
+    trajectory_totals,
+    write_trajectory,
+)
+from agentmeter_tui.core.interop.atif_schema import AtifError
+from agentmeter_tui.core.usage import TokenUsage
+from agentmeter_tui.core.vocab import EventKind
+from tests.interop.support import CLIS, SCENARIOS, STREAMS, harbor_validate, stream_rows
+
+CASES = [(cli, s) for cli in CLIS for s in SCENARIOS if (STREAMS / cli / f"{s}.stdout.jsonl").exists()]
+
+
+def trial_row(cli: str, usage: dict[int, dict]) -> dict:
+    total = sum((TokenUsage.from_dict(u) for u in usage.values()), TokenUsage())
+    return {"id": 7, "suite_id": "s", "task_id": "t", "model": "mock", "cli": cli, "cli_version": "1",
+            "status": "passed", "cost_usd": 0.01, "cost_source": "snapshot", **total.as_dict()}
+
+
+def test_every_recorded_stream_exports_as_atif_that_harbor_accepts(tmp_path):
+    paths = []
+    for cli, scenario in CASES:
+        rows, usage = stream_rows(cli, scenario)
+        trajectory = trajectory_from_events(rows, trial=trial_row(cli, usage), usage_rows=usage)
+        paths.append(write_trajectory(trajectory, tmp_path / cli / scenario / "trajectory.json"))
+    assert len(paths) == 30  # 6 CLIs x 5 scenarios
+    errors = harbor_validate(paths)
+    assert {p: e for p, e in errors.items() if e} == {}
+
+
+@pytest.mark.parametrize(("cli", "scenario"), CASES)
+def test_round_trip_keeps_every_event_in_order_and_the_five_classes(cli, scenario, tmp_path):
+    rows, usage = stream_rows(cli, scenario)
+    trial = trial_row(cli, usage)
+    path = write_trajectory(trajectory_from_events(rows, trial=trial, usage_rows=usage), tmp_path / "t.json")
+    back = events_from_trajectory(load_trajectory(path))
+    assert [(e.kind, e.text) for e in back] == [(r[2], r[4]) for r in rows]
+    stored = [TokenUsage.from_dict(usage[r[0]]) for r in rows if r[0] in usage]
+    assert [e.usage for e in back if e.usage is not None] == stored
+    tokens, cost, source = trajectory_totals(load_trajectory(path))
+    assert tokens == TokenUsage.from_dict(trial) and cost == 0.01 and source == "atif:final_metrics"
+
+
+def test_tool_names_and_arguments_come_from_the_cli_output():
+    # Claude Code's recorded write-file run calls its Bash tool with {"command": "echo hi > out.txt", ...}.
+    raw = [json.loads(line) for line in (STREAMS / "claude-code" / "write-file.stdout.jsonl").read_text().splitlines()]
+    uses = [b for o in raw if o.get("type") == "assistant" for b in o["message"]["content"] if b["type"] == "tool_use"]
+    rows, usage = stream_rows("claude-code", "write-file")
+    trajectory = trajectory_from_events(rows, trial=trial_row("claude-code", usage), usage_rows=usage)
+    calls = [c for s in trajectory.steps for c in s.tool_calls or []]
+    assert [(c.function_name, c.arguments) for c in calls] == [(u["name"], u["input"]) for u in uses]
+    results = [r for s in trajectory.steps if s.observation for r in s.observation.results]
+    assert [r.source_call_id for r in results] == [c.tool_call_id for c in calls]
+
+
+def test_figures_come_from_the_usage_text_without_usage_rows():
+    rows, usage = stream_rows("codex", "cache-heavy")
+    with_rows = trajectory_from_events(rows, trial=trial_row("codex", usage), usage_rows=usage)
+    without = trajectory_from_events(rows, session_id="trial-7-x", agent_name="codex", agent_version="1",
+                                     model_name="mock", usage=TokenUsage.from_dict(trial_row("codex", usage)))
+    assert [s.metrics for s in without.steps] == [s.metrics for s in with_rows.steps]
+    assert without.session_id == "trial-7-x" and without.extra is None
+
+
+def test_a_trial_without_events_is_one_system_step():
+    trajectory = trajectory_from_events([], session_id="x", agent_name="oracle", agent_version="0", model_name=None)
+    assert [s.source for s in trajectory.steps] == ["system"]
+
+
+def test_unknown_fields_are_kept_and_a_wrong_schema_is_named():
+    doc = {"schema_version": "ATIF-v1.9", "session_id": "s", "agent": {"name": "x", "version": "1", "new": 1},
+           "steps": [{"step_id": 1, "source": "user", "message": "hi", "future_field": [1]}]}
+    trajectory = parse_trajectory(doc)
+    assert trajectory.agent.unknown() == {"new": 1} and trajectory.steps[0].unknown() == {"future_field": [1]}
+    assert [(e.kind, e.text) for e in events_from_trajectory(trajectory)] == [(EventKind.SYSTEM, "user: hi")]
+    with pytest.raises(AtifError, match="f.json: field 'schema_version'"):
+        parse_trajectory({**doc, "schema_version": "2.0"}, "f.json")
+    with pytest.raises(AtifError, match="field 'steps.0.source'"):
+        parse_trajectory({**doc, "steps": [{"step_id": 1, "source": "robot", "message": ""}]})
