@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "report",
     "calibrate",
     "difftest",
+    "meter",
     "ui",
 )
 
