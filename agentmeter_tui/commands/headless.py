@@ -50,8 +50,7 @@ def last_run_status(db: Path) -> str | None:
         return None
     store = Store(db, readonly=True)
     try:
-        row = next(store.db.query("select status from runs order by id desc limit 1"), None)
-        return row["status"] if row else None
+        return store.last_run_status()
     finally:
         store.close()
 

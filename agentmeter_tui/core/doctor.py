@@ -245,18 +245,16 @@ def check_store(db: Path) -> HostCheck:
     from .run.control import runner_alive
     from .store import Store
     from .store.migrations import MIGRATIONS
+    from .vocab import ACTIVE_STATUSES
 
     if not db.exists():
         return HostCheck(f"store {db}", True, "not created yet (the first run creates it)")
     try:
         store = Store(db, readonly=True)
         try:
-            tables = set(store.db.table_names())
-            done = {row["name"] for row in store.db["_migrations"].rows} if "_migrations" in tables else set()
-            pending = [m.__name__ for m in MIGRATIONS if m.__name__ not in done]
-            trials = store.db["trials"].count if "trials" in tables else 0
-            running = store.db.execute("select count(*) from trials where status in "
-                                       "('starting','running','verifying')").fetchone()[0] if trials else 0
+            health = store.health(ACTIVE_STATUSES)
+            pending = [m.__name__ for m in MIGRATIONS if m.__name__ not in health["applied"]]
+            trials, running = health["trials"], health["active"]
         finally:
             store.close()
     except Exception as exc:  # noqa: BLE001 - any failure to read it is the finding

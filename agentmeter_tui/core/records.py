@@ -14,7 +14,6 @@ from typing import IO, Any
 
 import orjson
 
-from .store.migrations import immediate
 from .usage import TOKEN_CLASSES, TokenUsage
 from .vocab import TrialStatus
 
@@ -172,44 +171,31 @@ def records_from_store(store: Any, suite_id: str | None = None) -> list[TrialRec
         if row is None:
             return []
         suite_id = row["id"]
-    statuses = ",".join(f"'{s}'" for s in sorted(STATUSES))
-    rows = store.db.query(f"select * from trials where suite_id = ? and status in ({statuses}) order by id",
-                          [suite_id])
-    return [TrialRecord.from_trial_row(r) for r in rows]
+    return [TrialRecord.from_trial_row(r) for r in store.final_trial_rows(suite_id, STATUSES)]
 
 
 def import_records(store: Any, records: list[TrialRecord]) -> int:
     """Insert records as imported trials, in one transaction: all of them or none."""
-    db = store.db
-    with immediate(db):
-        for suite_id in sorted({r.suite for r in records}):
-            if store.suite_row(suite_id) is None:
-                db["suites"].insert({"id": suite_id, "name": suite_id, "created_at": records[0].finished_at
-                                     or records[0].started_at})
-        tasks = {(r.suite, r.task): r.tier for r in records}
-        for position, ((suite_id, task_id), tier) in enumerate(sorted(tasks.items())):
-            db["tasks"].insert({"suite_id": suite_id, "task_id": task_id, "tier": tier, "position": position},
-                               pk=("suite_id", "task_id"), ignore=True)
-        config_ids: dict[tuple[str, str, str], int] = {}
-        rows = []
-        for record in records:
-            key = (record.suite, record.model, record.cli)
-            if key not in config_ids:
-                config_ids[key] = store.ensure_configuration(record.suite, record.model, record.cli)
-            tokens = record.tokens.as_dict()
-            extra = dict(record.extra)
-            rows.append({
-                "suite_id": record.suite, "task_id": record.task, "tier": record.tier,
-                "config_id": config_ids[key], "model": record.model, "cli": record.cli,
-                "trial_index": record.trial, "attempt": int(extra.pop("attempt", 0) or 0),
-                "status": record.status, "reason": extra.pop("reason", None), "passed": int(record.passed),
-                "quality": record.quality, **tokens, "turns": record.turns, "tool_calls": record.tool_calls,
-                "cost_usd": record.cost_usd, "cost_source": record.cost_source,
-                "cost_actual_usd": extra.pop("cost_actual_usd", None),
-                "cost_actual_source": extra.pop("cost_actual_source", None),
-                "flags": orjson.dumps(extra.pop("flags")).decode() if "flags" in extra else None,
-                "started_at": record.started_at, "finished_at": record.finished_at, "imported": 1,
-                "extra": orjson.dumps(extra).decode() if extra else None,
-            })
-        db["trials"].insert_all(rows, batch_size=2000)
-    return len(records)
+    if not records:
+        return 0
+    created = records[0].finished_at or records[0].started_at
+    suites = {suite_id: created for suite_id in sorted({r.suite for r in records})}
+    tasks = {(r.suite, r.task): r.tier for r in records}
+    rows = []
+    for record in records:
+        tokens = record.tokens.as_dict()
+        extra = dict(record.extra)
+        rows.append(((record.suite, record.model, record.cli), {
+            "suite_id": record.suite, "task_id": record.task, "tier": record.tier,
+            "model": record.model, "cli": record.cli,
+            "trial_index": record.trial, "attempt": int(extra.pop("attempt", 0) or 0),
+            "status": record.status, "reason": extra.pop("reason", None), "passed": int(record.passed),
+            "quality": record.quality, **tokens, "turns": record.turns, "tool_calls": record.tool_calls,
+            "cost_usd": record.cost_usd, "cost_source": record.cost_source,
+            "cost_actual_usd": extra.pop("cost_actual_usd", None),
+            "cost_actual_source": extra.pop("cost_actual_source", None),
+            "flags": orjson.dumps(extra.pop("flags")).decode() if "flags" in extra else None,
+            "started_at": record.started_at, "finished_at": record.finished_at, "imported": 1,
+            "extra": orjson.dumps(extra).decode() if extra else None,
+        }))
+    return store.import_trials(suites, [(s, t, tier) for (s, t), tier in sorted(tasks.items())], rows)

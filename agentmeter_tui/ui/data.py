@@ -1,9 +1,10 @@
-"""Provides the UI's access to the store: one thread that owns a connection, and the queries.
+"""Provides the UI's access to the store: one thread that owns a connection, and the data the
+screens need, shaped from the store's named queries (``core.store.views``).
 
 The runner writes trials and events; the UI reads them (WAL lets it read while the runner
 writes) and writes only scores and notes, each a short transaction through ``Store``. All of
 it runs on one worker thread (:class:`StoreThread`) so the event loop never waits on SQLite
-and the connection never crosses threads. The query functions take a ``Store`` and return
+and the connection never crosses threads. The functions here take a ``Store`` and return
 plain data, so they are tested without an app.
 """
 
@@ -19,12 +20,11 @@ from typing import Any, TypeVar
 
 import orjson
 
+from ..core.run.control import LIVE_TEXT
 from ..core.store import Store
 
 T = TypeVar("T")
 FINAL = ("passed", "failed", "killed", "errored", "infra-invalid")
-GRID_COLUMNS = ("id, model, cli, task_id, trial_index, status, reason, uncached_input, cached_input, cache_write, "
-                "output, reasoning, cost_usd, flags")
 
 
 class StoreThread:
@@ -80,23 +80,19 @@ def overview(store: Store, suite_id: str | None = None) -> SuiteOverview:
     """The suite's shape: models and CLIs in suite order, tasks, trials per cell."""
     row = store.suite_row(suite_id)
     if row is None:
-        row = next(store.db.query("select suite_id as id from trials order by id desc limit 1"), None)
-        if row is None:
+        latest = store.latest_trial_suite()
+        if latest is None:
             return SuiteOverview(None)
-        row = {"id": row["id"], "name": None, "path": None}
+        row = {"id": latest, "name": None, "path": None}
     sid = row["id"]
     models: list[str] = []
     clis: list[str] = []
-    for config in store.db.query("select model, cli from configurations where suite_id = ? order by id", [sid]):
-        if config["model"] not in models:
-            models.append(config["model"])
-        if config["cli"] not in clis:
-            clis.append(config["cli"])
-    tasks = [r["task_id"] for r in store.db.query(
-        "select task_id from tasks where suite_id = ? order by position, task_id", [sid])]
-    if not tasks:
-        tasks = [r["task_id"] for r in store.db.query(
-            "select distinct task_id from trials where suite_id = ? order by task_id", [sid])]
+    for model, cli in store.configuration_pairs(sid):
+        if model not in models:
+            models.append(model)
+        if cli not in clis:
+            clis.append(cli)
+    tasks = list(store.task_tiers(sid)) or store.trial_task_ids(sid)
     return SuiteOverview(sid, row.get("name"), models, clis, tasks, _trials_per_cell(store, sid, row.get("path")),
                          row.get("path"))
 
@@ -108,12 +104,11 @@ def _trials_per_cell(store: Store, suite_id: str, path: str | None) -> int:
                 return int(tomllib.load(handle).get("suite", {}).get("trials", 1))
         except (OSError, tomllib.TOMLDecodeError, ValueError, TypeError):
             pass
-    found = store.db.execute("select max(trial_index) from trials where suite_id = ?", [suite_id]).fetchone()[0]
-    return int(found or 1)
+    return int(store.max_trial_index(suite_id) or 1)
 
 
 def grid_rows(store: Store, suite_id: str) -> list[dict[str, Any]]:
-    return list(store.db.query(f"select {GRID_COLUMNS} from trials where suite_id = ? order by id", [suite_id]))
+    return store.grid_rows(suite_id)
 
 
 def latest_scores(store: Store, suite_id: str | None) -> dict[int, int]:
@@ -155,13 +150,8 @@ def trial_detail(store: Store, trial_id: int) -> TrialDetail | None:
     row = store.trial(trial_id)
     if row is None:
         return None
-    siblings = list(store.db.query(
-        "select t.id, t.trial_index, t.status, t.reason, t.cost_usd, "
-        "t.uncached_input + t.cached_input + t.cache_write + t.output + t.reasoning as raw, "
-        "(select s.score from scores s where s.trial_id = t.id order by s.id desc limit 1) as score "
-        "from trials t where t.suite_id = ? and t.task_id = ? and t.model = ? and t.cli = ? order by t.trial_index, t.id",
-        [row["suite_id"], row["task_id"], row["model"], row["cli"]]))
-    notes = list(store.db.query("select * from notes where trial_id = ? order by id", [trial_id]))
+    siblings = store.cell_trials(row["suite_id"], row["task_id"], row["model"], row["cli"])
+    notes = store.notes(trial_id)
     try:
         extra = orjson.loads(row["extra"]) if row.get("extra") else {}
     except orjson.JSONDecodeError:
@@ -172,34 +162,16 @@ def trial_detail(store: Store, trial_id: int) -> TrialDetail | None:
 
 def review_queue(store: Store, suite_id: str | None) -> list[tuple[int, bool]]:
     """Finished trials in review order (by id) and whether each has a score."""
-    where = "t.status in ({})".format(",".join("?" * len(FINAL)))
-    params: list[Any] = list(FINAL)
-    if suite_id is not None:
-        where += " and t.suite_id = ?"
-        params.append(suite_id)
-    sql = (f"select t.id, exists(select 1 from scores s where s.trial_id = t.id) as scored from trials t "
-           f"where {where} order by t.id")
-    return [(r[0], bool(r[1])) for r in store.db.execute(sql, params)]
+    return store.review_queue(suite_id, FINAL)
 
 
 def tail_events(store: Store, trial_id: int, count: int) -> list[list]:
     """The last ``count`` events of a trial as feed rows ``[seq, ts, kind, stream, text]``."""
-    rows = store.db.execute(
-        "select seq, ts, kind, stream, substr(text, 1, 2000) from events where trial_id = ? "
-        "order by seq desc limit ?", [trial_id, count]).fetchall()
-    return [list(r) for r in reversed(rows)]
+    return [list(r) for r in store.tail_events(trial_id, count, LIVE_TEXT)]
 
 
 # -- transcript index (the review screen's virtual list) ---------------------------------------
 
-# A tool result counts as a failure when its raw line says so in one of the shapes the CLIs use
-# (the parser's is_error is not stored): a non-zero exit code, is_error true, or an error status.
-# CASE guards json_extract, which raises on lines that are not JSON.
-FAILURE_SQL = (
-    "select seq from events where trial_id = ? and (kind = 'error' or (kind = 'tool_result' and data is not null "
-    "and case when json_valid(data) then coalesce(json_extract(data, '$.exit_code'), 0) not in (0, '0') "
-    "or json_extract(data, '$.is_error') in (1, 'true') or json_extract(data, '$.status') in ('error', 'failed') "
-    "else 0 end))")
 # Kinds shown in full by default; everything else starts folded to one line.
 OPEN_KINDS = frozenset({"assistant", "error"})
 KEEP_CHARS = 4000  # text kept in memory per event; longer texts are read again when unfolded
@@ -234,8 +206,7 @@ def event_index(store: Store, trial_id: int) -> EventIndex:
     streamed message reads as a paragraph rather than as a row per delta.
     """
     seqs, kinds, texts, full = [], [], [], []
-    for seq, kind, text in store.db.execute("select seq, kind, text from events where trial_id = ? order by seq",
-                                            [trial_id]):
+    for seq, kind, text in store.event_texts(trial_id):
         text = text or ""
         if (kind == "assistant" and kinds and kinds[-1] == "assistant" and full[-1]
                 and len(texts[-1]) + len(text) <= KEEP_CHARS):
@@ -249,20 +220,10 @@ def event_index(store: Store, trial_id: int) -> EventIndex:
         else:
             texts.append(text)
             full.append(True)
-    failed_seqs = {row[0] for row in store.db.execute(FAILURE_SQL, [trial_id])}
+    failed_seqs = store.failure_seqs(trial_id)
     failures = {i for i, seq in enumerate(seqs) if seq in failed_seqs} if failed_seqs else set()
     return EventIndex(seqs, kinds, texts, full, failures)
 
 
-def event_text(store: Store, trial_id: int, seq: int) -> str:
-    row = store.db.execute("select text from events where trial_id = ? and seq = ?", [trial_id, seq]).fetchone()
-    return (row[0] or "") if row else ""
-
-
-def search_events(store: Store, trial_id: int, needle: str, after: int, backwards: bool = False) -> int | None:
-    """The seq of the next (or previous) event whose text contains ``needle``, any case."""
-    op, order = ("<", "desc") if backwards else (">", "asc")
-    row = store.db.execute(
-        f"select seq from events where trial_id = ? and seq {op} ? and instr(lower(text), lower(?)) > 0 "
-        f"order by seq {order} limit 1", [trial_id, after, needle]).fetchone()
-    return row[0] if row else None
+event_text = Store.event_text
+search_events = Store.search_events

@@ -161,21 +161,10 @@ def report_from_records(records: Sequence[TrialRecord], *, scoring: Any | None =
                         scoring=scoring, own=own, selection=selection, **kwargs)
 
 
-_RUN_SQL = """
-select task_id, model, cli, trial_index, status, passed, coalesce(quality, 0.0),
-       coalesce(uncached_input, 0) + coalesce(cached_input, 0) + coalesce(cache_write, 0)
-         + coalesce(output, 0) + coalesce(reasoning, 0),
-       cost_usd, coalesce(attempt, 0), coalesce(turns, 0), coalesce(tool_calls, 0), finished_at, id
-from trials where suite_id = ? and status in ({statuses})
-"""
-
-
 def runs_from_store(store: Any, suite_id: str) -> list[Run]:
     """Every final trial of a suite, in one query."""
-    sql = _RUN_SQL.format(statuses=",".join("?" * len(STATUSES)))
-    cursor = store.db.conn.execute(sql, [suite_id, *sorted(STATUSES)])
     return [Run(t, m, c, i, s, bool(p), q, raw, cost, a, turns, tools, fin, pk)
-            for t, m, c, i, s, p, q, raw, cost, a, turns, tools, fin, pk in cursor]
+            for t, m, c, i, s, p, q, raw, cost, a, turns, tools, fin, pk in store.run_tuples(suite_id, STATUSES)]
 
 
 def suite_settings(row: Mapping[str, Any]) -> tuple[Any | None, str | None, Path | None]:
@@ -209,10 +198,8 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
         scoring, own, _ = suite_settings(row)
         if scoring is None and row.get("path"):
             notes.append(f"suite folder {row['path']} not found: Table 1 defaults, task tiers as stored")
-    tiers = {r["task_id"]: r["tier"] for r in store.db.query(
-        "select task_id, tier from tasks where suite_id = ? order by position, task_id", [suite_id])}
-    configs = [(r["model"], r["cli"]) for r in store.db.query(
-        "select model, cli from configurations where suite_id = ? order by id", [suite_id])]
+    tiers = store.task_tiers(suite_id)
+    configs = store.configuration_pairs(suite_id)
     runs = runs_from_store(store, suite_id)
     scores = None
     if rubric:
@@ -228,8 +215,7 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
         from ..reviewing import agreement_from_store
 
         report.agreement = agreement_from_store(store, suite_id)
-    if store.db.execute("select 1 from trials where suite_id = ? and extra like '%\"kind\":\"differential\"%' "
-                        "limit 1", [suite_id]).fetchone():
+    if store.has_differential(suite_id):
         from ..difftest.summary import funnel_rows
         from ..records import records_from_store
 

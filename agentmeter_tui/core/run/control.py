@@ -26,6 +26,7 @@ import orjson
 from ..paths import socket_path
 
 MAX_LINE = 64 << 20
+LIVE_TEXT = 2000  # characters of an event's text sent to live clients; the store keeps it all
 
 
 class ControlError(Exception):

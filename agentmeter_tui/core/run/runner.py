@@ -24,7 +24,7 @@ from typing import Any
 from ..paths import default_clis_root, lock_path, socket_path
 from ..procs import BACKGROUND, SWEEPER, become_subreaper, reap_orphans
 from ..sandboxes import SANDBOXES, Sandbox
-from ..store import SeedHashChanged, utcnow
+from ..store import SeedHashChanged, Store, utcnow
 from ..store.writer import StoreWriter
 from ..suites import Suite, load_suite
 from ..tomlerrors import InputError
@@ -32,7 +32,7 @@ from ..vocab import KillReason
 from .context import RunContext
 from .control import encode
 from .feed import Feed
-from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
+from .scheduler import COUNTABLE, Scheduler, pending_plans, plan_cells, recover_previous
 
 
 class Runner:
@@ -68,7 +68,7 @@ class Runner:
         suite = self.suite
         call = lambda fn, *a: asyncio.wrap_future(writer.call(fn, *a))
         try:
-            await call(lambda store: store.register_suite(suite))
+            await call(Store.register_suite, suite)
         except SeedHashChanged as exc:
             self.log(str(exc))
             return 4
@@ -81,10 +81,9 @@ class Runner:
         lost = await call(recover_previous, suite.id)
         if lost:
             self.log(f"{lost} trial(s) left running by a previous runner marked infra-invalid")
-        self.run_id = await call(lambda store: store.db["runs"].insert(
-            {"suite_id": suite.id, "seed_hash": suite.seed_hash, "status": "running", "pid": os.getpid(),
-             "host": socketlib.gethostname(), "socket": str(socket_path(self.db)), "started_at": utcnow()}
-        ).last_pk)
+        self.run_id = await call(Store.insert_run, {
+            "suite_id": suite.id, "seed_hash": suite.seed_hash, "status": "running", "pid": os.getpid(),
+            "host": socketlib.gethostname(), "socket": str(socket_path(self.db)), "started_at": utcnow()})
         config_ids = await call(lambda store: {
             c.key: store.ensure_configuration(suite.id, c.model.id, c.cli.adapter) for c in suite.configurations()})
         ctx = RunContext(suite, writer, sandbox, run_id=self.run_id, clis_root=self.clis_root,
@@ -96,9 +95,7 @@ class Runner:
                                                max_retries=suite.spec.suite.max_retries)
         ctx.on_trial_changed = self.feed.trial_changed
         scheduler.on_finished = self.feed.trial_finished
-        done_before = await call(lambda store: store.db.execute(
-            "select count(*) from trials where suite_id = ? and status in ('passed','failed','killed','errored')",
-            [suite.id]).fetchone()[0])
+        done_before = await call(Store.count_trials, suite.id, COUNTABLE)
         self.feed.done_before = done_before
         server = await self._serve()
         loop = asyncio.get_running_loop()
@@ -121,8 +118,7 @@ class Runner:
             await BACKGROUND.drain()
             await asyncio.to_thread(SWEEPER.final)
             await self._stop_services(sandbox)
-            await call(lambda store: store.db["runs"].update(self.run_id, {"status": status,
-                                                                            "finished_at": utcnow()}))
+            await call(Store.update_run, self.run_id, {"status": status, "finished_at": utcnow()})
             await self.feed.finish(status)
             server.close()
             socket_path(self.db).unlink(missing_ok=True)

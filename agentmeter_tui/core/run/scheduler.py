@@ -16,7 +16,6 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from ..procs import SWEEPER
-from ..store.migrations import immediate
 from ..vocab import ACTIVE_STATUSES, TrialStatus
 from .context import RunContext
 from .placement import Placement, Slot
@@ -37,25 +36,20 @@ def plan_cells(ctx: RunContext, config_ids: dict[str, int]) -> list[TrialPlan]:
 
 def recover_previous(store, suite_id: str) -> int:
     """Trials a dead runner left active become infra-invalid, and their processes are killed."""
-    statuses = ",".join(f"'{s.value}'" for s in ACTIVE_STATUSES | {TrialStatus.QUEUED})
-    stale = list(store.db.query(f"select id, proc_token from trials where suite_id = ? and status in ({statuses})",
-                                [suite_id]))
+    stale = store.trial_tokens(suite_id, ACTIVE_STATUSES | {TrialStatus.QUEUED})
     tokens = {row["proc_token"] for row in stale if row["proc_token"]}
     if tokens:
         SWEEPER.add_all(tokens)
         SWEEPER.final()  # one environment scan for all of them, repeated until none is left
-    with immediate(store.db):
-        for row in stale:
-            store.db["trials"].update(row["id"], {"status": TrialStatus.INFRA_INVALID.value,
-                                                  "reason": "infra: runner lost (restarted)"})
+    store.set_trials_status([row["id"] for row in stale], TrialStatus.INFRA_INVALID.value,
+                            "infra: runner lost (restarted)")
     return len(stale)
 
 
 def pending_plans(store, ctx: RunContext, plans: list[TrialPlan], max_retries: int) -> list[TrialPlan]:
     attempts: dict[tuple, int] = defaultdict(int)
     done: set[tuple] = set()
-    for row in store.db.query("select task_id, config_id, trial_index, status from trials where suite_id = ?",
-                              [ctx.suite.id]):
+    for row in store.cell_statuses(ctx.suite.id):
         cell = (row["task_id"], row["config_id"], row["trial_index"])
         if row["status"] in COUNTABLE:
             done.add(cell)

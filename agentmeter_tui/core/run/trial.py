@@ -22,18 +22,16 @@ import orjson
 
 from ..harnesses import AgentOutcome, get_adapter
 from ..sandboxes.base import KillPolicy, LaunchSpec, SandboxSession
-from ..store import utcnow
-from ..store.migrations import immediate
+from ..store import Store, utcnow
 from ..usage import TokenUsage
 from ..verifiers import VERIFIERS
 from ..vocab import EventKind, KillReason, ParsedEvent, TrialStatus
+from .control import LIVE_TEXT
 
 if TYPE_CHECKING:
     from ..proxy.calls import ProxyCall, Route
     from ..suites import Budget, Configuration, Task
     from .context import RunContext
-
-LIVE_TEXT = 2000  # characters of an event's text sent to live clients; the store keeps it all
 
 
 @dataclass
@@ -201,8 +199,8 @@ class TrialRun:
     async def execute(self) -> TrialStatus:
         ctx = self.ctx
         self.started_at = utcnow()
-        self.id = await ctx.call(_insert_trial, self._row(status=TrialStatus.STARTING, started_at=self.started_at,
-                                                          queued_at=self.started_at))
+        self.id = await ctx.call(Store.insert_trial, self._row(status=TrialStatus.STARTING,
+                                                               started_at=self.started_at, queued_at=self.started_at))
         self._set_status(TrialStatus.STARTING)
         try:
             final = await self._run()
@@ -301,7 +299,7 @@ class TrialRun:
 
     def _set_status(self, status: TrialStatus, **fields: Any) -> None:
         self.status = status
-        self.ctx.call_nowait(_update_trial, self.id, {"status": status.value, **fields})
+        self.ctx.call_nowait(Store.update_trial, self.id, {"status": status.value, **fields})
         self.ctx.trial_changed(self)
 
     async def _finish(self, status: TrialStatus, reason: str | None, verdict) -> None:
@@ -316,7 +314,7 @@ class TrialRun:
         if reason:
             self.note(f"{status.value}: {reason}")
         row = self._row(finished_at=self.finished_at, exit_code=getattr(self, "_exit_code", None), **fields)
-        await ctx.call(_update_trial, self.id, row)  # committed before anyone sees the trial as done
+        await ctx.call(Store.update_trial, self.id, row)  # committed before anyone sees the trial as done
         ctx.trial_changed(self)
         if self.session is not None:
             try:
@@ -356,16 +354,6 @@ class TrialRun:
         if isinstance(row.get("status"), TrialStatus):
             row["status"] = row["status"].value
         return row
-
-
-def _insert_trial(store, row: dict) -> int:
-    with immediate(store.db):
-        return store.db["trials"].insert(row).last_pk
-
-
-def _update_trial(store, trial_id: int, fields: dict) -> None:
-    with immediate(store.db):
-        store.db["trials"].update(trial_id, fields)
 
 
 def _float(value: Decimal | None) -> float | None:

@@ -1,8 +1,14 @@
 """The SQLite store: one file per project, WAL, migrations on open.
 
-Writers: the runner process owns trial and event writes (through :class:`StoreWriter`);
-reviewers' scores and notes are short append-only transactions from whichever client makes
-them. WAL plus a busy timeout lets those coexist without a second long-lived writer.
+Every query and transaction of the project is a named method here: :class:`Store` holds the
+suite, trial, event and score basics, and takes the rest from one class per kind of caller
+(``runs`` for the run engine, ``views`` for the screens and doctor, ``reports`` for reports and
+trial records). Nothing outside this package writes SQL or touches the connection.
+
+Writers: the runner process owns trial and event writes (through :class:`StoreWriter`, in
+``writer``, the single writer thread); reviewers' scores and notes are short append-only
+transactions from whichever client makes them. WAL plus a busy timeout lets those coexist
+without a second long-lived writer.
 """
 
 from __future__ import annotations
@@ -17,8 +23,12 @@ from typing import Any
 
 import sqlite_utils
 
-from .migrations import immediate, migrate
+from .migrations import migrate
+from .reports import ReportQueries
 from .reviews import ReviewQueries, ScoreRow
+from .runs import RunQueries
+from .tx import immediate
+from .views import ViewQueries
 
 __all__ = ["DEFAULT_DB", "ScoreRow", "SeedHashChanged", "Store", "connect", "sha256_text", "utcnow"]
 
@@ -58,7 +68,7 @@ class SeedHashChanged(Exception):
         )
 
 
-class Store(ReviewQueries):
+class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries):
     """Typed access to the store. Cheap to open; every logical write is one transaction."""
 
     def __init__(self, path: str | Path = DEFAULT_DB, *, readonly: bool = False):

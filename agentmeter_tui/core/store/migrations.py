@@ -7,11 +7,12 @@ brings it forward and opening a current one does nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import sqlite_utils
+
+from .tx import immediate
 
 TOKEN_COLUMNS = {"uncached_input": int, "cached_input": int, "cache_write": int, "output": int, "reasoning": int}
 
@@ -89,30 +90,6 @@ def m002_15_reviews(db: sqlite_utils.Database) -> None:
 
 
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial, m002_15_reviews]
-
-
-@contextmanager
-def immediate(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
-    """A write transaction that takes the write lock up front (BEGIN IMMEDIATE).
-
-    Several processes write one store (the runner, a reviewer's scores, an import). A
-    deferred transaction that reads before it writes can fail at once with "database is
-    locked" when another process commits in between, without waiting; an immediate one waits
-    its turn under the busy timeout. The body runs in sqlite-utils' ``atomic()`` (a savepoint).
-    """
-    if db.conn.in_transaction:
-        with db.atomic():
-            yield db
-        return
-    db.conn.execute("BEGIN IMMEDIATE")
-    try:
-        with db.atomic():
-            yield db
-    except BaseException:
-        if db.conn.in_transaction:
-            db.conn.rollback()
-        raise
-    db.conn.commit()
 
 
 def migrate(db: sqlite_utils.Database) -> list[str]:

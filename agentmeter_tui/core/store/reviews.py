@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .migrations import immediate
+from .tx import immediate
 
 FINAL_STATUSES = ("passed", "failed", "killed", "errored", "infra-invalid")
 ADJUDICATION = "adjudication"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import Store
-from .migrations import immediate
+from .tx import immediate
 
 FLUSH_SECONDS = 0.1
 EVENT_SQL = "insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, ?, ?, ?, ?, ?)"

@@ -1,0 +1,69 @@
+"""The run engine's queries: a run's row, its trials' rows, and what a restart finds.
+
+Called on the runner's store-writer thread (``StoreWriter.call``), so every write here is the
+single writer's; each is one immediate transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import sqlite_utils
+
+from .tx import immediate
+
+
+class RunQueries:
+    db: sqlite_utils.Database
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def insert_run(self, row: dict[str, Any]) -> int:
+        with immediate(self.db):
+            return self.db["runs"].insert(row).last_pk
+
+    def update_run(self, run_id: int, fields: dict[str, Any]) -> None:
+        with immediate(self.db):
+            self.db["runs"].update(run_id, fields)
+
+    def last_run_status(self) -> str | None:
+        row = next(self.db.query("select status from runs order by id desc limit 1"), None)
+        return row["status"] if row else None
+
+    # -- trials -------------------------------------------------------------------------------
+
+    def insert_trial(self, row: dict[str, Any]) -> int:
+        with immediate(self.db):
+            return self.db["trials"].insert(row).last_pk
+
+    def update_trial(self, trial_id: int, fields: dict[str, Any]) -> None:
+        with immediate(self.db):
+            self.db["trials"].update(trial_id, fields)
+
+    def count_trials(self, suite_id: str | None, statuses: Iterable[str]) -> int:
+        """Trials of a suite (of every suite when None) in one of ``statuses``."""
+        statuses = sorted(str(s) for s in statuses)
+        sql = f"select count(*) from trials where status in ({','.join('?' * len(statuses))})"
+        params: list[Any] = list(statuses)
+        if suite_id is not None:
+            sql += " and suite_id = ?"
+            params.append(suite_id)
+        return self.db.execute(sql, params).fetchone()[0]
+
+    def trial_tokens(self, suite_id: str, statuses: Iterable[str]) -> list[dict[str, Any]]:
+        """``id`` and ``proc_token`` of a suite's trials in one of ``statuses``."""
+        statuses = sorted(str(s) for s in statuses)
+        return list(self.db.query(
+            f"select id, proc_token from trials where suite_id = ? and status in ({','.join('?' * len(statuses))})",
+            [suite_id, *statuses]))
+
+    def set_trials_status(self, trial_ids: Iterable[int], status: str, reason: str) -> None:
+        with immediate(self.db):
+            for trial_id in trial_ids:
+                self.db["trials"].update(trial_id, {"status": status, "reason": reason})
+
+    def cell_statuses(self, suite_id: str) -> Iterable[dict[str, Any]]:
+        """``task_id, config_id, trial_index, status`` of every trial of a suite."""
+        return self.db.query("select task_id, config_id, trial_index, status from trials where suite_id = ?",
+                             [suite_id])

@@ -1,0 +1,32 @@
+"""The store's write transaction: one helper every write of every process goes through."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import sqlite_utils
+
+
+@contextmanager
+def immediate(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
+    """A write transaction that takes the write lock up front (BEGIN IMMEDIATE).
+
+    Several processes write one store (the runner, a reviewer's scores, an import). A
+    deferred transaction that reads before it writes can fail at once with "database is
+    locked" when another process commits in between, without waiting; an immediate one waits
+    its turn under the busy timeout. The body runs in sqlite-utils' ``atomic()`` (a savepoint).
+    """
+    if db.conn.in_transaction:
+        with db.atomic():
+            yield db
+        return
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        with db.atomic():
+            yield db
+    except BaseException:
+        if db.conn.in_transaction:
+            db.conn.rollback()
+        raise
+    db.conn.commit()
