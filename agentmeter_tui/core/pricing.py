@@ -42,11 +42,12 @@ class PriceTier(BaseModel):
     input: Decimal
     cached_input: Decimal | None = None
     cache_write: Decimal | None = None
+    cache_write_1h: Decimal | None = None
     output: Decimal
     reasoning: Decimal | None = None
 
-    _coerce = field_validator("input", "cached_input", "cache_write", "output", "reasoning", mode="before")(
-        lambda v: None if v is None else _decimal(v))
+    _coerce = field_validator("input", "cached_input", "cache_write", "cache_write_1h", "output", "reasoning",
+                              mode="before")(lambda v: None if v is None else _decimal(v))
 
 
 class ModelPrice(BaseModel):
@@ -58,14 +59,25 @@ class ModelPrice(BaseModel):
     input: Decimal = Field(ge=0)
     cached_input: Decimal | None = Field(None, ge=0)  # default: the input price (no discount)
     cache_write: Decimal | None = Field(None, ge=0)  # default: the input price
+    # Anthropic-style 1-hour cache writes (2x input there, against 1.25x for 5-minute ones);
+    # default: the cache_write price
+    cache_write_1h: Decimal | None = Field(None, ge=0)
     output: Decimal = Field(ge=0)
     reasoning: Decimal | None = Field(None, ge=0)  # default: the output price
     tiers: list[PriceTier] = []
     source_url: str | None = None
     verified_on: str | None = None
 
-    _coerce = field_validator("input", "cached_input", "cache_write", "output", "reasoning", mode="before")(
-        lambda v: None if v is None else _decimal(v))
+    _coerce = field_validator("input", "cached_input", "cache_write", "cache_write_1h", "output", "reasoning",
+                              mode="before")(lambda v: None if v is None else _decimal(v))
+
+    def rate_1h(self, call_input: int | None) -> Decimal | None:
+        """The 1-hour cache-write price for a call of ``call_input`` prompt tokens, if the entry gives one."""
+        price = self.cache_write_1h
+        for tier in sorted(self.tiers, key=lambda t: t.above_input_tokens):
+            if call_input is not None and call_input > tier.above_input_tokens and tier.cache_write_1h is not None:
+                price = tier.cache_write_1h
+        return price
 
     def rates(self, call_input: int | None) -> tuple[Decimal, Decimal, Decimal, Decimal, Decimal]:
         """(input, cached, cache write, output, reasoning) for a call of ``call_input`` prompt tokens."""
@@ -137,7 +149,11 @@ class PriceSnapshot:
             return None
         _, model = found
         p_in, p_hit, p_write, p_out, p_reason = model.rates(call_input)
-        native = (usage.uncached_input * p_in + usage.cached_input * p_hit + usage.cache_write * p_write
+        # The 1-hour share of the cache writes at its own price (the rest at cache_write).
+        p_write_1h = model.rate_1h(call_input)
+        share_1h = min(usage.cache_write_1h, usage.cache_write) if p_write_1h is not None else 0
+        writes = (usage.cache_write - share_1h) * p_write + share_1h * (p_write_1h or 0)
+        native = (usage.uncached_input * p_in + usage.cached_input * p_hit + writes
                   + usage.output * p_out + usage.reasoning * p_reason) / MILLION
         currency = model.currency or self.spec.currency
         return native if currency == "USD" else native / self.spec.fx[currency]

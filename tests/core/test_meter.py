@@ -166,3 +166,26 @@ async def test_the_real_key_never_reaches_the_command(tmp_path):
         store.close()
     assert trial["cli"] == Path(sys.executable).name and trial["status"] == "passed"
     assert trial["uncached_input"] == info["usage"]["uncached_input"] and trial["usage_source"] in (None, "proxy")
+
+
+async def test_openrouter_charge_is_the_actual_cost(tmp_path):
+    from tests.core.test_proxy_providers import RECORDINGS, replay_server
+
+    recording = RECORDINGS["openrouter-stream-cost"]
+    runner, url, seen = await replay_server(recording)
+    try:
+        code, out, err = await meter(_Url(url), "--json", "--", sys.executable, str(CLIENT), "1")
+    finally:
+        await runner.cleanup()
+    assert code == 0, err
+    totals = last_json(out)
+    assert totals["cost_actual_usd"] == float(recording.cost) and totals["cost_actual_source"] == "provider"
+    assert totals["tokens"]["uncached_input"] == recording.expect["uncached_input"] and len(seen) == 1
+
+
+class _Url:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def make_url(self, path: str) -> str:
+        return self.url + path

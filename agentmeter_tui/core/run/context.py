@@ -73,10 +73,18 @@ class RunContext:
         comparable, source = trial.cost, "snapshot" if trial.cost is not None else None
         if reported is not None and provider.kind in trial.adapter.reports_cost_for:
             comparable, source = reported, "reported"
-        if reported is not None and trial.cost is not None and trial.cost > 0:
-            if abs(reported - trial.cost) / trial.cost > DIVERGENCE:
-                trial.flags.add("cost-divergence")
-        if trial.proxy_route is not None:
+        # What the provider says it charged (OpenRouter's usage.cost, read at the wire) is the
+        # actual cost; else the CLI's own figure. Comparable, CLI-reported and charged figures
+        # that disagree by more than DIVERGENCE flag the trial (review and reports show it).
+        route = trial.proxy_route
+        charged = route.charged if route is not None and route.charged_calls else None
+        actual, actual_source = (charged, "provider") if charged is not None else \
+            (reported, f"{trial.adapter.name}:reported" if reported is not None else None)
+        figures = [f for f in (trial.cost, reported, charged) if f is not None]
+        if len(figures) > 1 and max(figures) > 0 and \
+                (max(figures) - min(figures)) / max(figures) > DIVERGENCE:
+            trial.flags.add("cost-divergence")
+        if route is not None:
             from ..proxy import diverges
 
             if diverges(trial.usage, trial.parser.usage):
@@ -85,8 +93,8 @@ class RunContext:
         else:
             usage_source = "session" if "usage-recovered" in trial.flags else "stdout"
         return {"cost_usd": None if comparable is None else float(comparable), "cost_source": source,
-                "cost_actual_usd": None if reported is None else float(reported),
-                "cost_actual_source": f"{trial.adapter.name}:reported" if reported is not None else None,
+                "cost_actual_usd": None if actual is None else float(actual),
+                "cost_actual_source": actual_source,
                 "usage_source": usage_source,
                 "flags": _flags(trial.flags)}
 

@@ -127,7 +127,7 @@ class TrialRun:
             if self.proxy_route is None:  # behind the proxy it meters; the CLI's figures are kept beside
                 self._add_usage(event.usage, cost)
             self.ctx.writer.add_usage((self.id, self.seq, "stdout", event.model, *event.usage.as_tuple(),
-                                       _float(cost), _float(event.reported_cost_usd)))
+                                       _float(cost), _float(event.reported_cost_usd), event.usage.cache_write_1h))
         if event.tool_key is not None:
             self.tool_calls += 1
             self._tool_counts[event.tool_key] += 1
@@ -184,7 +184,7 @@ class TrialRun:
         if call.usage:
             cost = self.ctx.price(self.plan.config.model, call.usage)
             self.ctx.writer.add_usage((self.id, self.seq, "proxy", call.model, *call.usage.as_tuple(),
-                                       _float(cost), None))
+                                       _float(cost), None, call.usage.cache_write_1h))
 
     def note(self, text: str, kind: EventKind = EventKind.STATUS) -> None:
         """A runner-side event in the transcript (state changes, kills, flags)."""
@@ -332,6 +332,9 @@ class TrialRun:
         if self.proxy_route is not None:
             extra["proxy"] = self.proxy_route.summary()
             extra["reported_usage"] = self.parser.usage.as_dict()  # what the CLI said, beside the proxy's
+            if self.proxy_route.charged_calls and self.parser.reported_cost_usd is not None:
+                # the provider's charge took the actual-cost column: the CLI's own figure stays beside it
+                extra["reported_cost_usd"] = float(self.parser.reported_cost_usd)
         served = await ctx.scripted_served(self)
         if served:
             extra["scripted"] = served
@@ -348,7 +351,7 @@ class TrialRun:
                "tier": plan.task.tier, "config_id": plan.config_id, "model": plan.config.model.id,
                "cli": plan.config.cli.adapter, "trial_index": plan.trial_index, "attempt": plan.attempt,
                "proc_token": self.token, "cli_version": self.adapter.version,
-               **self.usage.as_dict(), "turns": self.turns, "tool_calls": self.tool_calls,
+               **self.usage.as_dict(), "cache_write_1h": self.usage.cache_write_1h, "turns": self.turns, "tool_calls": self.tool_calls,
                "flags": orjson.dumps(sorted(self.flags)).decode() if self.flags else None}
         row.update(fields)
         if isinstance(row.get("status"), TrialStatus):

@@ -89,7 +89,15 @@ def m002_15_reviews(db: sqlite_utils.Database) -> None:
                               pk="suite_id")
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial, m002_15_reviews]
+def m003_14_cache_write_1h(db: sqlite_utils.Database) -> None:
+    """The 1-hour share of the cache writes (issue 14), per call and per trial, so a cost can be
+    recomputed at a snapshot's cache_write_1h price."""
+    for table in ("trials", "usage"):
+        if "cache_write_1h" not in db[table].columns_dict:
+            db[table].add_column("cache_write_1h", int)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial, m002_15_reviews, m003_14_cache_write_1h]
 
 
 def migrate(db: sqlite_utils.Database) -> list[str]:

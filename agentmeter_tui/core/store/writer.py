@@ -24,7 +24,7 @@ from .tx import immediate
 FLUSH_SECONDS = 0.1
 EVENT_SQL = "insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, ?, ?, ?, ?, ?)"
 USAGE_SQL = ("insert into usage (trial_id, seq, source, model, uncached_input, cached_input, cache_write, output, "
-             "reasoning, cost_usd, reported_cost_usd) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+             "reasoning, cost_usd, reported_cost_usd, cache_write_1h) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 class StoreWriter:

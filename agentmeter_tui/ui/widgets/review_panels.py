@@ -61,7 +61,11 @@ def usage_markup(detail: TrialDetail) -> str:
                            for key, label, var in TOKEN_LABELS[3:]) + f"  [$text-muted]raw[/] [b]{fmt.tokens(sum(tokens.values()))}[/]")
     cost = f"[b $meter-usd]{fmt.usd(row.get('cost_usd'))}[/] [$text-muted]{row.get('cost_source') or ''}[/]"
     if row.get("cost_actual_usd") is not None:
-        cost += f"  [$text-muted]reported[/] {fmt.usd(row['cost_actual_usd'])}"
+        # "charged" when the provider said so on the wire (OpenRouter), else the CLI's own figure
+        label = "charged" if row.get("cost_actual_source") == "provider" else "reported"
+        cost += f"  [$text-muted]{label}[/] {fmt.usd(row['cost_actual_usd'])}"
+    if row.get("cache_write_1h"):
+        cost += f"  [$text-muted]1h writes[/] {fmt.tokens(int(row['cache_write_1h']))}"
     lines.append(cost)
     lines.append(f"[$text-muted]turns[/] {row.get('turns') or 0}  [$text-muted]tool calls[/] {row.get('tool_calls') or 0}"
                  f"  [$text-muted]events[/] {detail.events:,}  [$text-muted]exit[/] {row.get('exit_code')}")
