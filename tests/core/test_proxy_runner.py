@@ -127,7 +127,7 @@ def test_divergence_beyond_two_percent_is_flagged(tmp_path):
         return SimpleNamespace(plan=SimpleNamespace(config=config), cost=None, flags=set(), usage=metered,
                                parser=SimpleNamespace(reported_cost_usd=None, usage=reported),
                                adapter=SimpleNamespace(reports_cost_for=frozenset(), name="reference"),
-                               proxy_route=object())
+                               proxy_route=SimpleNamespace(charged_calls=0, charged=0))
 
     fields = ctx.cost_fields(trial(TokenUsage(10000), TokenUsage(10150)))
     assert fields["usage_source"] == "proxy" and fields["flags"] is None
