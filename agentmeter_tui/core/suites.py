@@ -72,6 +72,7 @@ class Provider(Strict):
     api_key_env: str | None = None  # name of the variable holding the key; the key itself is never stored
     scenarios: str = "scenarios"
     concurrency: int | None = Field(None, ge=1)  # trials at once on this provider, across all hosts
+    calls_per_minute: int | None = Field(None, ge=1)  # model calls a minute to it, all trials together (proxy)
 
 
 class Scoring(BaseModel):

@@ -79,6 +79,9 @@ class CallSink(Protocol):
     def on_proxy_call(self, call: ProxyCall) -> None:
         """A call ended, however it ended."""
 
+    # Optional: ``on_proxy_wait(call, seconds)``, told when a call waits on the provider's
+    # calls-per-minute cap (looked up with getattr, so simple sinks need not have it).
+
 
 @dataclass(eq=False)
 class Route:
@@ -97,6 +100,7 @@ class Route:
     errors: dict[str, int] = field(default_factory=dict)  # provider errors by status ("529", "200" mid-stream)
     charged: Decimal = Decimal(0)  # sum of what the provider charged, over the calls that said
     charged_calls: int = 0
+    limiter: Any = field(default=None, repr=False)  # a shared CallRate when the provider is capped
     idle: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     def __post_init__(self) -> None:

@@ -79,10 +79,11 @@ class MeteringProxy:
 
     # -- routes --------------------------------------------------------------------------------
 
-    def route(self, upstream: str, upstream_key: str, sink: CallSink, label: str = "") -> Route:
-        """A new route with a fresh proxy key (give the CLI ``route.key`` and ``self.base_url``)."""
+    def route(self, upstream: str, upstream_key: str, sink: CallSink, label: str = "", limiter=None) -> Route:
+        """A new route with a fresh proxy key (give the CLI ``route.key`` and ``self.base_url``);
+        ``limiter`` (a :class:`~.limits.CallRate`) caps the calls per minute of its provider."""
         key = KEY_PREFIX + secrets.token_urlsafe(24)
-        route = Route(key, upstream.rstrip("/"), upstream_key, sink, label)
+        route = Route(key, upstream.rstrip("/"), upstream_key, sink, label, limiter=limiter)
         self.routes[key] = route
         return route
 
@@ -128,6 +129,9 @@ class MeteringProxy:
                 call.status, call.outcome = 400, "refused"
                 call.note = refusal
                 return _json_error(protocol, 400, f"agentmeter: {refusal}; no further model calls for this trial")
+            if route.limiter is not None:  # the provider's calls-per-minute cap: wait, never refuse
+                notify = getattr(route.sink, "on_proxy_wait", None)
+                await route.limiter.acquire(None if notify is None else lambda seconds: notify(call, seconds))
             route.calls += 1
         url = route.upstream + request.raw_path.split("?", 1)[0]
         headers = upstream_headers(request.headers.items(), route.key, route.upstream_key)

@@ -36,6 +36,7 @@ class RunContext:
         self.clis_root = clis_root
         self.mock_url = mock_url
         self.proxy = proxy  # the metering proxy, when the suite meters through it
+        self._call_rates: dict[str, Any] = {}  # provider -> its CallRate (calls_per_minute), shared by trials
         self.prices = PriceSnapshot.load(suite.path / suite.spec.suite.pricing) if suite.spec.suite.pricing \
             else PriceSnapshot.empty()
         self._log = log or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -141,7 +142,7 @@ class RunContext:
             if not api_key:
                 raise RuntimeError(f"provider '{model.provider}' needs its key in ${provider.api_key_env}")
         if self.proxy is not None and provider.kind != "none":
-            base_url, api_key = self._route(trial, provider.kind, base_url, api_key)
+            base_url, api_key = self._route(trial, provider.kind, base_url, api_key, model.provider)
         price = self.prices.find(model.price_ref)
         translate = getattr(session, "translate_url", None)  # sandboxes that cannot see our 127.0.0.1
         if translate is not None:
@@ -160,15 +161,19 @@ class RunContext:
             if price else None,
         )
 
-    def _route(self, trial: TrialRun, kind: str, upstream: str, key: str) -> tuple[str, str]:
+    def _route(self, trial: TrialRun, kind: str, upstream: str, key: str, provider_name: str) -> tuple[str, str]:
         """Send the trial's model calls through the metering proxy: the CLI gets the proxy's URL
-        and a key of its own; the real key stays in the proxy's memory."""
+        and a key of its own; the real key stays in the proxy's memory. A provider with
+        ``calls_per_minute`` gets one limiter that all its trials' routes share."""
         from ..proxy import DEFAULT_UPSTREAMS
+        from ..proxy.limits import CallRate
 
         upstream = upstream or DEFAULT_UPSTREAMS.get(kind, "")
         if not upstream:
             raise RuntimeError(f"provider kind '{kind}' has no base_url for the metering proxy to call")
-        trial.proxy_route = self.proxy.route(upstream, key, trial, f"trial {trial.id}")
+        cap = self.suite.spec.providers[provider_name].calls_per_minute
+        limiter = self._call_rates.setdefault(provider_name, CallRate(cap)) if cap else None
+        trial.proxy_route = self.proxy.route(upstream, key, trial, f"trial {trial.id}", limiter=limiter)
         return self.proxy.base_url, trial.proxy_route.key
 
     async def release_proxy(self, trial: TrialRun) -> None:

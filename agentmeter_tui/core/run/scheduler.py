@@ -11,6 +11,7 @@ twice.
 from __future__ import annotations
 
 import asyncio
+import time
 import traceback
 from collections import defaultdict
 from collections.abc import Callable
@@ -132,12 +133,22 @@ class Scheduler:
             self.running.pop(key, None)
             self.placement.release(slot, trial.token)
             slots.release()
-        if status == TrialStatus.INFRA_INVALID and plan.attempt < self.max_retries and not self.stopping:
-            retry = TrialPlan(plan.task, plan.config, plan.config_id, plan.trial_index, plan.attempt + 1)
-            self.queue.append(retry)
+        retry = status == TrialStatus.INFRA_INVALID and plan.attempt < self.max_retries and not self.stopping
+        if retry:
             self.total += 1
         self.finished += 1
         self.on_finished(trial)
+        if retry and trial.provider_errors.gave_up:
+            # The provider failed the agent: back off (at least its retry-after) before the retry.
+            # This task stays alive meanwhile, so the schedule does not end under the retry.
+            await self._wait(trial.provider_errors.backoff(plan.attempt))
+        if retry and not self.stopping:
+            self.queue.append(TrialPlan(plan.task, plan.config, plan.config_id, plan.trial_index, plan.attempt + 1))
+
+    async def _wait(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self.stopping and (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, 0.25))  # a stop cuts the backoff short
 
     def trial(self, trial_id: int) -> TrialRun | None:
         for trial in self.running.values():

@@ -27,6 +27,7 @@ from ..usage import TokenUsage
 from ..verifiers import VERIFIERS
 from ..vocab import EventKind, KillReason, ParsedEvent, TrialStatus
 from .control import LIVE_TEXT
+from .provider_errors import ProviderErrors
 
 if TYPE_CHECKING:
     from ..proxy.calls import ProxyCall, Route
@@ -72,6 +73,7 @@ class TrialRun:
         self.session: SandboxSession | None = None
         self.scripted_key: str | None = None
         self.proxy_route: Route | None = None  # set when the trial's model calls go through the metering proxy
+        self.provider_errors = ProviderErrors()  # 429/529/5xx/mid-stream errors seen at the wire
         self.pid: int | None = None
         self._session_usage = False  # usage came from the session files while the CLI ran
 
@@ -172,7 +174,14 @@ class TrialRun:
         self._check_budgets()
         self.ctx.trial_changed(self)
 
+    def on_proxy_wait(self, call: ProxyCall, seconds: float) -> None:
+        self.note(f"waiting {seconds:.1f} s for the provider's rate limit (calls per minute)")
+
     def on_proxy_call(self, call: ProxyCall) -> None:
+        if call.outcome != "refused" and self.provider_errors.record(call.error) and call.error:
+            wait = call.error.get("retry_after")
+            self.note(f"provider error {call.error.get('status')} {call.error.get('type')}"
+                      + (f": rate-limited, retry after {wait:g} s" if wait is not None else ""), EventKind.ERROR)
         kind = EventKind.USAGE if call.usage else EventKind.ERROR if call.outcome != "completed" or \
             call.status >= 400 else EventKind.SYSTEM
         self.seq += 1
@@ -251,6 +260,8 @@ class TrialRun:
         self._exit_code = exit_code
         if killed:
             return (TrialStatus.KILLED, self.kill_reason.code, None)
+        if self.provider_errors.gave_up:  # the agent's run ended on the provider's error, not its own
+            return (TrialStatus.INFRA_INVALID, f"infra: provider errors: {self.provider_errors.summary()}", None)
         if outcome.errored:
             return (TrialStatus.ERRORED, outcome.error, None)
         self._set_status(TrialStatus.VERIFYING)

@@ -1,0 +1,145 @@
+"""Provider errors at the wire, in a real runner with the reference agent behind the proxy: an
+agent that gives up on a 529 leaves an infra-invalid trial (its tokens kept, the error recorded
+per call with type and retry-after) that is retried after a backoff of at least the provider's
+retry-after; a provider's calls-per-minute cap makes calls wait (shown to the trial), never fail."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import textwrap
+from datetime import datetime
+from pathlib import Path
+
+from agentmeter_tui.core.proxy.limits import CallRate
+from agentmeter_tui.core.run.provider_errors import ProviderErrors
+from agentmeter_tui.core.store import Store
+from tests.conftest import agentmeter
+from tests.e2e.harness import PRICES
+
+GIVES_UP = """
+[[turns]]
+shell = "echo one > one.txt"
+usage = { uncached_input = 500, cached_input = 1000, output = 40 }
+[[turns]]
+error = { status = 529, type = "overloaded_error", message = "Overloaded", retry_after = 0.5 }
+"""
+
+
+def write_suite(folder: Path, scenario: str, provider_extra: str = "", retries: int = 1) -> Path:
+    suite = folder / "suite"
+    (suite / "task" / "tests").mkdir(parents=True)
+    (suite / "scenarios").mkdir()
+    (suite / "suite.toml").write_text(textwrap.dedent(f"""\
+        [suite]
+        id = "provider-errors"
+        proxy = true
+        pricing = "prices.toml"
+        max_retries = {retries}
+        [[models]]
+        id = "mock"
+        [providers.scripted]
+        kind = "scripted"
+        {provider_extra}
+        [[clis]]
+        adapter = "reference"
+        [budgets.default]
+        wall_seconds = 120
+        """))
+    (suite / "prices.toml").write_text(PRICES)
+    (suite / "scenarios" / "mock.toml").write_text(scenario)
+    (suite / "task" / "task.toml").write_text("[verifier]\ntimeout_sec = 30\n")
+    (suite / "task" / "instruction.md").write_text("Do it.\n")
+    (suite / "task" / "tests" / "test.sh").write_text("#!/bin/sh\nexit 0\n")
+    return suite
+
+
+def test_an_agent_that_gives_up_on_529_is_infra_invalid_and_retried_after_the_backoff(tmp_path):
+    db = tmp_path / "e.db"
+    suite = write_suite(tmp_path, GIVES_UP, provider_extra="calls_per_minute = 600")  # capped, never reached
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=180)
+    assert result.returncode == 0, result.stderr
+    store = Store(db)
+    try:
+        rows = store.trials("provider-errors")
+        first, second = rows
+        assert [r["attempt"] for r in rows] == [0, 1]
+        for row in rows:
+            assert row["status"] == "infra-invalid"
+            assert row["reason"] == "infra: provider errors: 529 overloaded_error"
+            # the tokens of the call that was served stay in the accounting
+            assert (row["uncached_input"], row["cached_input"], row["output"]) == (500, 1000, 40)
+            extra = json.loads(row["extra"])
+            assert extra["proxy"]["errors"] == {"529": 1}
+        calls = [json.loads(e[5]) for e in store.events(first["id"]) if e[3] == "proxy" and e[5]]
+        [failed] = [c for c in calls if c["error"]]
+        assert failed["status"] == 529 and failed["error"]["type"] == "overloaded_error"
+        assert failed["error"]["retry_after"] == 0.5
+        notes = [e[4] for e in store.events(first["id"]) if e[3] == "runner"]
+        assert any("provider error 529 overloaded_error: rate-limited, retry after 0.5 s" in n for n in notes)
+    finally:
+        store.close()
+    # backoff before attempt 1: max(retry-after 0.5 s, 1 s * 2**0)
+    gap = datetime.fromisoformat(second["started_at"]) - datetime.fromisoformat(first["finished_at"])
+    assert gap.total_seconds() >= 1.0
+
+
+def test_backoff_honours_retry_after_and_grows_per_attempt():
+    errors = ProviderErrors()
+    assert errors.record({"status": 429, "type": "rate_limit_error", "retry_after": 30.0})
+    assert errors.gave_up and errors.backoff(0) == 30.0 and errors.backoff(6) == 60.0  # capped at 60 s
+    assert not errors.record({"status": 400, "type": "invalid_request_error"})  # the configuration's fault
+    assert not errors.gave_up
+    assert not errors.record(None) and errors.summary() == "429 rate_limit_error"
+
+
+async def test_calls_per_minute_cap_waits_and_says_so():
+    now = [0.0]
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    rate = CallRate(2, clock=lambda: now[0], sleep=sleep)
+    told: list[float] = []
+    assert await rate.acquire(told.append) == 0 and await rate.acquire(told.append) == 0
+    now[0] = 10.0
+    assert await rate.acquire(told.append) == 50.0  # the first call leaves the window at 60 s
+    assert told == [50.0] and slept == [50.0]
+    # at 60 s the window holds the third call: one more goes at once, the next waits a full minute
+    waits = await asyncio.gather(rate.acquire(), rate.acquire())
+    assert waits == [0.0, 60.0]
+
+
+async def test_the_proxy_holds_calls_over_the_cap_and_tells_the_trial(tmp_path):
+    from agentmeter_tui.core.proxy.server import MeteringProxy
+    from tests.core.test_proxy import REAL_KEY, Sink, send, session
+
+    now = [0.0]
+
+    async def sleep(seconds: float) -> None:
+        now[0] += seconds  # a minute passes at once: the test waits on nothing
+
+    class WaitingSink(Sink):
+        waits: list[float] = []
+
+        def on_proxy_wait(self, call, seconds: float) -> None:
+            self.waits.append(seconds)
+
+    from tests.core.mockllm_support import start_server
+
+    upstream = await start_server()
+    proxy = MeteringProxy(log=lambda text: None)
+    await proxy.start()
+    try:
+        await session(upstream, tmp_path)
+        sink = WaitingSink()
+        route = proxy.route(str(upstream.make_url("")), REAL_KEY, sink,
+                            limiter=CallRate(1, clock=lambda: now[0], sleep=sleep))
+        statuses = [(await send(proxy.base_url, "chat", route.key))[0] for _ in range(2)]
+    finally:
+        await proxy.close()
+        await upstream.close()
+    assert statuses == [200, 200] and sink.waits == [60.0]
+    assert [c.outcome for c in sink.calls] == ["completed", "completed"]
