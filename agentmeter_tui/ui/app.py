@@ -20,6 +20,7 @@ from textual.signal import Signal
 
 from .palette import app_commands
 from .screens.cell import CellScreen
+from .screens.compare import CompareScreen
 from .screens.dialogs import BudgetDialog, ConfirmDialog, NoteDialog
 from .screens.grid import GridScreen
 from .screens.help import HelpScreen
@@ -39,7 +40,8 @@ GC_THRESHOLDS = (10_000, 20, 100)
 
 class AgentMeterApp(App):
     TITLE = "agentmeter"
-    CSS_PATH = [STYLES / name for name in ("app.tcss", "grid.tcss", "live.tcss", "review.tcss", "report.tcss")]
+    CSS_PATH = [STYLES / name for name in ("app.tcss", "grid.tcss", "live.tcss", "review.tcss", "compare.tcss",
+                                           "report.tcss")]
     MODES = {"grid": GridScreen, "live": LiveScreen, "review": ReviewScreen, "report": ReportScreen}
     BINDINGS = [
         Binding("g", "mode('grid')", "Grid", id="grid", tooltip="The model x CLI grid (home)"),
@@ -54,13 +56,13 @@ class AgentMeterApp(App):
 
     def __init__(self, session: Session, *, screen: str = "grid", trial: int | None = None,
                  settings: UiSettings | None = None, notices: Iterable[str] = (), connect: bool = True,
-                 tune_gc: bool = False) -> None:
+                 tune_gc: bool = False, compare: tuple[int, int] | None = None) -> None:
         super().__init__()
         self.connect = connect  # False: tests and screenshots feed messages themselves
         self.tune_gc = tune_gc  # True for the real app (run_app) and the load benchmark
         self.session = session
         self.settings = settings or UiSettings()
-        self.first_screen, self.first_trial = screen, trial
+        self.first_screen, self.first_trial, self.first_compare = screen, trial, compare
         self.notices = list(notices)
         self.feed_signal: Signal[Any] = Signal(self, "feed")
 
@@ -84,8 +86,11 @@ class AgentMeterApp(App):
         if self.session.live_mode and self.connect:
             client = FeedClient(self.session.db, self._feed_message, self._feed_ended)
             self.run_worker(client.run(), group="feed", exit_on_error=False)
-        if self.first_screen == "review":
-            await self.open_review(self.first_trial)
+        if self.first_screen in ("review", "adjudicate"):
+            await self.open_review(self.first_trial, adjudicate=self.first_screen == "adjudicate")
+        elif self.first_screen == "compare" and self.first_compare:
+            await self.switch_mode("review")
+            self.open_compare(*self.first_compare)
         else:
             await self.switch_mode(self.first_screen)
         if self.tune_gc:
@@ -113,6 +118,9 @@ class AgentMeterApp(App):
     # -- navigation ------------------------------------------------------------------------------
 
     async def action_mode(self, mode: str) -> None:
+        if self.session.blind and mode != "review":
+            self.notify("Blind review: other screens show models and costs. Unblind first (b).", severity="warning")
+            return
         if mode == "review" and isinstance(self.screen, LiveScreen):
             trial = self.session.live.trials.get(self.screen.selected_trial() or -1)
             if trial is not None and trial.finished:
@@ -127,12 +135,16 @@ class AgentMeterApp(App):
         while isinstance(self.screen, CellScreen):
             self.pop_screen()
 
-    async def open_review(self, trial_id: int | None) -> None:
+    async def open_review(self, trial_id: int | None, adjudicate: bool = False) -> None:
         self._leave_cell()
         await self.switch_mode("review")
         screen = self.screen
         if isinstance(screen, ReviewScreen):
+            screen.adjudicating = adjudicate
             screen.open(trial_id)
+
+    def open_compare(self, left: int, right: int) -> None:
+        self.push_screen(CompareScreen(left, right))
 
     async def open_live(self, trial_id: int) -> None:
         self._leave_cell()
@@ -162,7 +174,8 @@ class AgentMeterApp(App):
     def action_help(self) -> None:
         sections = [("anywhere", self.BINDINGS), ("grid", GridScreen.BINDINGS), ("cell", CellScreen.BINDINGS),
                     ("live", LiveScreen.BINDINGS), ("review", ReviewScreen.BINDINGS),
-                    ("transcript", TranscriptView.BINDINGS), ("report", ReportScreen.BINDINGS),
+                    ("transcript", TranscriptView.BINDINGS), ("compare", CompareScreen.BINDINGS),
+                    ("report", ReportScreen.BINDINGS),
                     ("dialogs", ConfirmDialog.BINDINGS + NoteDialog.BINDINGS + BudgetDialog.BINDINGS)]
         self.push_screen(HelpScreen(sections, self.settings.keymap))
 
@@ -183,13 +196,15 @@ class AgentMeterApp(App):
 
 
 def run_app(db: Path, mode: str = "live", *, trial: int | None = None, suite: str | None = None,
-            screen: str | None = None, demo: bool = False, notices: Iterable[str] = ()) -> int:
+            screen: str | None = None, demo: bool = False, notices: Iterable[str] = (), blind: bool = False,
+            seed: int | None = None, compare: tuple[int, int] | None = None) -> int:
     """Open the TUI on ``db``: ``mode="live"`` attaches to its runner, ``"review"`` reads the store only."""
     settings, error = load_settings()
     session = Session(Path(db), reviewer=reviewer_name(settings), live=mode == "live", suite_id=suite,
-                      on_exit_stop_runner=demo)
+                      on_exit_stop_runner=demo, blind=blind, blind_seed=seed)
     app = AgentMeterApp(session, screen=screen or ("review" if mode == "review" else "grid"), trial=trial,
-                        settings=settings, notices=[*notices, *([error] if error else [])], tune_gc=True)
+                        settings=settings, notices=[*notices, *([error] if error else [])], tune_gc=True,
+                        compare=compare)
     try:
         app.run()
     finally:

@@ -82,9 +82,11 @@ async def control_request(db: Path, op: str, **fields: Any) -> dict[str, Any]:
 
 class Session:
     def __init__(self, db: Path, *, reviewer: str, live: bool, suite_id: str | None = None,
-                 on_exit_stop_runner: bool = False):
+                 on_exit_stop_runner: bool = False, blind: bool = False, blind_seed: int | None = None):
         self.db = db
         self.reviewer = reviewer
+        self.blind = blind  # blind review: no model, CLI, tokens, cost, flags or grid position on screen
+        self.blind_seed = blind_seed
         self.live_mode = live
         self.suite_id = suite_id
         self.stop_runner_on_exit = on_exit_stop_runner  # the demo's runner is ours to stop

@@ -5,6 +5,13 @@ The transcript is a virtual list over one indexed read of the trial's events, so
 or failed tool call run as store queries or over the index. Beside it: the score (shown as
 saved only once ``Store.add_score`` has committed), usage and cost, the verifier's verdict,
 and the cell's other trials with its median. ``]`` goes to the next unscored trial.
+
+Two modes change what the screen shows. Blind (``b``, ``agentmeter review --blind``): no model,
+CLI, tokens, cost, flags or grid position, their names masked in the transcript, and only the
+trials this reviewer has not scored, in a seeded shuffled order; leaving it asks first and is
+recorded in the store. Adjudication (``a``): the trials whose reviewers disagree, with every
+reviewer's score and note beside the transcript; a score given here is the trial's final one.
+``c`` opens two trials of the task side by side.
 """
 
 from __future__ import annotations
@@ -21,13 +28,15 @@ from textual.widgets import DataTable, Input, Static
 
 from .. import format as fmt
 from ..data import TrialDetail, event_index, event_text, review_queue, search_events, trial_detail
+from ..review_data import (adjudication_ids, blind_detail, blind_ids, masked_event_index, masked_event_text,
+                           reviewer_scores, suite_masker)
 from ..transcript_doc import TranscriptDoc
 from ..widgets.footer import KeysFooter
 from ..widgets.review_panels import ReviewPanel, score_markup, usage_markup, verdict_renderable
 from ..widgets.transcript_view import GUTTER, TranscriptView
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
-from .dialogs import NoteDialog
+from .dialogs import ConfirmDialog, NoteDialog
 
 
 class ReviewScreen(SessionScreen):
@@ -44,6 +53,11 @@ class ReviewScreen(SessionScreen):
         Binding("e", "next_failure(1)", "Next error", id="next-failure",
                 tooltip="Jump to the next error or failed tool call"),
         Binding("E", "next_failure(-1)", "Previous error", id="previous-failure", show=False),
+        Binding("b", "blind", "Blind", id="blind",
+                tooltip="Blind review: hide model, CLI, tokens, cost; unblinding asks and is recorded"),
+        Binding("a", "adjudicate", "Adjudicate", id="adjudicate",
+                tooltip="Trials whose reviewers disagree: your score becomes the final one"),
+        Binding("c", "compare", "Compare", id="compare", tooltip="This trial beside another of the same task"),
     ]
 
     def __init__(self) -> None:
@@ -52,6 +66,9 @@ class ReviewScreen(SessionScreen):
         self.detail: TrialDetail | None = None
         self.queue: list[tuple[int, bool]] = []
         self.saving: int | None = None
+        self.adjudicating = False
+        self.threshold = 2
+        self.masker = None  # blind mode: masks identities in every text shown
 
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title", classes="screen-title")
@@ -59,6 +76,7 @@ class ReviewScreen(SessionScreen):
             yield TranscriptView(id="transcript")
             with VerticalScroll(id="review-side"):
                 yield ReviewPanel("Score", id="score-panel", classes="panel")
+                yield ReviewPanel("Reviews", id="reviews-panel", classes="panel")
                 yield ReviewPanel("Usage and cost", id="usage-panel", classes="panel")
                 yield Static("", id="cell-title", classes="section-title")
                 yield TrialTable(columns=("id", "trial", "status", "tokens", "usd", "score"), widths={"status": 12},
@@ -78,20 +96,52 @@ class ReviewScreen(SessionScreen):
         """Show ``trial_id`` (None: the first unscored trial, else the last one)."""
         self.run_worker(partial(self._open, trial_id), group="review-load", exclusive=True, exit_on_error=False)
 
+    async def _load_queue(self) -> list[tuple[int, bool]]:
+        store, session = self.session.store, self.session
+        if self.adjudicating:
+            ids, self.threshold = await store.call(adjudication_ids, session.suite_id)
+            return [(i, False) for i in ids]
+        if session.blind:
+            # The blind queue is fixed for the visit: scored trials stay in it, marked, in place.
+            done = {i for i, scored in self.queue if scored}
+            ids = await store.call(blind_ids, session.suite_id, session.reviewer, session.blind_seed)
+            kept = [(i, True) for i, _ in self.queue if i in done]
+            return kept + [(i, False) for i in ids if i not in done]
+        return await store.call(review_queue, session.suite_id)
+
     async def _open(self, trial_id: int | None) -> None:
-        store = self.session.store
-        self.queue = await store.call(review_queue, self.session.suite_id)
+        store, blind = self.session.store, self.session.blind
+        if blind and self.masker is None:
+            self.masker = await store.call(suite_masker, self.session.suite_id)
+        self.queue = await self._load_queue()
+        ids = [i for i, _ in self.queue]
+        if (blind or self.adjudicating) and trial_id is not None and trial_id not in ids:
+            trial_id = None  # blind and adjudication show only their own queue
         if trial_id is None:
             unscored = [i for i, scored in self.queue if not scored]
             trial_id = unscored[0] if unscored else (self.queue[-1][0] if self.queue else None)
         if trial_id is None:
-            self.query_one("#review-title", Static).update("Nothing to review yet: no trial has finished.")
+            self.trial_id, self.detail = None, None
+            self.query_one(TranscriptView).display = not (blind or self.adjudicating)
+            self.query_one("#review-title", Static).update(
+                "[b]Adjudication[/]: no trial has reviewers apart by "
+                f"{self.threshold} or more points. a: back to review" if self.adjudicating else
+                f"[b]Blind review[/]: nothing left for {escape(self.session.reviewer)} to score. b: unblind"
+                if blind else "Nothing to review yet: no trial has finished.")
+            for panel in ("#score-panel", "#reviews-panel", "#usage-panel", "#verdict-panel"):
+                self.query_one(panel).display = False
+            self.query_one("#siblings").display = self.query_one("#cell-title").display = False
             return
+        self.query_one(TranscriptView).display = True
         detail = await store.call(trial_detail, trial_id)
         if detail is None:
             self.notify(f"No trial {trial_id} in this store.", severity="error")
             return
-        index = await store.call(event_index, trial_id)
+        if blind:
+            detail = blind_detail(detail, self.masker)
+            index = await store.call(masked_event_index, trial_id, self.masker)
+        else:
+            index = await store.call(event_index, trial_id)
         view = self.query_one(TranscriptView)
         doc = TranscriptDoc(index, max(8, view.size.width - GUTTER - 1))
         self.trial_id, self.detail, self.saving = trial_id, detail, None
@@ -111,6 +161,19 @@ class ReviewScreen(SessionScreen):
         detail = self.detail
         scored = sum(1 for _, s in self.queue if s)
         position = next((n for n, (i, _) in enumerate(self.queue, 1) if i == self.trial_id), None)
+        reviewer = f"[$text-muted]│ reviewer[/] {escape(self.session.reviewer)}"
+        if self.session.blind:
+            # No id, model, CLI or trial index: only the task and this reviewer's progress.
+            self.query_one("#review-title", Static).update(
+                f"[b $warning]Blind review[/] task [b]{escape(detail.row['task_id'])}[/] [$text-muted]│[/] "
+                f"{position or '?'} of {len(self.queue)} · {scored} scored by you "
+                + ("[$text-muted]│[/] [b]adjudicating[/] " if self.adjudicating else "") + reviewer)
+            return
+        if self.adjudicating:
+            self.query_one("#review-title", Static).update(
+                f"[b $warning]Adjudicate[/] {escape(fmt.trial_title(detail.row))} [$text-muted]│[/] "
+                f"{position or '?'} of {len(self.queue)} apart by ≥ {self.threshold} {reviewer}")
+            return
         self.query_one("#review-title", Static).update(
             f"[b]Review[/] {escape(fmt.trial_title(detail.row))} [$text-muted]│[/] "
             f"{position or '?'} of {len(self.queue)} finished · {scored} scored [$text-muted]│ reviewer[/] "
@@ -121,9 +184,19 @@ class ReviewScreen(SessionScreen):
         if detail is None:
             return
         self._show_title()
-        self.query_one("#score-panel", Static).update(score_markup(detail, self.saving))
-        self.query_one("#usage-panel", Static).update(usage_markup(detail))
+        blind = self.session.blind
+        for panel in ("#score-panel", "#verdict-panel"):
+            self.query_one(panel).display = True
+        self.query_one("#reviews-panel").display = self.adjudicating
+        for widget in ("#usage-panel", "#cell-title", "#siblings"):
+            self.query_one(widget).display = not blind
+        self.query_one("#score-panel", Static).update(score_markup(self._own(detail), self.saving))
         self.query_one("#verdict-panel", Static).update(verdict_renderable(detail))
+        if self.adjudicating:
+            self.query_one("#reviews-panel", Static).update(self._reviews_markup(detail))
+        if blind:
+            return
+        self.query_one("#usage-panel", Static).update(usage_markup(detail))
         scores = [s["score"] for s in detail.siblings if s["score"] is not None]
         median = f"median {statistics.median(scores):g} of {len(scores)} scored" if scores else "no scores yet"
         self.query_one("#cell-title", Static).update(
@@ -133,6 +206,33 @@ class ReviewScreen(SessionScreen):
         table = self.query_one("#siblings", TrialTable)
         table.sync(rows)
 
+    def _own(self, detail: TrialDetail) -> TrialDetail:
+        """Blind or adjudicating, the score panel shows only this reviewer's own scores (reviews are
+        independent; the others' appear in the adjudication panel)."""
+        if not (self.session.blind or self.adjudicating):
+            return detail
+        mine = [s for s in detail.scores if s.reviewer == self.session.reviewer
+                and s.adjudicated == self.adjudicating]
+        return TrialDetail(detail.row, mine, detail.notes, detail.siblings, detail.extra, detail.events)
+
+    def _reviews_markup(self, detail: TrialDetail) -> str:
+        reviews = reviewer_scores(detail.scores)
+        lines = [f"[$text-muted]apart by[/] [b $warning]{reviews.spread}[/] [$text-muted]point(s)[/]"]
+        for name, row in sorted(reviews.latest.items()):
+            lines.append(f"[b $background on $score-{row.score}] {row.score} [/] {escape(name)}"
+                         + (" [$text-muted](blind)[/]" if row.blind else "")
+                         + (f"\n   [i]{escape(self._mask(row.note))}[/]" if row.note else ""))
+        for note in detail.notes[-3:]:
+            lines.append(f"[$text-muted]note ({escape(note['author'] or '')}):[/] "
+                         f"{escape(self._mask(note['text']))}")
+        if reviews.final is not None:
+            lines.append(f"[$status-passed]final {reviews.final.score}[/] by {escape(reviews.final.reviewer)}")
+        lines.append("[$text-muted]0-3: your score is the trial's final score[/]")
+        return "\n".join(lines)
+
+    def _mask(self, text: str | None) -> str:
+        return self.masker(text) if self.masker is not None and self.session.blind else (text or "")
+
     def on_transcript_view_text_needed(self, message: TranscriptView.TextNeeded) -> None:
         self.run_worker(self._load_text(message.index), exit_on_error=False)
 
@@ -140,7 +240,11 @@ class ReviewScreen(SessionScreen):
         view = self.query_one(TranscriptView)
         if view.doc is None or self.trial_id is None:
             return
-        text = await self.session.store.call(event_text, self.trial_id, view.doc.index.seqs[index])
+        seq = view.doc.index.seqs[index]
+        if self.session.blind:
+            text = await self.session.store.call(masked_event_text, self.trial_id, seq, self.masker)
+        else:
+            text = await self.session.store.call(event_text, self.trial_id, seq)
         view.set_text(index, text)
 
     @on(DataTable.RowSelected, "#siblings")
@@ -158,18 +262,22 @@ class ReviewScreen(SessionScreen):
         self.run_worker(self._save_score(self.detail.row["id"], score), group="score", exit_on_error=False)
 
     async def _save_score(self, trial_id: int, score: int) -> None:
-        store, reviewer = self.session.store, self.session.reviewer
+        store, reviewer, blind = self.session.store, self.session.reviewer, self.session.blind
+        role = "adjudication" if self.adjudicating else None
         try:
             # add_score commits before it returns: only then does the panel say "saved".
-            await store.call(lambda s: s.add_score(trial_id, score, reviewer))
+            await store.call(lambda s: s.add_score(trial_id, score, reviewer, role=role, blind=blind))
             detail = await store.call(trial_detail, trial_id)
+            if blind:
+                detail = blind_detail(detail, self.masker)
         except Exception as exc:
             self.saving = None
             self.notify(f"Score not saved: {exc}", severity="error")
             self._show_detail()
             return
         self.saving = None
-        self.session.scores[trial_id] = score
+        if not blind:
+            self.session.scores[trial_id] = score
         self.queue = [(i, scored or i == trial_id) for i, scored in self.queue]
         if self.trial_id == trial_id:
             self.detail = detail
@@ -190,7 +298,8 @@ class ReviewScreen(SessionScreen):
         store = self.session.store
         await store.call(lambda s: s.add_note(trial_id, text, self.session.reviewer))
         if self.trial_id == trial_id:
-            self.detail = await store.call(trial_detail, trial_id)
+            detail = await store.call(trial_detail, trial_id)
+            self.detail = blind_detail(detail, self.masker) if self.session.blind else detail
             self._show_detail()
         self.notify("Note saved.")
 
@@ -201,12 +310,60 @@ class ReviewScreen(SessionScreen):
             if not scored and trial_id != self.trial_id:
                 self.open(trial_id)
                 return
-        self.notify("Every finished trial has a score.")
+        self.notify("Nothing left in the adjudication queue." if self.adjudicating else
+                    "Nothing left for you to score blind." if self.session.blind else
+                    "Every finished trial has a score.")
 
     def action_previous(self) -> None:
         ids = [i for i, _ in self.queue]
         if self.trial_id in ids and ids.index(self.trial_id) > 0:
             self.open(ids[ids.index(self.trial_id) - 1])
+
+    # -- modes -------------------------------------------------------------------------------------
+
+    def action_blind(self) -> None:
+        if not self.session.blind:
+            self.session.blind = True
+            self.masker = None
+            self.queue = []
+            self.notify("Blind review: model, CLI, tokens, cost and flags hidden; your unscored trials, shuffled.")
+            self.open(None)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(self._unblind(), exit_on_error=False)
+
+        self.app.push_screen(ConfirmDialog(
+            "Unblind?", "Model, CLI, tokens and cost show again. The unblinding is recorded in the store "
+            "(audit) with your name and this trial.", yes="Unblind", danger=False), answered)
+
+    async def _unblind(self) -> None:
+        trial_id, reviewer = self.trial_id, self.session.reviewer
+        # Recorded (committed) before anything identifying is drawn.
+        await self.session.store.call(lambda s: s.record_unblinding(trial_id, reviewer, "review screen"))
+        self.session.blind = False
+        self.masker = None
+        self.notify("Unblinded (recorded).")
+        self.open(trial_id)
+
+    def action_adjudicate(self) -> None:
+        self.adjudicating = not self.adjudicating
+        self.queue = []
+        self.open(None if self.adjudicating else self.trial_id)
+
+    async def action_compare(self) -> None:
+        if self.session.blind:
+            self.notify("Compare shows models and tokens: unblind first (b).", severity="warning")
+            return
+        if self.trial_id is None:
+            return
+        trial_id = self.trial_id
+        partner = await self.session.store.call(lambda s: s.compare_partner(trial_id))
+        if partner is None:
+            self.notify("No other finished trial of this task to compare with.")
+            return
+        self.app.open_compare(trial_id, partner)  # type: ignore[attr-defined]
 
     # -- navigation --------------------------------------------------------------------------------
 
