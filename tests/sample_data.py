@@ -154,6 +154,14 @@ def sample_funnel() -> dict[str, Any]:
 def _insert_events(db, trial_id: int, rows: list[tuple]) -> None:
     db.conn.executemany("insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, ?, ?, ?, ?, ?)",
                         [(trial_id, *row) for row in rows])
+    # Each usage line also becomes a usage row, as the runner writes them (compare reads tokens per step).
+    usage = []
+    for seq, _ts, kind, _stream, text, _data in rows:
+        if kind == "usage":
+            numbers = dict(zip(text.split()[::2], map(int, text.split()[1::2])))
+            usage.append((trial_id, seq, "cli", numbers.get("in", 0), numbers.get("cached", 0), numbers.get("out", 0)))
+    db.conn.executemany("insert into usage (trial_id, seq, source, uncached_input, cached_input, cache_write, output, "
+                        "reasoning) values (?, ?, ?, ?, ?, 0, ?, 0)", usage)
 
 
 # -- feed messages ---------------------------------------------------------------------------------

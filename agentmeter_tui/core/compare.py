@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 LABEL_CHARS = 160
+TOKEN_KEYS = ("uncached_input", "cached_input", "cache_write", "output", "reasoning")
 # Shell commands that read a file, and the path they read (options skipped).
 SHELL_READ = re.compile(r"^\s*(?:cat|head|tail|less|more|nl|bat|sed\s+-n\s+\S+)\s+(?:-\S+\s+)*([^\s|;&<>]+)")
 READ_TOOLS = ("read", "view", "open")
@@ -165,8 +166,7 @@ def build_steps(trial: dict[str, Any], rows: Iterable[tuple], usage: list[tuple[
             reads[step.read_path] += 1
             step.read_repeat = reads[step.read_path]
     if not usage:
-        total = sum(int(trial.get(k) or 0) for k in ("uncached_input", "cached_input", "cache_write", "output",
-                                                        "reasoning"))
+        total = sum(int(trial.get(k) or 0) for k in TOKEN_KEYS)
     return TrialSteps(trial, steps, total, repeated, reads)
 
 
@@ -186,6 +186,9 @@ def compare_trials(store: Any, left_id: int, right_id: int) -> Comparison:
         trial = store.trial(trial_id)
         if trial is None:
             raise KeyError(f"no trial {trial_id}")
-        sides.append(build_steps(trial, store.step_rows(trial_id), store.usage_by_seq(trial_id)))
+        # The meter's usage rows only (Store.usage_by_seq: the proxy's when it metered the trial).
+        usage = [(seq, sum(int(row.get(k) or 0) for k in TOKEN_KEYS))
+                 for seq, row in sorted(store.usage_by_seq(trial_id).items())]
+        sides.append(build_steps(trial, store.step_rows(trial_id), usage))
     left, right = sides
     return Comparison(left, right, first_divergence(left.steps, right.steps))

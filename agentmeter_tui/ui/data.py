@@ -111,8 +111,11 @@ def grid_rows(store: Store, suite_id: str) -> list[dict[str, Any]]:
     return store.grid_rows(suite_id)
 
 
-def latest_scores(store: Store, suite_id: str | None) -> dict[int, int]:
-    return {trial_id: s.score for trial_id, s in store.latest_scores(suite_id).items()}
+def latest_scores(store: Store, suite_id: str | None) -> dict[int, float]:
+    """Each scored trial's agreed score: adjudicated, else the median of its reviewers (core.reviewing)."""
+    from ..core.reviewing import agreed_scores
+
+    return {t: int(v) if v == int(v) else v for t, v in agreed_scores(store, suite_id).items()}
 
 
 def ams_by_config(store: Store, suite_id: str) -> dict[tuple[str, str], float | None]:
@@ -151,6 +154,8 @@ def trial_detail(store: Store, trial_id: int) -> TrialDetail | None:
     if row is None:
         return None
     siblings = store.cell_trials(row["suite_id"], row["task_id"], row["model"], row["cli"])
+    agreed = latest_scores(store, row["suite_id"])  # several reviewers: the agreed score, not the last edit
+    siblings = [{**s, "score": agreed.get(s["id"])} for s in siblings]
     notes = store.notes(trial_id)
     try:
         extra = orjson.loads(row["extra"]) if row.get("extra") else {}

@@ -34,10 +34,17 @@ def suite_masker(store: Store, suite_id: str | None) -> Masker:
     return masker_for(store, suite_id) if suite_id else Masker([])
 
 
+HIDDEN_KINDS = frozenset({"usage"})  # token counts per call: blind mode hides tokens
+
+
 def masked_event_index(store: Store, trial_id: int, masker: Masker) -> EventIndex:
+    """The transcript index without usage lines and with identities masked in every text."""
     index = event_index(store, trial_id)
-    index.texts = [masker(text) for text in index.texts]
-    return index
+    keep = [i for i, kind in enumerate(index.kinds) if kind not in HIDDEN_KINDS]
+    position = {old: new for new, old in enumerate(keep)}
+    return EventIndex([index.seqs[i] for i in keep], [index.kinds[i] for i in keep],
+                      [masker(index.texts[i]) for i in keep], [index.full[i] for i in keep],
+                      {position[i] for i in index.failures if i in position})
 
 
 def masked_event_text(store: Store, trial_id: int, seq: int, masker: Masker) -> str:

@@ -82,6 +82,31 @@ class TestReview:
         assert snap_compare(app, terminal_size=SIZE, run_before=_settled)
 
 
+class TestReviewers:
+    def test_review_blind(self, snap_compare, sample_db):
+        app = make_app(sample_db, screen="review")
+        app.session.blind, app.session.blind_seed = True, 5
+        assert snap_compare(app, terminal_size=SIZE, run_before=_settled)
+
+    def test_adjudicate(self, snap_compare, sample_db):
+        from agentmeter_tui.core.store import Store
+
+        store = Store(sample_db)
+        store.add_score(1, 0, "bo", "never ran the tests")
+        store.db.execute("update scores set created_at = '2026-06-04T11:00:00.000+00:00' where reviewer = 'bo'")
+        store.db.conn.commit()
+        store.close()
+        assert snap_compare(make_app(sample_db, screen="adjudicate"), terminal_size=SIZE, run_before=_settled)
+
+    def test_compare(self, snap_compare, sample_db):
+        async def compare(pilot):
+            await _settled(pilot)
+            pilot.app.open_compare(1, 2)  # ace under reference and under claude-code, count-lines
+            await _settled(pilot)
+
+        assert snap_compare(make_app(sample_db, screen="review"), terminal_size=SIZE, run_before=compare)
+
+
 class TestReport:
     def test_report(self, snap_compare, sample_db):
         assert snap_compare(make_app(sample_db, screen="report"), terminal_size=SIZE, run_before=_settled)

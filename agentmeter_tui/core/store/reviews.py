@@ -178,12 +178,6 @@ class ReviewQueries:
             "select seq, kind, text, data from events where trial_id = ? and kind in "
             "('assistant', 'tool_call', 'tool_result', 'error') order by seq", [trial_id])
 
-    def usage_by_seq(self, trial_id: int) -> list[tuple[int, int]]:
-        """``(seq, raw tokens)`` per usage record of a trial, in order."""
-        return [(r[0], r[1]) for r in self.db.execute(
-            "select seq, coalesce(uncached_input, 0) + coalesce(cached_input, 0) + coalesce(cache_write, 0) "
-            "+ coalesce(output, 0) + coalesce(reasoning, 0) from usage where trial_id = ? order by seq", [trial_id])]
-
     def compare_partner(self, trial_id: int) -> int | None:
         """Another finished trial of the same task: the same model under another CLI first, then
         another model under the same CLI, then any; the latest of each kind."""
