@@ -42,3 +42,14 @@ def db(tmp_path: Path) -> Path:
 def _sandbox_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     # Trials' workspaces go under the test's temp dir, not the shared system temp.
     monkeypatch.setenv("AGENTMETER_SANDBOX_ROOT", str(tmp_path_factory.getbasetemp() / "sandboxes"))
+
+
+# Real CLIs, Docker and ssh each take seconds a test: whatever is marked with one of them is
+# slow too, so `-m "not slow"` is the quick loop without anyone remembering a second marker.
+SLOW_BY_NATURE = ("clis", "docker", "ssh")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(name) for name in SLOW_BY_NATURE) and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)

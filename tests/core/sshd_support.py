@@ -11,10 +11,11 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
+
+from tests.waiting import wait_for
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 SFTP_SERVER = next((p for p in ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server",
@@ -85,16 +86,17 @@ LogLevel ERROR
         log = (self.folder / "sshd.log").open("ab")
         self.process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=log,
                                         stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"sshd exited: {(self.folder / 'sshd.log').read_text()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("sshd did not start listening")
+        wait_for(self._listening, f"sshd on 127.0.0.1:{self.port} to listen")
+        return self
+
+    def _listening(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"sshd exited: {(self.folder / 'sshd.log').read_text()}")
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                return True
+        except OSError:
+            return False
 
     def crash(self) -> None:
         """SIGKILL the daemon and every per-connection sshd: open connections drop at once."""
@@ -110,7 +112,7 @@ LogLevel ERROR
                 proc.kill()
             except psutil.NoSuchProcess:
                 pass
-        self.process.wait(timeout=10)
+        self.process.wait(timeout=120)
         self.process = None
 
     def stop(self) -> None:

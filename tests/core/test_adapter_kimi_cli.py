@@ -11,6 +11,7 @@ from agentmeter_tui.core.harnesses import LaunchContext, get_adapter
 from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.vocab import EventKind
 from tests.conftest import FIXTURES
+from tests.core.test_transcript import served_tokens
 
 ADAPTER = get_adapter("kimi-cli")
 STREAMS = FIXTURES / "streams" / "kimi-cli"
@@ -102,4 +103,4 @@ def test_saved_streams_and_wire_usage():
     assert {"write-file", "cache-heavy", "reasoning", "error-400", "loop-killed"} <= names
     expected = json.loads((STREAMS / "write-file.expected.json").read_text())
     recovery = ADAPTER.recover({"wire.jsonl": (STREAMS / "write-file.session.jsonl").read_bytes()})
-    assert recovery.usage.as_dict() == expected["tokens"] and recovery.turns == expected["turns"]
+    assert recovery.usage == served_tokens("kimi-cli", expected) and recovery.turns == expected["turns"]

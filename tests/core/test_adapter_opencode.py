@@ -111,4 +111,4 @@ def test_saved_streams_exist_for_the_five_scenarios():
     expected = json.loads((STREAMS / "reasoning.expected.json").read_text())
     parser = ADAPTER.new_parser()
     feed(parser, (STREAMS / "reasoning.stdout.jsonl").read_bytes().splitlines())
-    assert parser.usage.as_dict() == expected["tokens"] == expected["served"]  # nothing merged in this one
+    assert parser.usage.as_dict() == expected["served"]  # nothing merged in this one

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
+from pathlib import Path
 
-from agentmeter_tui.core.store import Store
+from agentmeter_tui.core.store import Store, utcnow
 from tests.conftest import FIXTURES, agentmeter
-from tests.core.test_robustness import wait_for
+from tests.waiting import wait_for
 
 RUNAWAY = FIXTURES / "suites" / "runaway"
 SLOW = FIXTURES / "suites" / "slow"
@@ -18,37 +18,47 @@ def test_pause_holds_new_trials_and_resume_finishes(db):
     agentmeter("run", str(SLOW), "--detach", "--db", str(db), check=True)
     assert agentmeter("pause", "--db", str(db)).returncode == 0
     store = Store(db)
-    time.sleep(1.5)  # trials that were running finish; none may start while paused
+    # The trials that were running finish; then nothing may start until the resume.
+    wait_for(lambda: not store.trials("slow", "finished_at is null"), "the running trials to finish")
+    paused_from = utcnow()
     started = len(store.trials("slow"))
     status = json.loads(agentmeter("status", "--json", "--db", str(db), check=True).stdout)
     assert status["progress"]["paused"] is True
-    time.sleep(1.0)
-    assert len(store.trials("slow")) == started < 6
+    paused_until = utcnow()
     assert agentmeter("resume", "--db", str(db)).returncode == 0
-    wait_for(lambda: next(store.db.query("select status from runs"))["status"] == "finished", timeout=60)
-    assert len(store.trials("slow", "status = 'passed'")) == 6
+    wait_for(lambda: next(store.db.query("select status from runs"))["status"] == "finished", "the run to finish")
+    trials = store.trials("slow")
+    assert started < 6 and len(trials) == len(store.trials("slow", "status = 'passed'")) == 6
+    assert not [t for t in trials if paused_from <= t["started_at"] <= paused_until], "a trial started while paused"
 
 
 def test_raise_a_running_trials_budget_then_kill_it(db, tmp_path):
     suite = tmp_path / "runaway"
     shutil.copytree(RUNAWAY, suite)
-    burner_file = suite / "scenarios" / "burner.toml"  # slow it down, so the raise lands in time
-    burner_file.write_text(burner_file.read_text().replace("delay_ms = 50", "delay_ms = 500"))
+    # The burner waits at a gate in its workspace before it burns, so the raise lands first
+    # however slow the machine is: the test opens the gate once the runner has answered.
+    burner_file = suite / "scenarios" / "burner.toml"
+    burner_file.write_text('[[turns]]\nshell = "until [ -e gate ]; do sleep 0.05; done"\n'
+                           'usage = { uncached_input = 100, output = 10 }\n' + burner_file.read_text()
+                           .replace('description = "leaves a setsid background job behind, then burns tokens forever"',
+                                    ""))
     (suite / "suite.toml").write_text((suite / "suite.toml").read_text().replace("wall_seconds = 4",
-                                                                                 "wall_seconds = 30"))
+                                                                                 "wall_seconds = 3600"))
     agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
     store = Store(db)
-    burner = wait_for(lambda: store.trials("runaway", "model = 'burner' and status = 'running'"))[0]
-    reply = agentmeter("budget", "--trial", str(burner["id"]), "--tokens", "100000000", "--wall-seconds", "60",
+    burner = wait_for(lambda: store.trials("runaway", "model = 'burner' and status = 'running'"), "the burner")[0]
+    reply = agentmeter("budget", "--trial", str(burner["id"]), "--tokens", "100000000", "--wall-seconds", "3600",
                        "--db", str(db))
     assert reply.returncode == 0, reply.stderr
     assert json.loads(reply.stdout)["budget"]["tokens"] == 100_000_000
+    (Path(burner["workspace"]) / "gate").touch()
     # It now burns well past its old 20,000-token budget without being stopped.
     wait_for(lambda: store.db.execute("select coalesce(sum(uncached_input + cached_input + output + reasoning), 0) "
-                                      "from usage where trial_id = ?", [burner["id"]]).fetchone()[0] > 40_000)
+                                      "from usage where trial_id = ?", [burner["id"]]).fetchone()[0] > 40_000,
+             "the burner to pass 40,000 tokens")
     assert store.trial(burner["id"])["status"] == "running"
     agentmeter("kill", str(burner["id"]), "--db", str(db), check=True)
-    row = wait_for(lambda: (r := store.trial(burner["id"]))["status"] == "killed" and r)
+    row = wait_for(lambda: (r := store.trial(burner["id"]))["status"] == "killed" and r, "the kill")
     assert row["reason"] == "operator"
     assert row["uncached_input"] > 40_000 * 0.8  # the usage of every completed call is kept
     agentmeter("stop", "--db", str(db))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -102,10 +101,9 @@ def test_installs_everything_then_does_nothing(tools, tmp_path):
         assert ADAPTERS.get(target.adapter)().is_installed(root)
 
     log.unlink()
-    started = time.monotonic()
     again = agentmeter("install-clis", "--dir", str(root), env={"PATH": "/nonexistent"})  # not even npm needed
     assert again.returncode == 0 and f"all {len(TARGETS)} CLI(s) in place" in again.stdout
-    assert calls(log) == [] and time.monotonic() - started < 10
+    assert calls(log) == []  # nothing ran: no npm, no pip
 
 
 def test_only_one_package_at_a_version(tools, tmp_path):

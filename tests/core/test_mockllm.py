@@ -37,6 +37,7 @@ from tests.core.mockllm_support import (
     start_server,
     write_scenario,
 )
+from tests.waiting import eventually, wait_for
 
 
 @pytest.fixture
@@ -258,11 +259,11 @@ async def test_stall_holds_the_stream_after_the_first_chunk(server, tmp_path):
         with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(response.content.readuntil(b"\n\n"), 0.3)
     # The client went away mid-stall: the call is logged as such and its usage was never delivered.
-    for _ in range(100):
+    async def logged():  # the server records the entry once its handler is cancelled
         _, log = await get_json(server, "/_scripted/sessions/k1/requests")
-        if log["requests"]:
-            break
-        await asyncio.sleep(0.02)  # the server records the entry once its handler is cancelled
+        return log if log["requests"] else None
+
+    log = await eventually(logged, "the disconnected call in the request log")
     assert log["requests"][0]["outcome"] == "client disconnected"
     _, info = await get_json(server, "/_scripted/sessions/k1")
     assert info["served"][0]["completed"] is False and sum(info["usage"].values()) == 0
@@ -381,10 +382,8 @@ def test_server_process_exits_when_its_parent_is_killed():
         pid, _ = parent.stdout.readline().decode().split()
         parent.kill()
         parent.wait()
-        deadline = time.monotonic() + 10
-        while _running(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)  # polling /proc: an orphan's exit cannot be awaited by its ex-grandparent
-        assert not _running(pid), "the server outlived the process that started it"
+        # Polling /proc: an orphan's exit cannot be awaited by its ex-grandparent.
+        wait_for(lambda: not _running(pid), "the server to exit with the process that started it")
     finally:
         parent.kill()
         parent.wait()

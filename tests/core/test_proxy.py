@@ -5,7 +5,6 @@ errors and failures, and no key in any record or log line."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 import aiohttp
@@ -24,6 +23,7 @@ from tests.core.mockllm_support import (
     start_server,
     write_scenario,
 )
+from tests.waiting import eventually
 
 REAL_KEY = "sk-real-PLANTED-4e1b2c"
 TURNS = [TokenUsage(1200, 4000, 300, 30, 20), TokenUsage(1300, 4500, 0, 80, 25)]  # TWO_TURNS' usage
@@ -217,11 +217,11 @@ async def test_a_cut_stream_is_not_counted_by_either_side(upstream, proxy, tmp_p
     (call,) = sink.calls
     assert call.outcome == "client disconnected" and not call.usage
     assert call.partial == TokenUsage(1100, 0, 0, 1, 0)  # message_start's input, never metered
-    for _ in range(100):  # the provider notices the proxy hanging up
+    async def hung_up():  # the provider notices the proxy hanging up
         info = await served(upstream)
-        if info["served"] and info["requests"] and not info["served"][0]["completed"]:
-            break
-        await asyncio.sleep(0.02)
+        return info if info["served"] and info["requests"] and not info["served"][0]["completed"] else None
+
+    info = await eventually(hung_up, "the provider to see the call cut")
     assert info["usage"] == TokenUsage().as_dict() and sink.usage == TokenUsage()
 
 

@@ -7,21 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from agentmeter_tui.core.lines import MAX_LINE, TRUNCATION_MARKER
 from agentmeter_tui.core.store import Store
 from tests.conftest import FIXTURES, agentmeter
-
-
-def wait_for(predicate, timeout: float = 30.0, step: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("timed out waiting")
+from tests.waiting import wait_for
 
 
 def test_malformed_agent_output_is_kept_as_raw_events(db):
@@ -57,10 +47,11 @@ def test_runner_killed_with_sigkill_resumes_without_repeating(db):
     store = Store(db)
     runner_pid = next(store.db.query("select pid from runs"))["pid"]
     # Kill the runner once some trials are finished and others are running.
-    wait_for(lambda: store.trials("slow", "status = 'passed'") and store.trials("slow", "status = 'running'"))
+    wait_for(lambda: store.trials("slow", "status = 'passed'") and store.trials("slow", "status = 'running'"),
+             "a passed and a running trial")
     before = {t["id"]: (t["status"], store.event_count(t["id"])) for t in store.trials("slow")}
     os.kill(runner_pid, signal.SIGKILL)
-    wait_for(lambda: not _alive(runner_pid))
+    wait_for(lambda: not _alive(runner_pid), "the killed runner to be gone")
     finished_before = {i: s for i, s in before.items() if s[0] == "passed"}
     assert finished_before
 
@@ -84,13 +75,13 @@ def test_client_killed_mid_stream_leaves_the_runner_running(db):
     client = subprocess.Popen([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless", "--db",
                                str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     store = Store(db) if db.exists() else None
-    wait_for(lambda: db.exists() and Store(db).trials("slow", "status = 'running'"))
+    wait_for(lambda: db.exists() and Store(db).trials("slow", "status = 'running'"), "a running trial")
     store = Store(db)
     client.send_signal(signal.SIGKILL)
     client.wait()
     runner_pid = next(store.db.query("select pid from runs"))["pid"]
     assert _alive(runner_pid)
-    wait_for(lambda: next(store.db.query("select status from runs"))["status"] == "finished", timeout=60)
+    wait_for(lambda: next(store.db.query("select status from runs"))["status"] == "finished", "the run to finish")
     assert len(store.trials("slow", "status = 'passed'")) == 6
 
 

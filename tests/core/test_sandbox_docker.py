@@ -49,7 +49,7 @@ def test_runaways_are_killed_by_budget_and_leave_no_container(tmp_path, db, dock
     suite = suite_copy(RUNAWAY, tmp_path / "suite", 'kind = "docker"', suite_id=suite_id)
     result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=300)
     assert result.returncode == 0, result.stderr + result.stdout
-    assert_runaways_killed(Store(db), suite_id, within=3.0)
+    assert_runaways_killed(Store(db), suite_id)
     assert leftovers(docker_engine, suite_id, db) == {}
     listed = subprocess.run(["docker", "ps", "-a", "-q", "--filter", f"label=agentmeter.suite={suite_id}"],
                             capture_output=True, text=True, check=True)
@@ -106,6 +106,7 @@ async def test_a_missing_image_is_an_error_that_never_pulls(tmp_path, docker_eng
     await sandbox.close()
 
 
+@pytest.mark.serial  # it removes every orphaned container on the engine, other tests' included
 def test_clean_finds_what_a_dead_runner_left(docker_engine):
     from agentmeter_tui.core.sandboxes.docker.images import ensure_host_image
 

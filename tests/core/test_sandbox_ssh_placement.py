@@ -7,6 +7,7 @@ import asyncio
 from types import SimpleNamespace
 
 from agentmeter_tui.core.run.placement import Host, Placement
+from tests.waiting import settle
 
 
 def plan(name: str, provider: str = "p", labels: list[str] | None = None) -> SimpleNamespace:
@@ -68,10 +69,10 @@ async def test_take_waits_for_a_slot_and_the_slot_reaches_the_sandbox_by_token()
     placement.bind("token-1", first[1])
     assert placement.slot_for("token-1").host == "a"
     waiting = asyncio.ensure_future(placement.take(queue))
-    await asyncio.sleep(0.05)
+    await settle()
     assert not waiting.done()
     placement.release(first[1], "token-1")
-    second = await asyncio.wait_for(waiting, 1)
+    second = await waiting
     assert second[0].name == "second" and placement.slot_for("token-1") is None
 
 
@@ -92,6 +93,7 @@ async def test_take_returns_when_the_run_stops():
     await placement.take(queue)
     stopping = False
     waiting = asyncio.ensure_future(placement.take(queue, lambda: stopping, poll=0.02))
-    await asyncio.sleep(0.05)
+    await settle()
+    assert not waiting.done()
     stopping = True
-    assert await asyncio.wait_for(waiting, 1) is None
+    assert await waiting is None

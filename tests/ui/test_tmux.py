@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import signal
-import time
 
 import psutil
 import pytest
@@ -20,6 +19,7 @@ from agentmeter_tui.core.run.control import ControlClient, runner_alive
 from agentmeter_tui.core.store import Store
 
 from ..conftest import need
+from ..waiting import FAILSAFE, wait_for
 from .tmux import ROOT, TmuxSession, agentmeter, clean_env
 
 pytestmark = pytest.mark.slow
@@ -34,9 +34,7 @@ def stop_runner(db) -> None:
     if runner_alive(db):
         with ControlClient(db) as client:
             client.request("stop")
-    deadline = time.monotonic() + 30
-    while runner_alive(db) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for(lambda: not runner_alive(db), "the runner to stop")
 
 
 def test_demo_kill_review_score_quit(tmp_path):
@@ -45,13 +43,13 @@ def test_demo_kill_review_score_quit(tmp_path):
     session = TmuxSession(agentmeter("demo", "--db", str(db), "--clis", "reference"),
                           clean_env(tmp_path, AGENTMETER_REVIEWER="e2e-reviewer"))
     try:
-        session.wait_for("agentmeter Demo", timeout=60)
+        session.wait_for("agentmeter Demo")
         session.keys("l")  # the live panes
         session.wait_for("#1 count-lines · runaway × reference")  # the runaway runs longest: first pane
         session.keys("k")
         session.wait_for("Kill trial #1?")
         session.keys("y")
-        screen = session.wait_for("killed", timeout=20)
+        screen = session.wait_for("killed")
         assert "#1 count-lines" in screen
         session.keys("r")  # the focused pane's trial is finished: review it
         screen = session.wait_for("Review #")
@@ -59,10 +57,7 @@ def test_demo_kill_review_score_quit(tmp_path):
         session.keys("2")
         session.wait_for("saved")
         session.keys("q")
-        deadline = time.monotonic() + 30
-        while session.alive() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not session.alive(), "the demo did not quit"
+        wait_for(lambda: not session.alive(), "the demo to quit")
     finally:
         session.close()
         stop_runner(db)
@@ -87,11 +82,11 @@ def test_sigkill_of_the_tui_leaves_the_run_going_and_attach_shows_it(tmp_path):
     first = second = None
     try:
         first = TmuxSession(agentmeter("attach", "--db", str(db)), env)
-        first.wait_for("● live", timeout=60)
+        first.wait_for("● live")
         tui = psutil.Process(first.pane_pid())
         assert "attach" in " ".join(tui.cmdline())
         os.kill(tui.pid, signal.SIGKILL)
-        tui.wait(10)
+        tui.wait(FAILSAFE)
         assert runner_alive(db)
         with ControlClient(db) as client:
             status = client.request("status")
@@ -102,9 +97,9 @@ def test_sigkill_of_the_tui_leaves_the_run_going_and_attach_shows_it(tmp_path):
         store.close()
         assert any(processes_with_token(t) for t in tokens.values())  # their processes too
         second = TmuxSession(agentmeter("attach", "--db", str(db)), env)
-        second.wait_for("● live", timeout=60)
+        second.wait_for("● live")
         second.keys("l")
-        screen = second.wait_for(" · t", timeout=30)  # a pane title: "#N task · model × cli · tK"
+        screen = second.wait_for(" · t")  # a pane title: "#N task · model × cli · tK"
         shown = {int(n) for n in re.findall(r"#(\d+) [a-z-]+ · ", screen)}
         with ControlClient(db) as client:
             now_running = {m["id"] for m in client.request("status")["running"]}

@@ -6,51 +6,56 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
+
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 class TmuxSession:
+    """One TUI in a detached tmux session on its own tmux server (``-L``), so parallel tests
+    never share a server that exits under them when another test closes its last session."""
+
     def __init__(self, command: list[str], env: dict[str, str], size: tuple[int, int] = (160, 48)):
         self.name = f"agentmeter-test-{uuid.uuid4().hex[:8]}"
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         # `exec` so the pane's process is the TUI itself (the attach test kills it by pid).
         shell = f"cd {shlex.quote(str(ROOT))} && exec env {exports} {shlex.join(command)}"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]),
-                        shell], check=True)
+        self.tmux("new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]), shell, check=True)
+
+    def tmux(self, *args: str, check: bool = False) -> subprocess.CompletedProcess:
+        return subprocess.run(["tmux", "-L", self.name, *args], capture_output=True, text=True, check=check)
 
     def screen(self) -> str:
-        result = subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True)
-        return result.stdout
+        return self.tmux("capture-pane", "-p", "-t", self.name).stdout
 
     def keys(self, *keys: str) -> None:
         for key in keys:
-            subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
+            self.tmux("send-keys", "-t", self.name, key, check=True)
 
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+    def wait_for(self, text: str) -> str:
         """Poll the screen until ``text`` shows (the TUI redraws on its own; nothing to await)."""
-        deadline = time.monotonic() + timeout
-        screen = ""
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never showed; the screen was:\n{screen}")
+        last = [""]
+
+        def shown() -> str | None:
+            last[0] = self.screen()
+            return last[0] if text in last[0] else None
+
+        try:
+            return wait_for(shown, repr(text), interval=0.1)
+        except AssertionError:
+            raise AssertionError(f"{text!r} never showed; the screen was:\n{last[0]}") from None
 
     def alive(self) -> bool:
-        return subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode == 0
+        return self.tmux("has-session", "-t", self.name).returncode == 0
 
     def pane_pid(self) -> int:
-        out = subprocess.run(["tmux", "list-panes", "-t", self.name, "-F", "#{pane_pid}"], capture_output=True,
-                             text=True, check=True).stdout
-        return int(out.split()[0])
+        return int(self.tmux("list-panes", "-t", self.name, "-F", "#{pane_pid}", check=True).stdout.split()[0])
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        self.tmux("kill-server")
 
 
 def agentmeter(*args: str) -> list[str]:

@@ -103,7 +103,8 @@ class Scheduler:
             if self.queue:
                 await self.paused.wait()
                 await slots.acquire()
-                if self.stopping or not self.queue:
+                # A pause that came while this loop waited for a slot holds the trial back too.
+                if self.stopping or not self.queue or not self.paused.is_set():
                     slots.release()
                     continue
                 taken = await self.placement.take(self.queue, lambda: self.stopping)
