@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from decimal import Decimal
 from pathlib import Path
 
 from agentmeter_tui.core.store import Store, utcnow
@@ -14,9 +15,15 @@ RUNAWAY = FIXTURES / "suites" / "runaway"
 SLOW = FIXTURES / "suites" / "slow"
 
 
-def test_pause_holds_new_trials_and_resume_finishes(db):
-    agentmeter("run", str(SLOW), "--detach", "--db", str(db), check=True)
+def test_pause_holds_new_trials_and_resume_finishes(db, tmp_path):
+    suite = tmp_path / "slow"
+    shutil.copytree(SLOW, suite)
+    gate = tmp_path / "gate"  # the first trials wait here, so the pause lands before the queue drains
+    for scenario in (suite / "scenarios").glob("*.toml"):
+        scenario.write_text(scenario.read_text().replace("sleep 0.4", f"until [ -e {gate} ]; do sleep 0.05; done"))
+    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
     assert agentmeter("pause", "--db", str(db)).returncode == 0
+    gate.touch()
     store = Store(db)
     # The trials that were running finish; then nothing may start until the resume.
     wait_for(lambda: not store.trials("slow", "finished_at is null"), "the running trials to finish")
@@ -73,4 +80,13 @@ def test_usd_budget_kills(db, tmp_path):
     assert result.returncode == 0, result.stderr
     burner = Store(db).trials("runaway", "model = 'burner'")[0]
     assert burner["status"] == "killed" and burner["reason"] == "budget:usd"
-    assert 0.05 <= burner["cost_usd"] < 0.05 + 0.02  # one call is about $0.01
+    assert burner["cost_usd"] >= 0.05  # every completed call's cost is kept
+    # Stopped on the call that crossed $0.05 (its note names the cost then), however many calls
+    # finished before the processes were gone.
+    store, total, at_crossing = Store(db), Decimal(0), None
+    for row in store.db.query("select cost_usd from usage where trial_id = ? order by seq", [burner["id"]]):
+        total += Decimal(str(row["cost_usd"]))
+        if at_crossing is None and total >= Decimal("0.05"):
+            at_crossing = total
+    notes = [e[4] for e in store.events(burner["id"]) if e[3] == "runner" and e[4].startswith("killing: ")]
+    assert notes == [f"killing: budget:usd (${at_crossing:.4f} >= $0.05)"], (notes, at_crossing)
