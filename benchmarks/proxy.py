@@ -15,6 +15,11 @@ print events as fast as they can (as in ``benchmarks/ingest.py``), the other hal
 streamed model calls to the scripted server for the whole run, at a fixed rate (through the
 proxy in the second run), and the flooders' sustained ingest rate is compared.
 
+The recorded part replays every provider answer of ``tests/fixtures/providers`` (OpenAI,
+Anthropic, Gemini, DeepSeek, Moonshot, DashScope, GLM, MiniMax, OpenRouter; issue 14) from
+the same provider process, direct and through the proxy, so the added time to first byte is
+measured with each provider's own usage reader at work.
+
 Target (issue 8): no added latency worth measuring against a model's own time to first
 token (hundreds of ms); throughput far above any model's output rate; ingest as fast with
 the proxy's traffic as without it.
@@ -37,6 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+RECORDINGS = ROOT / "tests" / "fixtures" / "providers"
 
 FRAME_TEXT = "x" * 900  # about 1 KB per SSE frame, a long text delta
 USAGE = {"prompt_tokens": 5000, "completion_tokens": 50,
@@ -64,9 +70,23 @@ def serve_provider(ready) -> None:
         await response.write_eof()
         return response
 
+    import tomllib
+
+    recorded = tomllib.loads((RECORDINGS / "SOURCES.toml").read_text())["fixtures"]
+
+    async def replay(request: web.Request) -> web.StreamResponse:
+        entry = recorded[request.match_info["name"]]
+        response = web.StreamResponse(status=entry.get("status", 200),
+                                      headers={"Content-Type": entry["content_type"]})
+        await response.prepare(request)
+        await response.write((RECORDINGS / entry["file"]).read_bytes())
+        await response.write_eof()
+        return response
+
     async def main() -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", chat)
+        app.router.add_post("/rec/{name}/{tail:.*}", replay)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -111,12 +131,13 @@ def serve_proxy(provider_port: int, conn) -> None:
 
 # -- the client -----------------------------------------------------------------------------------
 
-def one_call(conn: http.client.HTTPConnection, key: str, frames: int) -> tuple[float, float, int]:
+def one_call(conn: http.client.HTTPConnection, key: str, frames: int,
+             path: str = "/v1/chat/completions") -> tuple[float, float, int]:
     """(seconds to the first body byte, seconds to the end, bytes) of one streamed call."""
     body = json.dumps({"model": "bench", "stream": True, "frames": frames}).encode()
     started = time.perf_counter()
-    conn.request("POST", "/v1/chat/completions", body, {"Authorization": f"Bearer {key}",
-                                                        "Content-Type": "application/json"})
+    conn.request("POST", path, body, {"Authorization": f"Bearer {key}", "x-api-key": key, "x-goog-api-key": key,
+                                      "Content-Type": "application/json"})
     response = conn.getresponse()
     first = response.read1(65536)
     ttfb = time.perf_counter() - started
@@ -124,6 +145,47 @@ def one_call(conn: http.client.HTTPConnection, key: str, frames: int) -> tuple[f
     while data := response.read1(1 << 20):
         size += len(data)
     return ttfb, time.perf_counter() - started, size
+
+
+def recorded_ttfb(direct, proxied, key: str, calls: int) -> dict[str, tuple[int, list[float]]]:
+    """Per recorded answer: its raw tokens as SOURCES.toml states them, and the added time to
+    first byte (ms) of each proxied call over the direct call just before it."""
+    import tomllib
+
+    out = {}
+    for name, entry in tomllib.loads((RECORDINGS / "SOURCES.toml").read_text())["fixtures"].items():
+        path = f"/rec/{name}{entry['path']}"
+        gaps = []
+        for _ in range(calls):
+            plain = one_call(direct, "sk-provider", 0, path)[0]
+            gaps.append((one_call(proxied, key, 0, path)[0] - plain) * 1000)
+        out[name] = (sum(entry["expect"].get(k, 0) for k in ("uncached_input", "cached_input", "cache_write",
+                                                                "output", "reasoning")), gaps)
+    return out
+
+
+def reader_cpu() -> dict[str, float]:
+    """Seconds the usage scanner alone takes over each recorded answer (fed in 4 KB chunks):
+    what the new readers add, free of the machine's network and scheduling noise."""
+    import tomllib
+
+    from agentmeter_tui.core.proxy.scan import UsageScanner
+    from agentmeter_tui.core.proxy.wire import protocol_for
+
+    out = {}
+    for name, entry in tomllib.loads((RECORDINGS / "SOURCES.toml").read_text())["fixtures"].items():
+        body, protocol = (RECORDINGS / entry["file"]).read_bytes(), protocol_for(entry["path"].split("?")[0])
+        best = float("inf")
+        for _ in range(7):
+            started = time.perf_counter()
+            for _ in range(20):
+                scanner = UsageScanner(protocol, entry["content_type"])
+                for at in range(0, len(body), 4096):
+                    scanner.feed(body[at:at + 4096])
+                scanner.finish()
+            best = min(best, (time.perf_counter() - started) / 20)
+        out[name] = best
+    return out
 
 
 # -- the runner's ingest with proxy traffic ---------------------------------------------------------
@@ -196,6 +258,7 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=24, help="flooders (and as many chatters) for the ingest part")
     parser.add_argument("--events", type=int, default=5000, help="events per flooder")
     parser.add_argument("--rate", type=float, default=10, help="model calls per second per chatter")
+    parser.add_argument("--recorded", type=int, default=40, help="calls per recorded provider answer")
     args = parser.parse_args()
     ctx = multiprocessing.get_context("spawn")
     ready_in, ready_out = ctx.Pipe()
@@ -228,11 +291,13 @@ def main() -> None:
             _, total, size = one_call(conn, k, args.frames)
             rate[name].append(size / total)
     cpu_per_mb = (sum(proxy_cpu.cpu_times()[:2]) - cpu_before) / (args.streams * size / 1e6)
+    recorded = recorded_ttfb(direct, proxied, key, args.recorded)
     control.send("done")
     metered_calls, metered_raw = control.recv()
     expected_calls = 20 + args.calls + args.streams
-    assert metered_calls == expected_calls, (metered_calls, expected_calls)
-    assert metered_raw == expected_calls * 5050, metered_raw  # every call's usage read off the stream
+    assert metered_calls == expected_calls + args.recorded * len(recorded), (metered_calls, expected_calls)
+    expected_raw = expected_calls * 5050 + args.recorded * sum(raw for raw, _ in recorded.values())
+    assert metered_raw == expected_raw, (metered_raw, expected_raw)  # every call's usage read off the stream
     med = {name: statistics.median(values) * 1000 for name, values in ttfb.items()}
     p95 = {name: statistics.quantiles(values, n=20)[-1] * 1000 for name, values in ttfb.items()}
     print(f"time to first byte, median of {args.calls} calls (p95):")
@@ -245,6 +310,15 @@ def main() -> None:
           f"ratio {mb['proxy'] / mb['direct']:.2f}")
     print(f"proxy CPU: {cpu_per_call * 1000:.3f} ms per short call, {cpu_per_mb * 1000:.2f} ms per MB streamed")
     print(f"metered: {metered_calls} calls, usage read off every stream")
+    added = [gap for _, gaps in recorded.values() for gap in gaps]
+    print(f"recorded provider answers ({len(recorded)} shapes x {args.recorded} calls), added time to first byte "
+          f"through the proxy: median {statistics.median(added):.3f} ms")
+    cpu = reader_cpu()
+    for name, (_, gaps) in sorted(recorded.items()):
+        print(f"  {name:<34} {statistics.median(gaps):+.3f} ms   reader CPU {cpu[name] * 1000:.3f} ms "
+              f"for the whole answer")
+    print(f"usage readers alone (best of 7, in process): median {statistics.median(cpu.values()) * 1000:.3f} ms, "
+          f"max {max(cpu.values()) * 1000:.3f} ms per recorded answer")
     proxy.terminate()
     provider.terminate()
     if args.agents:

@@ -39,8 +39,19 @@ _USAGE_MARK = b'"usage'  # every usage-bearing frame has "usage..." or "usageMet
 _ERROR_MARK = b'"error'  # and every in-stream error frame has "error..." (a false hit costs one parse)
 
 
+# DeepSeek, DashScope and OpenAI put "usage":null in every chunk and Responses "error":null in
+# its snapshots: a mark counts only where it is not such a null (C-level counts, no copies), so
+# those frames are never parsed.
+_NULL_USAGE = (b'"usage":null', b'"usage": null')
+_NULL_ERROR = (b'"error":null', b'"error": null')
+
+
 def _has_mark(data: bytes) -> bool:
-    return _USAGE_MARK in data or _ERROR_MARK in data
+    usage = data.count(_USAGE_MARK)
+    if usage and usage > data.count(_NULL_USAGE[0]) + data.count(_NULL_USAGE[1]):
+        return True
+    errors = data.count(_ERROR_MARK)
+    return bool(errors) and errors > data.count(_NULL_ERROR[0]) + data.count(_NULL_ERROR[1])
 
 
 def stream_error(obj: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -65,7 +76,8 @@ class UsageScanner:
         self._read = READERS[protocol]
         self.sse = "text/event-stream" in content_type.lower()
         self.final: TokenUsage | None = None
-        self.partial: TokenUsage | None = None
+        self._partial: TokenUsage | None = None
+        self._running: bytes | None = None  # Gemini: the last running-totals frame, parsed only if needed
         self.unreadable: str | None = None  # why the usage could not be read, if so
         self.charged: Decimal | None = None  # what the provider says it charged (OpenRouter's cost)
         self.error: dict[str, Any] | None = None  # an error reported inside a 2xx answer
@@ -77,6 +89,19 @@ class UsageScanner:
         self._inflate = zlib.decompressobj(47) if encoding in ("gzip", "deflate", "x-gzip") else None
         if encoding not in ("", "identity", "gzip", "deflate", "x-gzip"):
             self.unreadable = f"content-encoding {encoding}"
+
+    @property
+    def partial(self) -> TokenUsage | None:
+        """What was seen of a call whose final figures were not (Anthropic's input, Gemini's
+        last running totals)."""
+        if self._running is not None:
+            running, self._running = self._running, None
+            try:
+                obj = orjson.loads(running)
+                self._partial = self._read(obj["usageMetadata"])
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                pass
+        return self._partial
 
     # -- input ---------------------------------------------------------------------------------
 
@@ -146,6 +171,9 @@ class UsageScanner:
         payload = data[0] if len(data) == 1 else b"\n".join(data)
         if not _has_mark(payload):
             return  # most frames: text deltas with nothing to read
+        if self.protocol == "gemini" and b'"finishReason"' not in payload and _ERROR_MARK not in payload:
+            self._running = payload  # running totals repeated in every chunk: only the last one counts
+            return
         try:
             obj = orjson.loads(payload)
         except orjson.JSONDecodeError:
@@ -185,7 +213,7 @@ class UsageScanner:
                 usage = (obj.get("message") or {}).get("usage")
                 if isinstance(usage, Mapping):
                     self._start = dict(usage)
-                    self.partial = self._read(self._start)
+                    self._partial = self._read(self._start)
             elif kind == "message_delta" and isinstance(obj.get("usage"), Mapping):
                 merged = {**self._start, **{k: v for k, v in obj["usage"].items() if v is not None}}
                 self._set_final(self._read(merged))
@@ -199,7 +227,7 @@ class UsageScanner:
             if any(isinstance(c, Mapping) and c.get("finishReason") for c in candidates):
                 self._set_final(usage)
             else:
-                self.partial = usage
+                self._partial, self._running = usage, None
 
     def _whole(self, obj: Any) -> None:
         """A complete non-streaming body."""
