@@ -49,11 +49,15 @@ class TarWriter:
         info.size = len(data)
         self.tar.addfile(info, io.BytesIO(data))
 
-    def file(self, name: str, source: Path) -> None:
+    def file(self, name: str, source: Path, *, keep_mtime: bool = False) -> None:
+        """``keep_mtime``: the source's own time instead of 0 (a Python source must keep it, or
+        its cached bytecode, which records it, is stale and recompiled at every import)."""
         self.folder(os.path.dirname(name.strip("/")))
         stat = source.stat()
         info = self._info(name, tarfile.REGTYPE, stat.st_mode & 0o7777)
         info.size = stat.st_size
+        if keep_mtime:
+            info.mtime = int(stat.st_mtime)
         with source.open("rb") as handle:
             self.tar.addfile(info, handle)
 
