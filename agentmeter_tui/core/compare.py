@@ -14,7 +14,6 @@ build in well under a second (benchmarks/compare.py).
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,12 +24,12 @@ import orjson
 LABEL_CHARS = 160
 TOKEN_KEYS = ("uncached_input", "cached_input", "cache_write", "output", "reasoning")
 # Shell commands that read a file, and the path they read (options skipped).
-SHELL_READ = re.compile(r"^\s*(?:cat|head|tail|less|more|nl|bat|sed\s+-n\s+\S+)\s+(?:-\S+\s+)*([^\s|;&<>]+)")
+SHELL_READ = re.compile(r"^\s*(?:cat|head|tail|less|more|nl|bat|sed\s+-n\s+\S+)\s+(?:-\S+\s+(?:\d+\s+)?)*([^\s|;&<>]+)")
 READ_TOOLS = ("read", "view", "open")
 PATH_KEYS = ("file_path", "path", "absolute_path", "filename", "file")
 
 
-@dataclass
+@dataclass(slots=True)
 class Step:
     seq: int  # the first event of the step
     kind: str  # "tool", "message" or "error"
@@ -94,6 +93,14 @@ def _tool_parts(text: str, data: str | bytes | None) -> tuple[str | None, dict[s
 
 def read_path(text: str, data: str | bytes | None) -> str | None:
     """The file a tool call reads: a read/view tool's path argument, or a shell ``cat``-like command."""
+    match = SHELL_READ.match(text)
+    if match:  # the common case, without parsing the raw line
+        return match.group(1).strip("'\"")
+    if not data:
+        return None
+    lowered = (data if isinstance(data, str) else data.decode("utf-8", "replace")).lower()
+    if not any(word in lowered for word in READ_TOOLS):
+        return None
     name, args = _tool_parts(text, data)
     if name and any(word in name.lower() for word in READ_TOOLS):
         for key in PATH_KEYS:
@@ -106,21 +113,10 @@ def read_path(text: str, data: str | bytes | None) -> str | None:
     return match.group(1).strip("'\"") if match else None
 
 
-def _failed(data: str | bytes | None) -> bool:
-    if not data:
-        return False
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return False
-    if not isinstance(obj, dict):
-        return False
-    return obj.get("exit_code") not in (None, 0, "0") or obj.get("is_error") in (True, "true") \
-        or obj.get("status") in ("error", "failed")
-
-
-def build_steps(trial: dict[str, Any], rows: Iterable[tuple], usage: list[tuple[int, int]]) -> TrialSteps:
-    """Steps from ``(seq, kind, text, data)`` rows in order, tokens from ``(seq, tokens)`` usage rows."""
+def build_steps(trial: dict[str, Any], rows: Iterable[tuple], usage: list[tuple[int, int]],
+                failures: set[int] = frozenset()) -> TrialSteps:
+    """Steps from ``(seq, kind, text, data)`` rows in order, tokens from ``(seq, tokens)`` usage rows;
+    ``failures``: seqs of failed tool results and errors (``Store.failure_seqs``)."""
     steps: list[Step] = []
     pending: str | None = None  # assistant text not yet followed by a tool call
     pending_seq = 0
@@ -132,12 +128,12 @@ def build_steps(trial: dict[str, Any], rows: Iterable[tuple], usage: list[tuple[
                               read_path=read_path(text, data)))
             pending = None
         elif kind == "tool_result":
-            if steps and steps[-1].kind == "tool":
-                steps[-1].failed = steps[-1].failed or _failed(data)
+            if steps and steps[-1].kind == "tool" and seq in failures:
+                steps[-1].failed = True
         elif kind == "assistant":
             if pending is None:
                 pending, pending_seq = text, seq
-            else:
+            elif len(pending) < LABEL_CHARS:
                 pending += text
         elif kind == "error":
             if pending is not None:
@@ -146,12 +142,12 @@ def build_steps(trial: dict[str, Any], rows: Iterable[tuple], usage: list[tuple[
             steps.append(Step(seq, "error", _one_line(text), "error: " + _one_line(text)[:40], failed=True))
     if pending is not None:
         steps.append(Step(pending_seq, "message", _one_line(pending), "message"))
-    starts = [s.seq for s in steps]
-    total = 0
-    for seq, tokens in usage:
-        index = max(0, bisect_right(starts, seq) - 1) if steps else None
-        if index is not None:
-            steps[index].tokens += tokens or 0
+    # Both lists are in seq order: one merge walk puts each usage row in the step it falls in.
+    total, index, count = 0, 0, len(steps)
+    for seq, tokens in usage if steps else ():
+        while index + 1 < count and steps[index + 1].seq <= seq:
+            index += 1
+        steps[index].tokens += tokens or 0
     calls: Counter = Counter()
     reads: Counter = Counter()
     repeated = 0
@@ -186,9 +182,7 @@ def compare_trials(store: Any, left_id: int, right_id: int) -> Comparison:
         trial = store.trial(trial_id)
         if trial is None:
             raise KeyError(f"no trial {trial_id}")
-        # The meter's usage rows only (Store.usage_by_seq: the proxy's when it metered the trial).
-        usage = [(seq, sum(int(row.get(k) or 0) for k in TOKEN_KEYS))
-                 for seq, row in sorted(store.usage_by_seq(trial_id).items())]
-        sides.append(build_steps(trial, store.step_rows(trial_id), usage))
+        sides.append(build_steps(trial, store.step_rows(trial_id, LABEL_CHARS), store.step_usage(trial_id),
+                                 store.failure_seqs(trial_id)))
     left, right = sides
     return Comparison(left, right, first_divergence(left.steps, right.steps))

@@ -172,11 +172,24 @@ class ReviewQueries:
             terms.update(v for v in row if v)
         return sorted(terms)
 
-    def step_rows(self, trial_id: int) -> Iterator[tuple]:
-        """``(seq, kind, text, data)`` of the events compare builds steps from (no usage lines)."""
+    def step_rows(self, trial_id: int, label_chars: int = 300) -> Iterator[tuple]:
+        """``(seq, kind, text, data)`` of the events compare builds steps from: texts cut to
+        ``label_chars`` in SQL, no text for tool results and ``data`` only for tool calls, so a huge
+        tool output is never read."""
         yield from self.db.execute(
-            "select seq, kind, text, data from events where trial_id = ? and kind in "
-            "('assistant', 'tool_call', 'tool_result', 'error') order by seq", [trial_id])
+            "select seq, kind, case when kind != 'tool_result' then substr(text, 1, ?) end, "
+            "case when kind = 'tool_call' then data end from events "
+            "where trial_id = ? and kind in ('assistant', 'tool_call', 'tool_result', 'error') order by seq",
+            [label_chars, trial_id])
+
+    def step_usage(self, trial_id: int) -> list[tuple[int, int]]:
+        """``(seq, raw tokens)`` per usage row, the meter's rows only: the proxy's when it metered
+        the trial (the CLI's own figures beside them would count the calls twice), as ``usage_by_seq``."""
+        return self.db.execute(
+            "select seq, coalesce(uncached_input, 0) + coalesce(cached_input, 0) + coalesce(cache_write, 0) "
+            "+ coalesce(output, 0) + coalesce(reasoning, 0) from usage where trial_id = ? and (source = 'proxy' "
+            "or not exists (select 1 from usage p where p.trial_id = ? and p.source = 'proxy')) order by seq",
+            [trial_id, trial_id]).fetchall()
 
     def compare_partner(self, trial_id: int) -> int | None:
         """Another finished trial of the same task: the same model under another CLI first, then
