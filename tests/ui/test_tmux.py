@@ -109,3 +109,44 @@ def test_sigkill_of_the_tui_leaves_the_run_going_and_attach_shows_it(tmp_path):
             if session is not None:
                 session.close()
         stop_runner(db)
+
+
+def test_blind_review_shows_no_model_cli_or_cost(tmp_path):
+    from agentmeter_tui.ui import format as fmt
+    from tests.sample_data import CLIS, MODELS, build_sample_store
+
+    db = tmp_path / "sample.db"
+    store = build_sample_store(db)
+    costs = {fmt.usd(r["cost_usd"]) for r in store.trials()} | {f"{r['cost_usd']:.3f}" for r in store.trials()}
+    store.close()
+    names = re.compile(r"(?<![\w])(" + "|".join(map(re.escape, (*MODELS, *CLIS))) + r")(?![\w])", re.IGNORECASE)
+
+    def assert_blind(screen: str) -> None:
+        assert "Blind review" in screen
+        assert not names.search(screen), names.search(screen).group(0)
+        assert not [c for c in costs if c in screen] and "$" not in screen
+
+    session = TmuxSession(agentmeter("review", "--db", str(db), "--blind", "--seed", "3"),
+                          clean_env(tmp_path, AGENTMETER_REVIEWER="blind-e2e"))
+    try:
+        assert_blind(session.wait_for("Blind review"))
+        session.keys("2")
+        assert_blind(session.wait_for("saved"))
+        session.keys("]")
+        assert_blind(session.wait_for("1 scored by you"))
+        session.keys("b")
+        session.wait_for("Unblind?")
+        session.keys("y")
+        screen = session.wait_for("Review #")  # unblinded: the sighted title names model and CLI again
+        assert names.search(screen)
+        session.keys("q")
+    finally:
+        session.close()
+    store = Store(db)
+    try:
+        [score] = [s for s in store.score_rows() if s.reviewer == "blind-e2e"]
+        assert score.blind == 1 and score.score == 2
+        [audit] = store.audit_rows("unblind")
+        assert audit["actor"] == "blind-e2e"
+    finally:
+        store.close()
