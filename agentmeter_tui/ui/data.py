@@ -129,7 +129,7 @@ def ams_by_config(store: Store, suite_id: str) -> dict[tuple[str, str], float | 
 def report(store: Store, suite_id: str | None, selection: str = "latest"):
     from ..core.reporting import report_from_store
 
-    return report_from_store(store, suite_id, selection=selection, rubric=True)
+    return report_from_store(store, suite_id, selection=selection, rubric=True, agreement=True)
 
 
 # -- one trial ------------------------------------------------------------------------------------

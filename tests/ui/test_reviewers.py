@@ -171,3 +171,15 @@ async def test_compare_from_review(sample_db):
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(pilot.app.screen, ReviewScreen)
+
+
+async def test_report_screen_shows_agreement(sample_db):
+    with closing(Store(sample_db)) as store:
+        for trial in (1, 2, 3, 9, 10):
+            store.add_score(trial, 3 if trial != 3 else 1, "bo")
+    app = make_app(sample_db, screen="report")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await settle(pilot)
+        text = str(pilot.app.screen.query_one("#agreement").render())
+        assert "Agreement" in text and "bo × sample-reviewer" in text and "n 5" in text

@@ -37,6 +37,26 @@ def best_cells(values: list[float | None], fmt: Callable, higher: bool) -> list[
     return [Text(fmt(v), style="bold" if v is not None and v == best else "", justify="right") for v in values]
 
 
+def agreement_markup(agreement) -> str:
+    """Reviewer agreement in a few lines: alpha over all, then kappa and exact share per pair."""
+    if agreement is None or not agreement.pairs:
+        return "[$text-muted]Agreement: one reviewer so far (`agentmeter review --reviews 2` asks for two).[/]"
+
+    def num(value: float | None, percent: bool = False) -> str:
+        if value is None:
+            return "—"
+        return f"{value * 100:.0f}%" if percent else f"{value:.2f}"
+
+    lines = [f"[b]Agreement[/] · Krippendorff's α (ordinal) [b]{num(agreement.alpha_ordinal)}[/] over "
+             f"{agreement.n_trials} trials scored by two or more"]
+    for pair in agreement.pairs[:4]:
+        lines.append(f"  {escape(pair.a)} × {escape(pair.b)} · n {pair.n} · weighted κ [b]{num(pair.kappa_quadratic)}[/]"
+                     f" · exact {num(pair.exact, True)}")
+    if len(agreement.pairs) > 4:
+        lines.append(f"  [$text-muted]… {len(agreement.pairs) - 4} more pairs in `agentmeter report --agreement`[/]")
+    return "\n".join(lines)
+
+
 class ReportScreen(SessionScreen):
     REFRESH_SECONDS = 5.0
     BINDINGS = [Binding("s", "selection", "Latest/median", id="selection",
@@ -58,6 +78,7 @@ class ReportScreen(SessionScreen):
                 yield Static("Rubric · median 0-3 per cell, bold = task winner", id="rubric-title",
                              classes="section-title")
                 yield DataTable(id="rubric", cursor_type="none", zebra_stripes=True)
+                yield Static("", id="agreement")
                 yield Static("", id="report-notes")
             with Vertical(id="report-charts"):
                 yield Static("AMS heatmap · ★ best CLI per model", classes="section-title")
@@ -101,6 +122,7 @@ class ReportScreen(SessionScreen):
             f"configurations [$text-muted]│ selection:[/] {escape(rep.selection_text)}")
         self._table2(rep)
         self._rubric(rep)
+        self.query_one("#agreement", Static).update(agreement_markup(rep.agreement))
         notes = [f"budgets from {rep.budgets_source}", *rep.notes]
         if rep.rubric is not None and rep.rubric.gate is not None:
             notes.append(("Honesty gate passed: " if rep.rubric.gate.passed else "Honesty gate FAILED: ")
