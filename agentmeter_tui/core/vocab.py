@@ -31,6 +31,8 @@ FINAL_STATUSES = frozenset(
     {TrialStatus.PASSED, TrialStatus.FAILED, TrialStatus.KILLED, TrialStatus.ERRORED, TrialStatus.INFRA_INVALID}
 )
 ACTIVE_STATUSES = frozenset({TrialStatus.STARTING, TrialStatus.RUNNING, TrialStatus.VERIFYING})
+# A cell is done once it has one of these; infra-invalid attempts are retried and not counted.
+COUNTABLE_STATUSES = frozenset({TrialStatus.PASSED, TrialStatus.FAILED, TrialStatus.KILLED, TrialStatus.ERRORED})
 
 
 class EventKind(StrEnum):

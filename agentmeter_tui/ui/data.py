@@ -22,9 +22,9 @@ import orjson
 
 from ..core.run.control import LIVE_TEXT
 from ..core.store import Store
+from ..core.vocab import FINAL_STATUSES
 
 T = TypeVar("T")
-FINAL = ("passed", "failed", "killed", "errored", "infra-invalid")
 
 
 class StoreThread:
@@ -167,7 +167,7 @@ def trial_detail(store: Store, trial_id: int) -> TrialDetail | None:
 
 def review_queue(store: Store, suite_id: str | None) -> list[tuple[int, bool]]:
     """Finished trials in review order (by id) and whether each has a score."""
-    return store.review_queue(suite_id, FINAL)
+    return store.review_queue(suite_id, FINAL_STATUSES)
 
 
 def tail_events(store: Store, trial_id: int, count: int) -> list[list]:

@@ -7,6 +7,11 @@ rules are tested without an app.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..core.run.control import Meter
+
 BAR_EIGHTHS = " ▏▎▍▌▋▊▉█"
 KIND_GLYPH = {
     "assistant": "›", "reasoning": "∴", "tool_call": "$", "tool_result": "↳", "usage": "Σ",
@@ -89,11 +94,11 @@ def event_summary(kind: str, text: str, limit: int = PREVIEW) -> str:
     return head + (f" … (+{more})" if more else "")
 
 
-def meter_raw(meter: dict) -> int:
+def meter_raw(meter: Meter) -> int:
     return sum((meter.get("tokens") or {}).values())
 
 
-def meter_fresh(meter: dict) -> int:
+def meter_fresh(meter: Meter) -> int:
     tokens_ = meter.get("tokens") or {}
     return sum(tokens_.values()) - int(tokens_.get("cached_input") or 0)
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import orjson
 
+from ..core.run.control import Meter
 from ..core.usage import TOKEN_CLASSES
+from ..core.vocab import ACTIVE_STATUSES, COUNTABLE_STATUSES
 
 Config = tuple[str, str]  # (model, cli)
-COUNTABLE = frozenset({"passed", "failed", "killed", "errored"})
-ACTIVE = frozenset({"starting", "running", "verifying"})
 
 
 @dataclass(slots=True)
@@ -46,7 +46,7 @@ class TrialSummary:
                    tuple(flags or ()))
 
     @classmethod
-    def from_meter(cls, meter: dict[str, Any]) -> TrialSummary:
+    def from_meter(cls, meter: Meter) -> TrialSummary:
         return cls(meter["id"], meter["model"], meter["cli"], meter["task"], meter["trial"], meter["status"],
                    meter.get("reason"), sum((meter.get("tokens") or {}).values()), meter.get("cost_usd"),
                    tuple(meter.get("flags") or ()))
@@ -96,13 +96,13 @@ class GridState:
             self.clis.append(trial.cli)
             self.shape_changed = True
         old = self.trials.get(trial.id)
-        if trial.status in COUNTABLE and (old is None or old.status != trial.status):
+        if trial.status in COUNTABLE_STATUSES and (old is None or old.status != trial.status):
             self.finished_version += 1
         self.trials[trial.id] = trial
         self.by_cell[config].add(trial.id)
         self.dirty.add(config)
 
-    def apply_meters(self, meters: list[dict[str, Any]]) -> None:
+    def apply_meters(self, meters: list[Meter]) -> None:
         for meter in meters:
             if meter.get("id") is not None:
                 self.upsert(TrialSummary.from_meter(meter))
@@ -129,12 +129,12 @@ class GridState:
                 stats.usd += trial.cost
             if "thrash" in trial.flags:
                 stats.thrash += 1
-            if status in COUNTABLE:
+            if status in COUNTABLE_STATUSES:
                 stats.done += 1
                 stats.passes += status == "passed"
                 stats.killed += status == "killed"
                 stats.errored += status == "errored"
-            elif status in ACTIVE:
+            elif status in ACTIVE_STATUSES:
                 stats.running += 1
             elif status == "infra-invalid":
                 stats.invalid += 1

@@ -3,7 +3,8 @@
 The feed (``core/run/feed.py``) sends a snapshot and then a tick about every 100 ms with the new
 events of each running trial and the meters that changed. The model applies those messages
 in O(events) and remembers only a bounded tail per trial, so memory stays flat however long
-a run lasts; screens read it at their own pace. No Textual here: tests feed it dicts.
+a run lasts; screens read it at their own pace. No Textual here: tests feed it dicts (the
+messages' shapes are ``core.run.control``'s ``Snapshot``, ``Tick`` and ``Finished``).
 """
 
 from __future__ import annotations
@@ -12,20 +13,21 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
+from ..core.run.control import FeedMessage, Finished, LiveEvent, Meter, Progress, Snapshot, Tick
+from ..core.vocab import FINAL_STATUSES
 from .format import meter_fresh
 
 TAIL = 400  # events kept per running trial for its pane; older ones are in the store
 BURN_WINDOW = 60.0  # seconds over which burn rates are measured
-FINAL = frozenset({"passed", "failed", "killed", "errored", "infra-invalid"})
 
 
 @dataclass
 class TrialLive:
     """One running (or just finished) trial as the feed describes it."""
 
-    meter: dict[str, Any]
+    meter: Meter
     received: float  # wall time the meter arrived; elapsed advances from here between ticks
     events: deque = field(default_factory=lambda: deque(maxlen=TAIL))
     samples: deque = field(default_factory=lambda: deque(maxlen=256))  # (ts, fresh tokens, usd)
@@ -37,9 +39,9 @@ class TrialLive:
 
     @property
     def finished(self) -> bool:
-        return self.meter.get("status") in FINAL
+        return self.meter.get("status") in FINAL_STATUSES
 
-    def add_events(self, rows: Iterable[list]) -> int:
+    def add_events(self, rows: Iterable[LiveEvent]) -> int:
         """Append ``[seq, ts, kind, stream, text]`` rows not seen yet; return how many.
 
         Kept as tuples: a tuple of plain values drops out of the garbage collector's view,
@@ -63,7 +65,7 @@ class TrialLive:
         out.reverse()
         return out
 
-    def set_meter(self, meter: dict[str, Any], ts: float) -> None:
+    def set_meter(self, meter: Meter, ts: float) -> None:
         self.meter, self.received = meter, ts
         self.samples.append((ts, meter_fresh(meter), meter.get("cost_usd") or 0.0))
 
@@ -95,7 +97,7 @@ class TickSummary:
 
     changed: set[int] = field(default_factory=set)  # trials with new events or meters
     started: set[int] = field(default_factory=set)
-    finished: list[dict] = field(default_factory=list)
+    finished: list[Meter] = field(default_factory=list)
     events: int = 0
 
 
@@ -103,7 +105,7 @@ class LiveState:
     def __init__(self, clock: Callable[[], float] = time.time):
         self.clock = clock
         self.trials: dict[int, TrialLive] = {}
-        self.progress: dict[str, Any] = {}
+        self.progress: Progress = {}
         self.run_id: int | None = None
         self.suite: str | None = None
         self.runner_pid: int | None = None
@@ -113,18 +115,19 @@ class LiveState:
 
     # -- applying feed messages ----------------------------------------------------------------
 
-    def apply(self, message: dict[str, Any]) -> TickSummary:
+    def apply(self, message: FeedMessage) -> TickSummary:
         kind = message.get("type")
         if kind == "snapshot":
-            return self.apply_snapshot(message)
+            return self.apply_snapshot(cast(Snapshot, message))
         if kind == "tick":
-            return self.apply_tick(message)
+            return self.apply_tick(cast(Tick, message))
         if kind == "finished":
+            message = cast(Finished, message)
             self.progress = message.get("progress") or self.progress
             self.ended = message.get("status", "finished")
         return TickSummary()
 
-    def apply_snapshot(self, message: dict[str, Any]) -> TickSummary:
+    def apply_snapshot(self, message: Snapshot) -> TickSummary:
         self.run_id, self.suite = message.get("run_id"), message.get("suite")
         self.runner_pid = message.get("pid")
         self.progress = message.get("progress") or {}
@@ -137,7 +140,7 @@ class LiveState:
             self._meter(meter, ts, summary, sample=False)
         return summary
 
-    def apply_tick(self, message: dict[str, Any]) -> TickSummary:
+    def apply_tick(self, message: Tick) -> TickSummary:
         summary = TickSummary()
         ts = message.get("ts") or self.clock()
         for meter in message.get("meters") or ():
@@ -160,7 +163,7 @@ class LiveState:
             self.progress = message["progress"]
         return summary
 
-    def _meter(self, meter: dict[str, Any], ts: float, summary: TickSummary, sample: bool = True) -> None:
+    def _meter(self, meter: Meter, ts: float, summary: TickSummary, sample: bool = True) -> None:
         trial_id = meter.get("id")
         if trial_id is None:
             return

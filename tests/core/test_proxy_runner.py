@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from agentmeter_tui.core.mockllm.client import session_info, start_server_process
 from agentmeter_tui.core.paths import runner_log_path
 from agentmeter_tui.core.run.context import RunContext
+from agentmeter_tui.core.run.trial import TrialRun
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.suites import load_suite
 from agentmeter_tui.core.usage import TokenUsage
@@ -124,12 +125,12 @@ def test_divergence_beyond_two_percent_is_flagged(tmp_path):
     config = suite.configurations()[0]
 
     def trial(metered: TokenUsage, reported: TokenUsage) -> SimpleNamespace:
-        return SimpleNamespace(plan=SimpleNamespace(config=config), cost=None, flags=set(), usage=metered,
+        return SimpleNamespace(ctx=ctx, plan=SimpleNamespace(config=config), cost=None, flags=set(), usage=metered,
                                parser=SimpleNamespace(reported_cost_usd=None, usage=reported),
                                adapter=SimpleNamespace(reports_cost_for=frozenset(), name="reference"),
                                proxy_route=SimpleNamespace(charged_calls=0, charged=0))
 
-    fields = ctx.cost_fields(trial(TokenUsage(10000), TokenUsage(10150)))
+    fields = TrialRun.cost_fields(trial(TokenUsage(10000), TokenUsage(10150)))
     assert fields["usage_source"] == "proxy" and fields["flags"] is None
-    fields = ctx.cost_fields(trial(TokenUsage(10000), TokenUsage(9000)))
+    fields = TrialRun.cost_fields(trial(TokenUsage(10000), TokenUsage(9000)))
     assert json.loads(fields["flags"]) == ["usage-divergence"]

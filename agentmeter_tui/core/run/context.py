@@ -1,5 +1,9 @@
 """What every trial of a run shares: the suite, the store writer, the sandbox, prices, the
-scripted model server, and the hooks through which trials tell the runner they changed.
+scripted model server, and the sink that hears what trials do.
+
+:class:`RunSink` is the one way a trial's news leaves the engine besides the store: the live
+feed implements it (and keeps the live copies of events); a run without clients gets
+:data:`NULL_SINK`.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import sys
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..harnesses import LaunchContext
 from ..pricing import PriceSnapshot
@@ -24,13 +28,40 @@ if TYPE_CHECKING:
     from ..suites import ModelEntry, Suite
     from .trial import TrialRun
 
-DIVERGENCE = Decimal("0.05")  # reported vs comparable cost: flag beyond 5 %
+
+
+class RunSink(Protocol):
+    """Hears every trial of a run. Called on the event loop; must not block."""
+
+    def trial_changed(self, trial: TrialRun) -> None:
+        """Its status or meter changed."""
+
+    def trial_events(self, trial: TrialRun, rows: list[tuple]) -> None:
+        """New events, as the rows handed to the store writer: ``(trial_id, seq, ts, kind,
+        stream, text, data)``."""
+
+    def trial_finished(self, trial: TrialRun) -> None:
+        """Its final row is committed."""
+
+
+class _NullSink:
+    def trial_changed(self, trial: TrialRun) -> None:
+        pass
+
+    def trial_events(self, trial: TrialRun, rows: list[tuple]) -> None:
+        pass
+
+    def trial_finished(self, trial: TrialRun) -> None:
+        pass
+
+
+NULL_SINK: RunSink = _NullSink()
 
 
 class RunContext:
     def __init__(self, suite: Suite, writer: StoreWriter, sandbox: Sandbox, *, run_id: int | None,
                  clis_root: Path, mock_url: str | None = None, log: Callable[[str], None] | None = None,
-                 proxy: MeteringProxy | None = None):
+                 proxy: MeteringProxy | None = None, sink: RunSink | None = None):
         self.suite, self.writer, self.sandbox = suite, writer, sandbox
         self.run_id = run_id
         self.clis_root = clis_root
@@ -40,8 +71,7 @@ class RunContext:
         self.prices = PriceSnapshot.load(suite.path / suite.spec.suite.pricing) if suite.spec.suite.pricing \
             else PriceSnapshot.empty()
         self._log = log or (lambda text: print(text, file=sys.stderr, flush=True))
-        self.live_enabled = True
-        self.on_trial_changed: Callable[[TrialRun], None] = lambda trial: None
+        self.sink = sink or NULL_SINK
 
     # -- store --------------------------------------------------------------------------------
 
@@ -54,50 +84,10 @@ class RunContext:
     def log(self, text: str) -> None:
         self._log(text)
 
-    def trial_changed(self, trial: TrialRun) -> None:
-        self.on_trial_changed(trial)
-
     # -- prices -------------------------------------------------------------------------------
 
     def price(self, model: ModelEntry, usage: TokenUsage) -> Decimal | None:
         return self.prices.cost_usd(model.price_ref, usage)
-
-    def cost_fields(self, trial: TrialRun) -> dict[str, Any]:
-        """Comparable and actual cost with their sources (SPEC section 4).
-
-        The CLI's own figure is comparable only where it bills its own provider's prices
-        (Claude Code on Anthropic); anywhere else it is kept as the actual figure only.
-        """
-        model = trial.plan.config.model
-        provider = self.suite.provider(model)
-        reported = trial.parser.reported_cost_usd
-        comparable, source = trial.cost, "snapshot" if trial.cost is not None else None
-        if reported is not None and provider.kind in trial.adapter.reports_cost_for:
-            comparable, source = reported, "reported"
-        # What the provider says it charged (OpenRouter's usage.cost, read at the wire) is the
-        # actual cost; else the CLI's own figure. Comparable, CLI-reported and charged figures
-        # that disagree by more than DIVERGENCE flag the trial (review and reports show it).
-        route = trial.proxy_route
-        charged = route.charged if route is not None and route.charged_calls else None
-        actual, actual_source = (charged, "provider") if charged is not None else \
-            (reported, f"{trial.adapter.name}:reported" if reported is not None else None)
-        figures = [f for f in (trial.cost, reported, charged) if f is not None]
-        if len(figures) > 1 and max(figures) > 0 and \
-                (max(figures) - min(figures)) / max(figures) > DIVERGENCE:
-            trial.flags.add("cost-divergence")
-        if route is not None:
-            from ..proxy import diverges
-
-            if diverges(trial.usage, trial.parser.usage):
-                trial.flags.add("usage-divergence")
-            usage_source = "proxy"
-        else:
-            usage_source = "session" if "usage-recovered" in trial.flags else "stdout"
-        return {"cost_usd": None if comparable is None else float(comparable), "cost_source": source,
-                "cost_actual_usd": None if actual is None else float(actual),
-                "cost_actual_source": actual_source,
-                "usage_source": usage_source,
-                "flags": _flags(trial.flags)}
 
     async def scripted_served(self, trial: TrialRun) -> dict[str, Any] | None:
         """What the scripted model server served this trial: the ground truth a dry run checks
@@ -180,8 +170,3 @@ class RunContext:
         if self.proxy is not None and trial.proxy_route is not None:
             await self.proxy.release(trial.proxy_route)
 
-
-def _flags(flags: set[str]) -> str | None:
-    import orjson
-
-    return orjson.dumps(sorted(flags)).decode() if flags else None

@@ -19,7 +19,7 @@ import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import orjson
 
@@ -27,6 +27,75 @@ from ..paths import socket_path
 
 MAX_LINE = 64 << 20
 LIVE_TEXT = 2000  # characters of an event's text sent to live clients; the store keeps it all
+
+
+# -- the feed's messages ---------------------------------------------------------------------
+# Sent as JSON objects (these are their shapes; the runner builds them as plain dicts, so
+# encoding stays one orjson call). JSON turns the int keys of ``events``/``skipped`` into strings.
+
+LiveEvent = list  # [seq, ts, kind, stream, text[:LIVE_TEXT]]
+
+
+class Meter(TypedDict):
+    """One trial as the feed describes it (``TrialRun.meter``)."""
+
+    id: int | None
+    task: str
+    model: str
+    cli: str
+    trial: int
+    status: str  # a TrialStatus value
+    reason: str | None
+    tokens: dict[str, int]  # per token class (core.usage.TOKEN_CLASSES)
+    cost_usd: float | None
+    reported_cost_usd: float | None
+    turns: int
+    tool_calls: int
+    flags: list[str]
+    elapsed: float | None  # seconds since it started, None once it is final
+    budget: dict[str, Any]  # Budget.model_dump(): wall_seconds, tokens, usd
+    events: int
+    metered_by: Literal["proxy", "cli"]
+    reported_tokens: dict[str, int] | None  # the CLI's own figures, behind the proxy
+
+
+class Progress(TypedDict, total=False):
+    done: int
+    total: int
+    running: int
+    queued: int
+    paused: bool
+    stopping: bool
+
+
+class Snapshot(TypedDict):
+    type: Literal["snapshot"]
+    run_id: int | None
+    suite: str
+    db: str
+    pid: int
+    started: float
+    progress: Progress
+    running: list[Meter]
+
+
+class Tick(TypedDict, total=False):
+    type: Literal["tick"]
+    ts: float
+    meters: list[Meter]
+    finished: list[Meter]
+    progress: Progress
+    events: dict[int, list[LiveEvent]]  # newest events per trial, at most max_events each
+    skipped: dict[int, int]  # events per trial a tick left out (the store has them)
+
+
+class Finished(TypedDict):
+    type: Literal["finished"]
+    status: str  # "finished" or "stopped"
+    progress: Progress
+
+
+FeedMessage = Snapshot | Tick | Finished
 
 
 class ControlError(Exception):

@@ -1,9 +1,11 @@
 """The live feed from a runner to its clients.
 
-Trials append their new events to a per-trial buffer as output arrives; every ``TICK``
-seconds the feed sends each subscriber one ``tick`` message with those events, the meters of
+The feed is the run's sink (:class:`~.context.RunSink`): trials hand it their new events as
+output arrives and it keeps a live copy per trial (text cut to ``LIVE_TEXT``); every ``TICK``
+seconds it sends each subscriber one ``tick`` message with those events, the meters of
 trials that changed, the trials that finished, and the progress. One message per tick, not
-per event, keeps the cost flat however fast agents print.
+per event, keeps the cost flat however fast agents print. The messages' shapes are in
+``control`` (:class:`~.control.Snapshot`, :class:`~.control.Tick`, :class:`~.control.Finished`).
 
 Live clients show transcript *tails*, so a tick carries at most ``max_events`` events per
 trial (the newest) and says how many it ``skipped``; the store has all of them. A subscriber
@@ -20,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .control import encode
+from .control import LIVE_TEXT, Finished, LiveEvent, Meter, Progress, Snapshot, Tick, encode
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -47,23 +49,34 @@ class Feed:
         self.runner = runner
         self.subscribers: dict[asyncio.StreamWriter, FeedOptions] = {}
         self._changed: dict[int, TrialRun] = {}
-        self._finished: list[dict[str, Any]] = []
-        self._final_events: dict[int, list] = {}  # the last events of trials that just finished
+        self._finished: list[Meter] = []
+        self._live: dict[TrialRun, list[LiveEvent]] = {}  # events not yet sent, per running trial
+        self._final_events: dict[int, list[LiveEvent]] = {}  # the last events of trials that just finished
+        self.live_enabled = True  # whether any subscriber wants events (else no live copies are kept)
         self.done_before = 0
 
-    # -- hooks from the scheduler and trials -----------------------------------------------
+    # -- the run's sink: hooks from the scheduler and trials -------------------------------
 
     def trial_changed(self, trial: TrialRun) -> None:
         self._changed[id(trial)] = trial
 
+    def trial_events(self, trial: TrialRun, rows: list[tuple]) -> None:
+        if not self.live_enabled or not rows:
+            return
+        live = self._live.get(trial)
+        if live is None:
+            live = self._live[trial] = []
+        live.extend([r[1], r[2], r[3], r[4], r[5][:LIVE_TEXT]] for r in rows)
+
     def trial_finished(self, trial: TrialRun) -> None:
         self._finished.append(trial.meter())
-        if trial.live and trial.id is not None:
-            self._final_events[trial.id], trial.live = trial.live, []
+        live = self._live.pop(trial, None)
+        if live and trial.id is not None:
+            self._final_events[trial.id] = live
 
     # -- views ------------------------------------------------------------------------------
 
-    def progress(self) -> dict[str, Any]:
+    def progress(self) -> Progress:
         scheduler = self.runner.scheduler
         if scheduler is None:
             return {}
@@ -71,7 +84,7 @@ class Feed:
                 "running": len(scheduler.running), "queued": len(scheduler.queue),
                 "paused": not scheduler.paused.is_set(), "stopping": scheduler.stopping}
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
         scheduler = self.runner.scheduler
         running = [t.meter() for t in scheduler.running.values() if t.id is not None] if scheduler else []
         return {"type": "snapshot", "run_id": self.runner.run_id, "suite": self.runner.suite.id,
@@ -87,7 +100,7 @@ class Feed:
         writer.write(encode({"ok": True, **self.snapshot()}))
         self.subscribers[writer] = options
         if options.events:
-            self.runner.scheduler.ctx.live_enabled = True
+            self.live_enabled = True
         try:
             await writer.drain()
             while await reader.read(4096):
@@ -108,16 +121,17 @@ class Feed:
             except (ConnectionError, RuntimeError):
                 self.subscribers.pop(writer, None)
 
-    def _collect(self) -> tuple[dict[int, list], list[dict], list[dict]] | None:
+    def _collect(self) -> tuple[dict[int, list[LiveEvent]], list[Meter], list[Meter]] | None:
         scheduler = self.runner.scheduler
-        events: dict[int, list] = self._final_events
+        events: dict[int, list[LiveEvent]] = self._final_events
         self._final_events = {}
         meters = []
         for trial in list(scheduler.running.values()):
             if trial.id is None:
                 continue
-            if trial.live:
-                events[trial.id], trial.live = trial.live, []
+            live = self._live.pop(trial, None)
+            if live:
+                events[trial.id] = live
                 meters.append(trial.meter())
             elif id(trial) in self._changed:
                 meters.append(trial.meter())
@@ -127,13 +141,14 @@ class Feed:
             return None
         return events, meters, finished
 
-    def _encode(self, collected: tuple[dict[int, list], list[dict], list[dict]]) -> dict[FeedOptions, bytes]:
+    def _encode(self, collected: tuple[dict[int, list[LiveEvent]], list[Meter], list[Meter]],
+                ) -> dict[FeedOptions, bytes]:
         events, meters, finished = collected
-        base = {"type": "tick", "ts": time.time(), "meters": meters, "finished": finished,
-                "progress": self.progress()}
+        base: Tick = {"type": "tick", "ts": time.time(), "meters": meters, "finished": finished,
+                      "progress": self.progress()}
         out = {}
         for options in set(self.subscribers.values()):
-            message = dict(base)
+            message = Tick(base)
             if options.events:
                 cap = options.max_events
                 message["events"] = {tid: rows[-cap:] for tid, rows in events.items()}
@@ -152,12 +167,10 @@ class Feed:
                 self.runner.log(f"live feed error: {exc!r}")
 
     def _tick(self) -> None:
-        scheduler = self.runner.scheduler
-        scheduler.ctx.live_enabled = any(o.events for o in self.subscribers.values())
-        if not scheduler.ctx.live_enabled:
+        self.live_enabled = any(o.events for o in self.subscribers.values())
+        if not self.live_enabled:
             # Nobody watching transcripts: stop buffering live copies (the store has them all).
-            for trial in scheduler.running.values():
-                trial.live.clear()
+            self._live.clear()
             self._final_events.clear()
         if not self.subscribers:
             self._changed.clear()
@@ -171,7 +184,8 @@ class Feed:
         collected = self._collect() if self.subscribers else None
         if collected:
             self._broadcast(self._encode(collected))
-        done = encode({"type": "finished", "status": status, "progress": self.progress()})
+        finished: Finished = {"type": "finished", "status": status, "progress": self.progress()}
+        done = encode(finished)
         self._broadcast({options: done for options in set(self.subscribers.values())})
         for writer in list(self.subscribers):
             try:

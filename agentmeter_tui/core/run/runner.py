@@ -28,11 +28,11 @@ from ..store import SeedHashChanged, Store, utcnow
 from ..store.writer import StoreWriter
 from ..suites import Suite, load_suite
 from ..tomlerrors import InputError
-from ..vocab import KillReason
+from ..vocab import COUNTABLE_STATUSES, KillReason
 from .context import RunContext
 from .control import encode
 from .feed import Feed
-from .scheduler import COUNTABLE, Scheduler, pending_plans, plan_cells, recover_previous
+from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
 
 
 class Runner:
@@ -87,15 +87,14 @@ class Runner:
         config_ids = await call(lambda store: {
             c.key: store.ensure_configuration(suite.id, c.model.id, c.cli.adapter) for c in suite.configurations()})
         ctx = RunContext(suite, writer, sandbox, run_id=self.run_id, clis_root=self.clis_root,
-                         mock_url=self.mock.base_url if self.mock else None, log=self.log, proxy=self.proxy)
+                         mock_url=self.mock.base_url if self.mock else None, log=self.log, proxy=self.proxy,
+                         sink=self.feed)
         plans = await call(lambda store: pending_plans(store, ctx, plan_cells(ctx, config_ids),
                                                        suite.spec.suite.max_retries))
         concurrency = min(suite.concurrency, sandbox.capacity())
         self.scheduler = scheduler = Scheduler(ctx, plans, concurrency=concurrency,
                                                max_retries=suite.spec.suite.max_retries)
-        ctx.on_trial_changed = self.feed.trial_changed
-        scheduler.on_finished = self.feed.trial_finished
-        done_before = await call(Store.count_trials, suite.id, COUNTABLE)
+        done_before = await call(Store.count_trials, suite.id, COUNTABLE_STATUSES)
         self.feed.done_before = done_before
         server = await self._serve()
         loop = asyncio.get_running_loop()

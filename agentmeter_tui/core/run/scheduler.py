@@ -14,15 +14,12 @@ import asyncio
 import time
 import traceback
 from collections import defaultdict
-from collections.abc import Callable
 
 from ..procs import SWEEPER
-from ..vocab import ACTIVE_STATUSES, TrialStatus
+from ..vocab import ACTIVE_STATUSES, COUNTABLE_STATUSES, TrialStatus
 from .context import RunContext
 from .placement import Placement, Slot
 from .trial import TrialPlan, TrialRun
-
-COUNTABLE = frozenset({TrialStatus.PASSED, TrialStatus.FAILED, TrialStatus.KILLED, TrialStatus.ERRORED})
 
 
 def plan_cells(ctx: RunContext, config_ids: dict[str, int]) -> list[TrialPlan]:
@@ -52,7 +49,7 @@ def pending_plans(store, ctx: RunContext, plans: list[TrialPlan], max_retries: i
     done: set[tuple] = set()
     for row in store.cell_statuses(ctx.suite.id):
         cell = (row["task_id"], row["config_id"], row["trial_index"])
-        if row["status"] in COUNTABLE:
+        if row["status"] in COUNTABLE_STATUSES:
             done.add(cell)
         elif row["status"] == TrialStatus.INFRA_INVALID:
             attempts[cell] += 1
@@ -78,7 +75,6 @@ class Scheduler:
         self.paused = asyncio.Event()
         self.paused.set()  # set = running; cleared = paused
         self.stopping = False
-        self.on_finished: Callable[[TrialRun], None] = lambda trial: None
         self._budget_overrides: dict[str, float] = {}
         # which host's slot each trial gets: per-host slots and per-provider limits
         self.placement = Placement.for_run(ctx.sandbox, ctx.suite)
@@ -138,7 +134,7 @@ class Scheduler:
         if retry:
             self.total += 1
         self.finished += 1
-        self.on_finished(trial)
+        self.ctx.sink.trial_finished(trial)
         if retry and trial.provider_errors.gave_up:
             # The provider failed the agent: back off (at least its retry-after) before the retry.
             # This task stays alive meanwhile, so the schedule does not end under the retry.

@@ -1,10 +1,12 @@
 """One trial, from a fresh sandbox to its final row: launch, meter, budget, kill, verify.
 
 :class:`TrialRun` is driven by the scheduler. Output lines arrive in batches from the
-sandbox; each is parsed by the adapter into events, which go to the store writer and to the
-live feed, while usage deltas update the meter and the budgets are checked. Whatever ends
-the trial (the agent, a budget, the operator, the thrash detector, a crash on our side), the
-final row is committed before the trial counts as done, with every token seen so far.
+sandbox; each is parsed by the adapter into events. Every event of the trial (the CLI's, the
+metering proxy's, the runner's own notes) leaves through :meth:`TrialRun.emit`, which stamps
+and numbers it once and hands the same rows to the store writer and to the run's sink (the
+live feed). Usage deltas update the meter and the cost, and the budgets are checked. Whatever
+ends the trial (the agent, a budget, the operator, the thrash detector, a crash on our side),
+the final row is committed before the trial counts as done, with every token seen so far.
 """
 
 from __future__ import annotations
@@ -26,13 +28,15 @@ from ..store import Store, utcnow
 from ..usage import TokenUsage
 from ..verifiers import VERIFIERS
 from ..vocab import EventKind, KillReason, ParsedEvent, TrialStatus
-from .control import LIVE_TEXT
+from .control import Meter
 from .provider_errors import ProviderErrors
 
 if TYPE_CHECKING:
     from ..proxy.calls import ProxyCall, Route
     from ..suites import Budget, Configuration, Task
     from .context import RunContext
+
+DIVERGENCE = Decimal("0.05")  # reported vs comparable cost: flag beyond 5 %
 
 
 @dataclass
@@ -69,7 +73,6 @@ class TrialRun:
         self.kill_reason: KillReason | None = None
         self._kill = asyncio.Event()
         self._tool_counts: Counter[str] = Counter()
-        self.live: list[list[Any]] = []  # events not yet sent to live clients
         self.session: SandboxSession | None = None
         self.scripted_key: str | None = None
         self.proxy_route: Route | None = None  # set when the trial's model calls go through the metering proxy
@@ -89,7 +92,7 @@ class TrialRun:
 
         self.budget = self.budget.merged(Budget(**{k: v for k, v in limits.items() if v is not None}))
 
-    def meter(self) -> dict[str, Any]:
+    def meter(self) -> Meter:
         elapsed = (time.monotonic() - self.started) if self.status in (TrialStatus.RUNNING, TrialStatus.STARTING,
                                                                        TrialStatus.VERIFYING) else None
         return {"id": self.id, "task": self.plan.task.id, "model": self.plan.config.model.id,
@@ -104,31 +107,44 @@ class TrialRun:
 
     # -- output handling (event loop, hot path) ------------------------------------------------
 
-    def on_output(self, stream: str, lines: list[bytes]) -> None:
+    def emit(self, stream: str, events: list[tuple[EventKind, str, bytes | None]]) -> list[tuple]:
+        """Every event of the trial goes out here: one time stamp for the batch, the next seq
+        numbers, and the same rows ``(trial_id, seq, ts, kind, stream, text, data)`` to the
+        store writer and to the sink."""
         ts = time.time()
+        trial_id, seq = self.id, self.seq
         rows = []
+        for kind, text, data in events:
+            seq += 1
+            rows.append((trial_id, seq, ts, kind, stream, text, data))
+        self.seq = seq
+        self.ctx.writer.add_events(rows)
+        self.ctx.sink.trial_events(self, rows)
+        return rows
+
+    def on_output(self, stream: str, lines: list[bytes]) -> None:
         feed = self.parser.feed
-        trial_id = self.id
+        parsed: list[ParsedEvent] = []
+        out: list[tuple[EventKind, str, bytes | None]] = []
         for line in lines:
             data: bytes | None = line
             for event in feed(stream, line):
-                self.seq += 1
-                rows.append((trial_id, self.seq, ts, event.kind, stream, event.text, data))
+                parsed.append(event)
+                out.append((event.kind, event.text, data))
                 data = None  # the raw line is stored once, with the first event it produced
-                if event.usage is not None or event.tool_key is not None:
-                    self._account(event)
-        self.ctx.writer.add_events(rows)
-        if self.ctx.live_enabled:
-            self.live.extend([r[1], r[2], r[3], r[4], r[5][:LIVE_TEXT]] for r in rows)
+        rows = self.emit(stream, out)
+        for event, row in zip(parsed, rows, strict=True):
+            if event.usage is not None or event.tool_key is not None:
+                self._account(event, row[1])
         self._check_budgets()
 
-    def _account(self, event: ParsedEvent) -> None:
+    def _account(self, event: ParsedEvent, seq: int) -> None:
         if event.usage is not None:
             self.turns += event.turns
             cost = self.ctx.price(self.plan.config.model, event.usage)
             if self.proxy_route is None:  # behind the proxy it meters; the CLI's figures are kept beside
                 self._add_usage(event.usage, cost)
-            self.ctx.writer.add_usage((self.id, self.seq, "stdout", event.model, *event.usage.as_tuple(),
+            self.ctx.writer.add_usage((self.id, seq, "stdout", event.model, *event.usage.as_tuple(),
                                        _float(cost), _float(event.reported_cost_usd), event.usage.cache_write_1h))
         if event.tool_key is not None:
             self.tool_calls += 1
@@ -172,7 +188,7 @@ class TrialRun:
     def on_proxy_usage(self, call: ProxyCall, delta: TokenUsage) -> None:
         self._add_usage(delta, self.ctx.price(self.plan.config.model, delta))
         self._check_budgets()
-        self.ctx.trial_changed(self)
+        self.ctx.sink.trial_changed(self)
 
     def on_proxy_wait(self, call: ProxyCall, seconds: float) -> None:
         self.note(f"waiting {seconds:.1f} s for the provider's rate limit (calls per minute)")
@@ -184,24 +200,15 @@ class TrialRun:
                       + (f": rate-limited, retry after {wait:g} s" if wait is not None else ""), EventKind.ERROR)
         kind = EventKind.USAGE if call.usage else EventKind.ERROR if call.outcome != "completed" or \
             call.status >= 400 else EventKind.SYSTEM
-        self.seq += 1
-        text = call.summary()
-        self.ctx.writer.add_events([(self.id, self.seq, time.time(), kind, "proxy", text,
-                                     orjson.dumps(call.as_dict()))])
-        if self.ctx.live_enabled:
-            self.live.append([self.seq, time.time(), kind, "proxy", text])
+        (row,) = self.emit("proxy", [(kind, call.summary(), orjson.dumps(call.as_dict()))])
         if call.usage:
             cost = self.ctx.price(self.plan.config.model, call.usage)
-            self.ctx.writer.add_usage((self.id, self.seq, "proxy", call.model, *call.usage.as_tuple(),
+            self.ctx.writer.add_usage((self.id, row[1], "proxy", call.model, *call.usage.as_tuple(),
                                        _float(cost), None, call.usage.cache_write_1h))
 
     def note(self, text: str, kind: EventKind = EventKind.STATUS) -> None:
         """A runner-side event in the transcript (state changes, kills, flags)."""
-        self.seq += 1
-        row = (self.id, self.seq, time.time(), kind, "runner", text, None)
-        self.ctx.writer.add_events([row])
-        if self.ctx.live_enabled:
-            self.live.append([row[1], row[2], row[3], row[4], text])
+        self.emit("runner", [(kind, text, None)])
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -301,17 +308,14 @@ class TrialRun:
         event = self.parser.absorb(recovery) if recovery is not None else None
         if event is None:
             return False
-        self.seq += 1
-        self.ctx.writer.add_events([(self.id, self.seq, time.time(), EventKind.USAGE, "runner", event.text, None)])
-        if self.ctx.live_enabled:
-            self.live.append([self.seq, time.time(), EventKind.USAGE, "runner", event.text])
-        self._account(event)
+        (row,) = self.emit("runner", [(EventKind.USAGE, event.text, None)])
+        self._account(event, row[1])
         return bool(event.usage)
 
     def _set_status(self, status: TrialStatus, **fields: Any) -> None:
         self.status = status
         self.ctx.call_nowait(Store.update_trial, self.id, {"status": status.value, **fields})
-        self.ctx.trial_changed(self)
+        self.ctx.sink.trial_changed(self)
 
     async def _finish(self, status: TrialStatus, reason: str | None, verdict) -> None:
         ctx = self.ctx
@@ -326,7 +330,7 @@ class TrialRun:
             self.note(f"{status.value}: {reason}")
         row = self._row(finished_at=self.finished_at, exit_code=getattr(self, "_exit_code", None), **fields)
         await ctx.call(Store.update_trial, self.id, row)  # committed before anyone sees the trial as done
-        ctx.trial_changed(self)
+        ctx.sink.trial_changed(self)
         if self.session is not None:
             try:
                 await self.session.cleanup(keep=ctx.suite.spec.suite.keep_workspaces)
@@ -336,7 +340,7 @@ class TrialRun:
     async def _final_fields(self, status: TrialStatus, reason: str | None, verdict) -> dict[str, Any]:
         ctx = self.ctx
         await ctx.release_proxy(self)  # its last calls recorded before the meter is final
-        cost_fields = ctx.cost_fields(self)
+        cost_fields = self.cost_fields()
         extra: dict[str, Any] = {}
         if verdict and verdict.details:
             extra["verifier"] = verdict.details
@@ -355,6 +359,42 @@ class TrialRun:
                 "verifier_exit": verdict.exit_code if verdict else None,
                 "verifier_output": verdict.output if verdict else None,
                 "extra": orjson.dumps(extra, default=str).decode() if extra else None, **cost_fields}
+
+    def cost_fields(self) -> dict[str, Any]:
+        """Comparable and actual cost with their sources (SPEC section 4).
+
+        The CLI's own figure is comparable only where it bills its own provider's prices
+        (Claude Code on Anthropic); anywhere else it is kept as the actual figure only.
+        """
+        provider = self.ctx.suite.provider(self.plan.config.model)
+        reported = self.parser.reported_cost_usd
+        comparable, source = self.cost, "snapshot" if self.cost is not None else None
+        if reported is not None and provider.kind in self.adapter.reports_cost_for:
+            comparable, source = reported, "reported"
+        # What the provider says it charged (OpenRouter's usage.cost, read at the wire) is the
+        # actual cost; else the CLI's own figure. Comparable, CLI-reported and charged figures
+        # that disagree by more than DIVERGENCE flag the trial (review and reports show it).
+        route = self.proxy_route
+        charged = route.charged if route is not None and route.charged_calls else None
+        actual, actual_source = (charged, "provider") if charged is not None else \
+            (reported, f"{self.adapter.name}:reported" if reported is not None else None)
+        figures = [f for f in (self.cost, reported, charged) if f is not None]
+        if len(figures) > 1 and max(figures) > 0 and \
+                (max(figures) - min(figures)) / max(figures) > DIVERGENCE:
+            self.flags.add("cost-divergence")
+        if route is not None:
+            from ..proxy import diverges
+
+            if diverges(self.usage, self.parser.usage):
+                self.flags.add("usage-divergence")
+            usage_source = "proxy"
+        else:
+            usage_source = "session" if "usage-recovered" in self.flags else "stdout"
+        return {"cost_usd": None if comparable is None else float(comparable), "cost_source": source,
+                "cost_actual_usd": None if actual is None else float(actual),
+                "cost_actual_source": actual_source,
+                "usage_source": usage_source,
+                "flags": orjson.dumps(sorted(self.flags)).decode() if self.flags else None}
 
     def _row(self, **fields: Any) -> dict[str, Any]:
         plan = self.plan

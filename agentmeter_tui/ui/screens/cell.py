@@ -11,8 +11,9 @@ from textual.binding import Binding
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
+from ...core.vocab import ACTIVE_STATUSES
 from ..data import latest_scores
-from ..grid_state import ACTIVE, Config
+from ..grid_state import Config
 from ..widgets.footer import KeysFooter
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
@@ -63,7 +64,7 @@ class CellScreen(SessionScreen):
         if trial_id is None:
             return
         trial = self.session.grid.trials.get(trial_id)
-        if trial is not None and trial.status in ACTIVE:
+        if trial is not None and trial.status in ACTIVE_STATUSES:
             await self.app.open_live(trial_id)  # type: ignore[attr-defined]
         else:
             await self.app.open_review(trial_id)  # type: ignore[attr-defined]

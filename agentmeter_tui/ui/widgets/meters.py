@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
+from ...core.run.control import Meter
 from .. import format as fmt
 
 TOKEN_LABELS = (("uncached_input", "in", "meter-uncached"), ("cached_input", "cache", "meter-cached"),
@@ -23,7 +24,7 @@ def token_markup(tokens: dict[str, int]) -> str:
     return "  ".join(parts) + f"  [$text-muted]=[/] [b]{fmt.tokens(raw)}[/]"
 
 
-def cost_markup(meter: dict, burn: tuple[float | None, float | None]) -> str:
+def cost_markup(meter: Meter, burn: tuple[float | None, float | None]) -> str:
     cost = meter.get("cost_usd")
     text = f"[b $meter-usd]{fmt.usd(cost)}[/]"
     reported = meter.get("reported_cost_usd")
@@ -43,7 +44,7 @@ def bar_markup(label: str, fraction: float | None, width: int, var: str) -> str:
             f" {fmt.percent(fraction):>4}")
 
 
-def budget_fractions(meter: dict, elapsed: float | None) -> dict[str, float | None]:
+def budget_fractions(meter: Meter, elapsed: float | None) -> dict[str, float | None]:
     budget = meter.get("budget") or {}
     raw = sum((meter.get("tokens") or {}).values())
     cost = meter.get("cost_usd")
@@ -54,7 +55,7 @@ def budget_fractions(meter: dict, elapsed: float | None) -> dict[str, float | No
     }
 
 
-def budget_markup(meter: dict, elapsed: float | None, width: int) -> str:
+def budget_markup(meter: Meter, elapsed: float | None, width: int) -> str:
     """Three bars in ``width`` cells: tokens, USD and time against the trial's budget."""
     fractions = budget_fractions(meter, elapsed)
     bar_width = max(4, (width - 3 * 11) // 3)
@@ -77,7 +78,7 @@ class TrialMeter(Static):
         if self._last is not None:
             self.show(*self._last)  # the bars are as wide as the pane
 
-    def show(self, meter: dict, elapsed: float | None, burn: tuple[float | None, float | None]) -> None:
+    def show(self, meter: Meter, elapsed: float | None, burn: tuple[float | None, float | None]) -> None:
         self._last = (meter, elapsed, burn)
         width = self.size.width or 60
         markup = "\n".join((token_markup(meter.get("tokens") or {}), cost_markup(meter, burn),

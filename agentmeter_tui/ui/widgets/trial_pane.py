@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.markup import escape
 
+from ...core.run.control import LiveEvent
 from .. import format as fmt
 from ..live_state import TrialLive
 from .meters import TrialMeter, budget_fractions
@@ -51,7 +52,7 @@ class TrialPane(Vertical, can_focus=False):
         yield TranscriptTail(id=f"tail-{self.trial_id}", classes="pane-tail")
         yield TrialMeter(classes="pane-meter")
 
-    def seed(self, rows: list[list]) -> None:
+    def seed(self, rows: list[LiveEvent]) -> None:
         """History read from the store for a pane opened mid-trial (older than the feed's tail)."""
         rows = [r for r in rows if r[0] > self.shown_seq]
         if rows:
