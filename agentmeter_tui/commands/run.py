@@ -53,6 +53,8 @@ def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool
     except InputError as exc:
         print(f"agentmeter: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    for skipped in suite.skipped:
+        print(f"agentmeter: task skipped: {skipped}", file=sys.stderr)
     if db.exists():
         store = Store(db, readonly=True)
         try:

@@ -8,17 +8,19 @@ folders load unchanged. Every error names file, line and field (:class:`InputErr
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .taskfolders import HARBOR, EnvironmentSection, is_harbor, task_folders
 from .tomlerrors import InputError, load_toml, validate
 
 Tier = Literal["easy", "medium", "hard"]
 TIERS: tuple[str, ...] = ("easy", "medium", "hard")
+HARBOR_SANDBOXES = ("docker",)  # sandboxes that give a task Harbor's container contract
 
 
 class Strict(BaseModel):
@@ -108,6 +110,10 @@ class SuiteSection(Strict):
     trials: int = Field(1, ge=1, le=10_000)
     concurrency: int = Field(4, ge=1, le=512)
     tasks: list[str] | None = None  # explicit order; default: every folder with a task.toml, sorted
+    tasks_dir: str | None = None  # tasks read in place from this folder (relative to the suite); default: the suite
+    include: list[str] = []  # globs on task folder names under tasks_dir
+    exclude: list[str] = []
+    pass_threshold: float = Field(1.0, ge=0, le=1)  # Harbor tasks: passed = reward >= this
     own: str | None = None  # the suite author's own configuration ("model|cli") or CLI: the honesty gate
     keep_workspaces: bool = False
     max_retries: int = Field(2, ge=0, le=10)
@@ -165,9 +171,26 @@ class TaskFile(Strict):
     metadata: dict[str, Any] = {}
     agent: AgentSection = AgentSection()
     verifier: VerifierSection = VerifierSection()
-    environment: dict[str, Any] = {}
+    environment: EnvironmentSection = EnvironmentSection()
     solution: dict[str, Any] = {}
     budgets: Budget | None = None
+
+
+class HarborTaskSection(TaskSection):
+    model_config = ConfigDict(extra="allow")
+
+
+class HarborVerifierSection(VerifierSection):
+    kind: str = HARBOR
+
+
+class HarborTaskFile(TaskFile):
+    """A Harbor task.toml: the same tables, every one keeping keys we do not know."""
+
+    model_config = ConfigDict(extra="allow")
+
+    task: HarborTaskSection = HarborTaskSection()
+    verifier: HarborVerifierSection = HarborVerifierSection()
 
 
 @dataclass
@@ -196,6 +219,11 @@ class Task:
         tests = self.path / "tests"
         return tests if tests.is_dir() else None
 
+    @property
+    def contract(self) -> str:
+        """``harbor`` (reward files under /logs/verifier) or ``agentmeter`` (exit code, our reward file)."""
+        return HARBOR if self.spec.verifier.kind == HARBOR else "agentmeter"
+
 
 @dataclass(frozen=True)
 class Configuration:
@@ -212,6 +240,7 @@ class Suite:
     path: Path
     spec: SuiteFile
     tasks: list[Task]
+    skipped: list[InputError] = field(default_factory=list)  # external task folders that failed to load
 
     @property
     def id(self) -> str:
@@ -278,7 +307,7 @@ class Suite:
 def load_task(folder: Path) -> Task:
     toml_path = folder / "task.toml"
     data, text = load_toml(toml_path)
-    spec: TaskFile = validate(TaskFile, data, toml_path, text)
+    spec: TaskFile = validate(HarborTaskFile if is_harbor(data) else TaskFile, data, toml_path, text)
     instruction_path = folder / "instruction.md"
     if not instruction_path.is_file():
         raise InputError(instruction_path, None, "instruction", "missing instruction file (instruction.md)")
@@ -328,18 +357,10 @@ def load_suite(folder: str | Path) -> Suite:
                              f"no provider '{model.provider}' in [providers]")
     _check_adapters(spec, toml_path, text)
     _check_sandbox(spec, toml_path, text)
-    names = spec.suite.tasks
-    if names is None:
-        names = sorted(p.name for p in folder.iterdir() if (p / "task.toml").is_file())
-    tasks = []
-    for name in names:
-        task_folder = folder / name
-        if not (task_folder / "task.toml").is_file():
-            raise InputError(toml_path, _line(text, ("suite", "tasks")), "suite.tasks",
-                             f"no task folder '{name}' with a task.toml")
-        tasks.append(load_task(task_folder))
+    tasks, skipped = _load_tasks(folder, spec.suite, toml_path, text)
     if not tasks:
-        raise InputError(toml_path, None, "suite.tasks", "the suite has no tasks")
+        first = f": {skipped[0]}" if skipped else ""
+        raise InputError(toml_path, None, "suite.tasks", f"the suite has no tasks{first}")
     ids = [t.id for t in tasks]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
@@ -348,8 +369,13 @@ def load_suite(folder: str | Path) -> Suite:
     for task in tasks:
         if task.id in calibrated:  # `agentmeter calibrate --write` outranks the task's own tier
             task.tier = calibrated[task.id]
-    suite = Suite(path=folder, spec=spec, tasks=tasks)
-    for model in spec.models:
+    harbor = next((t for t in tasks if t.contract == HARBOR), None)
+    if harbor is not None and spec.sandbox.kind not in HARBOR_SANDBOXES:
+        raise InputError(toml_path, _line(text, ("sandbox", "kind")), "sandbox.kind",
+                         f"task '{harbor.id}' follows Harbor's contract (its tests write /logs/verifier/reward.*), "
+                         f"which runs in a container: use [sandbox] kind = \"docker\"")
+    suite = Suite(path=folder, spec=spec, tasks=tasks, skipped=skipped)
+    for model in spec.models if _any_needs_model(spec) else []:
         for task in tasks:
             if suite.provider(model).kind == "scripted" and suite.scenario_for(model, task) is None:
                 raise InputError(toml_path, None, f"models.{model.id}",
@@ -360,6 +386,44 @@ def load_suite(folder: str | Path) -> Suite:
         raise InputError(toml_path, _line(text, ("suite", "pricing")), "suite.pricing",
                          f"price snapshot '{spec.suite.pricing}' not found")
     return suite
+
+
+def _load_tasks(folder: Path, section: SuiteSection, toml_path: Path, text: str) -> tuple[list[Task], list[InputError]]:
+    """The suite's tasks; a task folder outside the suite (``tasks_dir``, a dataset read in
+    place) that fails to load is skipped with its error, so one broken task of a 90-task
+    dataset does not stop the run; inside the suite folder every error stops it."""
+    external = section.tasks_dir is not None
+    root = folder
+    if external:
+        root = Path(section.tasks_dir).expanduser()
+        root = root if root.is_absolute() else folder / root
+        if not root.is_dir():
+            raise InputError(toml_path, _line(text, ("suite", "tasks_dir")), "suite.tasks_dir",
+                             f"no folder {section.tasks_dir}")
+    if section.tasks is None:
+        folders = task_folders(root, section.include, section.exclude)
+    else:
+        folders = [root / name for name in section.tasks]
+        for name, task_folder in zip(section.tasks, folders, strict=True):
+            if not (task_folder / "task.toml").is_file():
+                raise InputError(toml_path, _line(text, ("suite", "tasks")), "suite.tasks",
+                                 f"no task folder '{name}' with a task.toml")
+    tasks, skipped = [], []
+    for task_folder in folders:
+        try:
+            tasks.append(load_task(task_folder))
+        except InputError as exc:
+            if not external:
+                raise
+            skipped.append(exc)
+    return tasks, skipped
+
+
+def _any_needs_model(spec: SuiteFile) -> bool:
+    """Whether some CLI of the suite talks to a model (the oracle does not)."""
+    from .harnesses import ADAPTERS
+
+    return any(getattr(ADAPTERS.get(c.adapter), "needs_model", True) for c in spec.clis)
 
 
 def _check_sandbox(spec: SuiteFile, path: Path, text: str) -> None:

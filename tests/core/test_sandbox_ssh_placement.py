@@ -7,11 +7,12 @@ import asyncio
 from types import SimpleNamespace
 
 from agentmeter_tui.core.run.placement import Host, Placement
+from agentmeter_tui.core.taskfolders import EnvironmentSection
 from tests.waiting import settle
 
 
 def plan(name: str, provider: str = "p", labels: list[str] | None = None) -> SimpleNamespace:
-    task = SimpleNamespace(spec=SimpleNamespace(environment={"host_labels": labels} if labels else {}))
+    task = SimpleNamespace(spec=SimpleNamespace(environment=EnvironmentSection(host_labels=labels or [])))
     return SimpleNamespace(name=name, task=task, config=SimpleNamespace(model=SimpleNamespace(provider=provider)))
 
 

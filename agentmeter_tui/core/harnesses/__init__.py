@@ -6,7 +6,7 @@ Adding a CLI is one new module and one line here.
 from __future__ import annotations
 
 from ..registry import LazyRegistry
-from .base import AgentOutcome, HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
+from .base import AgentOutcome, HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser, TaskUnfit
 
 ADAPTERS: LazyRegistry[HarnessAdapter] = LazyRegistry("adapter", {
     "reference": "agentmeter_tui.core.harnesses.reference:ReferenceAdapter",
@@ -17,6 +17,7 @@ ADAPTERS: LazyRegistry[HarnessAdapter] = LazyRegistry("adapter", {
     "gemini-cli": "agentmeter_tui.core.harnesses.gemini_cli:GeminiCliAdapter",
     "kimi-cli": "agentmeter_tui.core.harnesses.kimi_cli:KimiCliAdapter",
     "opencode": "agentmeter_tui.core.harnesses.opencode:OpencodeAdapter",
+    "oracle": "agentmeter_tui.core.harnesses.oracle:OracleAdapter",
 })
 
 
@@ -25,4 +26,4 @@ def get_adapter(name: str) -> HarnessAdapter:
 
 
 __all__ = ["ADAPTERS", "AgentOutcome", "HarnessAdapter", "InstallSpec", "LaunchContext", "Recovery",
-           "StreamParser", "get_adapter"]
+           "StreamParser", "TaskUnfit", "get_adapter"]

@@ -51,9 +51,15 @@ class LaunchContext:
     clis_root: str  # where install-clis put the CLIs (inside the sandbox)
     python: str = "python3"  # the interpreter for Python agents
     suite_dir: str = ""  # the suite folder, for agents shipped with a suite
+    solution_dir: str = ""  # where the task's solution/ was placed (the oracle), else empty
     extra_args: list[str] = field(default_factory=list)
     extra_env: dict[str, str] = field(default_factory=dict)
     price: dict[str, str] | None = None  # per-million prices, for CLIs that want them in config
+
+
+class TaskUnfit(Exception):
+    """The task lacks what this agent needs (the oracle on a task without solution/solve.sh):
+    that trial fails with this message as its reason; the run goes on."""
 
 
 @dataclass
@@ -190,6 +196,8 @@ class HarnessAdapter(ABC):
     #: no per-call usage (Codex, Gemini CLI): meters and token budgets then see every call;
     #: None reads them only after the run (a kill, or no final record)
     live_session_poll: ClassVar[float | None] = None
+    #: False for agents that call no model (the oracle): no scenario, no relay, no proxy route
+    needs_model: ClassVar[bool] = True
 
     @property
     def version(self) -> str:
@@ -210,6 +218,11 @@ class HarnessAdapter(ABC):
 
     def environment(self, ctx: LaunchContext) -> dict[str, str]:
         """Variables on top of the sandbox's base (PATH, HOME, PWD, LANG, TMPDIR)."""
+        return {}
+
+    def solution_files(self, task_path: Path) -> dict[str, bytes]:
+        """The task's own files this agent runs (the oracle's ``solution/``), placed before it
+        starts and named in ``LaunchContext.solution_dir``; may raise :class:`TaskUnfit`."""
         return {}
 
     def home_files(self, ctx: LaunchContext) -> dict[str, bytes]:

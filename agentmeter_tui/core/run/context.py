@@ -109,11 +109,14 @@ class RunContext:
 
     # -- launch -------------------------------------------------------------------------------
 
-    async def launch_context(self, trial: TrialRun, session: SandboxSession) -> LaunchContext:
+    async def launch_context(self, trial: TrialRun, session: SandboxSession,
+                             solution_dir: str = "") -> LaunchContext:
         plan = trial.plan
         model = plan.config.model
         provider = self.suite.provider(model)
-        if provider.kind == "scripted":
+        if not trial.adapter.needs_model:
+            base_url, api_key = "", ""
+        elif provider.kind == "scripted":
             if self.mock_url is None:
                 raise RuntimeError("the scripted model server is not running")
             from ..mockllm.client import register_session
@@ -131,11 +134,11 @@ class RunContext:
             api_key = os.environ.get(provider.api_key_env or "", "")
             if not api_key:
                 raise RuntimeError(f"provider '{model.provider}' needs its key in ${provider.api_key_env}")
-        if self.proxy is not None and provider.kind != "none":
+        if self.proxy is not None and provider.kind != "none" and trial.adapter.needs_model:
             base_url, api_key = self._route(trial, provider.kind, base_url, api_key, model.provider)
         price = self.prices.find(model.price_ref)
         translate = getattr(session, "translate_url", None)  # sandboxes that cannot see our 127.0.0.1
-        if translate is not None:
+        if translate is not None and base_url:
             base_url = translate(base_url)
             if inspect.isawaitable(base_url):  # e.g. an SSH reverse tunnel opened on demand
                 base_url = await base_url
@@ -145,6 +148,7 @@ class RunContext:
             base_url=base_url, api_key=api_key,
             clis_root=str(getattr(session, "clis_root", self.clis_root)),
             python=getattr(session, "python", sys.executable), suite_dir=str(self.suite.path.resolve()),
+            solution_dir=solution_dir,
             extra_args=list(plan.config.cli.args),
             price={k: str(v) for k, v in price[1].model_dump(include={"input", "cached_input", "cache_write",
                                                                       "output"}).items() if v is not None}

@@ -49,8 +49,7 @@ class Slot:
 
 def task_labels(plan: TrialPlan) -> frozenset[str]:
     """Host labels a task requires: ``[environment] host_labels = ["gpu"]`` in its task.toml."""
-    wanted = plan.task.spec.environment.get("host_labels") or []
-    return frozenset(str(x) for x in wanted) if isinstance(wanted, list) else frozenset({str(wanted)})
+    return frozenset(plan.task.spec.environment.host_labels)
 
 
 class Placement:

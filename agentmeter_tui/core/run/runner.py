@@ -140,6 +140,10 @@ class Runner:
         sandbox = sandbox_cls(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
         self._sandbox = sandbox
         await sandbox.preflight()
+        for skipped in suite.skipped:  # one broken task of a dataset; the others run
+            self.log(f"agentmeter: task skipped: {skipped}")
+        for problem in getattr(sandbox, "problems", []):
+            self.log(f"agentmeter: {problem} (its trials end infra-invalid with this reason)")
         return sandbox
 
     async def _stop_services(self, sandbox: Sandbox | None) -> None:

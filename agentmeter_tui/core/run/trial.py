@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..harnesses import AgentOutcome, get_adapter
+from ..harnesses import AgentOutcome, TaskUnfit, get_adapter
 from ..sandboxes.base import KillPolicy, LaunchSpec, SandboxSession
 from ..store import Store, utcnow
 from ..usage import TokenUsage
@@ -232,8 +232,13 @@ class TrialRun:
         if not self.adapter.is_installed(ctx.clis_root):
             return (TrialStatus.INFRA_INVALID, f"infra: {self.adapter.name} is not installed; "
                     f"run: {self.adapter.install.hint}", None)
+        try:
+            solution = self.adapter.solution_files(plan.task.path)
+        except TaskUnfit as exc:  # the task, not the agent or our side: a failed trial, the run goes on
+            return (TrialStatus.FAILED, str(exc), None)
         self.session = session = await ctx.sandbox.open(plan.task, self.id, self.token)
-        launch = await ctx.launch_context(self, session)
+        solution_dir = await session.write_solution(solution) if solution else ""
+        launch = await ctx.launch_context(self, session, solution_dir)
         await session.write_files("home", self.adapter.home_files(launch))
         spec = LaunchSpec(self.adapter.command(launch), {**self.adapter.environment(launch),
                                                          **plan.config.cli.env})
@@ -272,11 +277,18 @@ class TrialRun:
         if outcome.errored:
             return (TrialStatus.ERRORED, outcome.error, None)
         self._set_status(TrialStatus.VERIFYING)
-        verifier = VERIFIERS.get(plan.task.verifier.kind)(plan.task)
+        verifier = VERIFIERS.get(plan.task.verifier.kind)(plan.task,
+                                                          pass_threshold=ctx.suite.spec.suite.pass_threshold)
+        if plan.task.contract == "harbor":  # Harbor's LLM-judge verifiers read the transcript
+            from ..verifiers.harbor import trajectory_of
+
+            verifier.trajectory = await trajectory_of(self)
         verdict = await verifier.verify(session)
         if verdict.infra_error:
             return (TrialStatus.INFRA_INVALID, f"infra: {verdict.infra_error}", verdict)
-        return (TrialStatus.PASSED if verdict.passed else TrialStatus.FAILED, None, verdict)
+        if verdict.passed:
+            return (TrialStatus.PASSED, None, verdict)
+        return (TrialStatus.FAILED, verdict.reason, verdict)
 
     async def _recover_usage(self, session: SandboxSession, killed: bool) -> None:
         """After a kill, or when the stream had no final record or no usage (or, for CLIs whose

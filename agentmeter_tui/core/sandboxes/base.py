@@ -95,6 +95,11 @@ class SandboxSession(ABC):
     async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
         """Files under ``base`` matching glob ``patterns`` (relative), e.g. a CLI's session files."""
 
+    async def write_solution(self, files: dict[str, bytes]) -> str:
+        """Place a task's ``solution/`` for the oracle, out of the workspace; return its folder."""
+        await self.write_files("scratch", {f"solution/{rel}": data for rel, data in files.items()})
+        return f"{self.scratch}/solution"
+
     @abstractmethod
     async def collect_workspace(self, dest: Path) -> Path:
         """A local copy (or the local path) of the workspace, for verifiers that run on the runner."""

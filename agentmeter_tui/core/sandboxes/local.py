@@ -160,20 +160,7 @@ class LocalSession(SandboxSession):
             target.write_bytes(data)
 
     async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
-        root = self._base(base)
-        found: dict[str, bytes] = {}
-        total = 0
-        for pattern in patterns:
-            for path in sorted(root.glob(pattern)):
-                rel = str(path.relative_to(root))
-                if rel in found or not path.is_file():
-                    continue
-                size = path.stat().st_size
-                if total + size > limit_bytes:
-                    break
-                found[rel] = path.read_bytes()
-                total += size
-        return found
+        return read_globs(self._base(base), patterns, limit_bytes)
 
     async def collect_workspace(self, dest: Path) -> Path:
         return Path(self.workspace)
@@ -213,6 +200,23 @@ class LocalSandbox(Sandbox):
         for name in ("home", "tmp", "scratch"):
             (root / name).mkdir()
         return LocalSession(root, token)
+
+
+def read_globs(root: Path, patterns: list[str], limit_bytes: int) -> dict[str, bytes]:
+    """Files under ``root`` matching the glob patterns (relative path -> content), up to a size."""
+    found: dict[str, bytes] = {}
+    total = 0
+    for pattern in patterns:
+        for path in sorted(root.glob(pattern)):
+            rel = str(path.relative_to(root))
+            if rel in found or not path.is_file():
+                continue
+            size = path.stat().st_size
+            if total + size > limit_bytes:
+                break
+            found[rel] = path.read_bytes()
+            total += size
+    return found
 
 
 @functools.lru_cache(maxsize=256)

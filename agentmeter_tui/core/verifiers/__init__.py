@@ -9,6 +9,7 @@ VERIFIERS: LazyRegistry[Verifier] = LazyRegistry("verifier", {
     "command": "agentmeter_tui.core.verifiers.command:CommandVerifier",
     "differential": "agentmeter_tui.core.verifiers.differential:DifferentialVerifier",
     "none": "agentmeter_tui.core.verifiers.command:NoVerifier",
+    "harbor": "agentmeter_tui.core.verifiers.harbor:HarborVerifier",
 })
 
 __all__ = ["VERIFIERS", "Verifier", "VerifierResult"]

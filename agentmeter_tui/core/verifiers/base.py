@@ -19,6 +19,7 @@ class VerifierResult:
     exit_code: int | None = None
     details: dict[str, Any] = field(default_factory=dict)  # kind-specific (the differential funnel, ...)
     infra_error: str | None = None  # our side failed: the trial is infra-invalid, not failed
+    reason: str | None = None  # why it failed, when that is more than "the tests said no" (shown in review)
 
 
 class Verifier(ABC):
@@ -26,8 +27,10 @@ class Verifier(ABC):
 
     kind: str
 
-    def __init__(self, task: Task):
+    def __init__(self, task: Task, *, pass_threshold: float = 1.0):
         self.task = task
+        self.pass_threshold = pass_threshold  # the suite's, for verifiers whose reward decides the pass
+        self.trajectory: bytes | None = None  # the transcript as ATIF, for verifiers that hand it on
 
     @abstractmethod
     async def verify(self, session: SandboxSession) -> VerifierResult: ...

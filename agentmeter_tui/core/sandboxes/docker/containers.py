@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -97,6 +98,22 @@ class DockerSettings(Settings):
         return 0 if self.user == "root" else int(self.user.split(":")[0])
 
 
+@dataclass(frozen=True)
+class ContainerShape:
+    """What differs between the containers of one sandbox: ours (read-only root, the workspace
+    under /agentmeter) or a Harbor task's (writable root, its WORKDIR, its own limits)."""
+
+    read_only: bool
+    working_dir: str
+    cpus: float | None
+    memory: str | None
+    storage: str | None = None  # a size limit of the writable layer, where the engine allows one
+
+    @classmethod
+    def default(cls, config: DockerSettings) -> ContainerShape:
+        return cls(config.read_only, f"{ROOT}/workspace", config.cpus, config.memory)
+
+
 class ContainerFactory:
     """Makes trial containers for one docker sandbox, keeping ``warm`` started ones ready."""
 
@@ -105,7 +122,7 @@ class ContainerFactory:
         self.pool: dict[tuple[str, str], list[asyncio.Task]] = {}
 
     def _create(self, engine: Engine, image: str, name: str | None, labels: dict[str, str],
-                bind_root: str | None, start: bool) -> str:
+                bind_root: str | None, start: bool, shape: ContainerShape) -> str:
         """Blocking. The container's own user is root: Docker gives an exec the capabilities of
         the container's user, and the in-container kill ladder (and the verifier) need root's;
         the agent's exec runs as the non-root user, with no capabilities at all."""
@@ -117,41 +134,45 @@ class ContainerFactory:
         if config.clis == "mount" and default_clis_root().is_dir():
             mounts.append(Mount(config.clis_root, str(default_clis_root()), type="bind", read_only=True))
         host_config = api.create_host_config(
-            init=True, read_only=config.read_only, mounts=mounts, network_mode=self.network,
-            nano_cpus=int(config.cpus * 1e9) if config.cpus else None, mem_limit=config.memory,
+            init=True, read_only=shape.read_only, mounts=mounts, network_mode=self.network,
+            nano_cpus=int(shape.cpus * 1e9) if shape.cpus else None, mem_limit=shape.memory,
             pids_limit=config.pids, security_opt=["no-new-privileges"],
-            tmpfs={"/tmp": "rw,nosuid,nodev,size=256m,mode=1777"} if config.read_only else None)
+            storage_opt={"size": shape.storage} if shape.storage else None,
+            tmpfs={"/tmp": "rw,nosuid,nodev,size=256m,mode=1777"} if shape.read_only else None)
         container = api.create_container(image, command=KEEPALIVE, name=name, labels=labels, user="0:0",
-                                         working_dir=f"{ROOT}/workspace", host_config=host_config)["Id"]
+                                         working_dir=shape.working_dir, host_config=host_config)["Id"]
         if start:
             api.start(container)
         return container
 
     async def take(self, engine: Engine, image: str, name: str, labels: dict[str, str],
-                   bind_root: str | None = None) -> tuple[str, bool]:
+                   bind_root: str | None = None, shape: ContainerShape | None = None) -> tuple[str, bool]:
         """A container for one trial and whether it is started already (a warm one)."""
+        shape = shape or ContainerShape.default(self.config)
         if bind_root is None and self.config.warm:
-            queue = self.pool.setdefault((engine.name, image), [])
+            queue = self.pool.setdefault((engine.name, image, shape), [])
             ready = queue.pop(0) if queue else None
-            self.prewarm(engine, image)
+            self.prewarm(engine, image, shape)
             if ready is not None:
                 with contextlib.suppress(Exception):  # a failed warm one: make a fresh one below
                     container = await ready
                     await engine.call(engine.client.api.rename, container, name)
                     return container, True
-        return await engine.call(self._create, engine, image, name, labels, bind_root, False), False
+        return await engine.call(self._create, engine, image, name, labels, bind_root, False, shape), False
 
-    def prewarm(self, engine: Engine, image: str) -> None:
+    def prewarm(self, engine: Engine, image: str, shape: ContainerShape | None = None) -> None:
         """Start making containers until ``warm`` are ready or on their way (copy mode)."""
         if self.config.workspace != "copy":
             return
-        queue = self.pool.setdefault((engine.name, image), [])
+        shape = shape or ContainerShape.default(self.config)
+        queue = self.pool.setdefault((engine.name, image, shape), [])
         labels = engines.trial_labels(self.suite_id, None, "warm")
         while len(queue) < self.config.warm:
-            queue.append(asyncio.ensure_future(engine.call(self._create, engine, image, None, labels, None, True)))
+            queue.append(asyncio.ensure_future(engine.call(self._create, engine, image, None, labels, None, True,
+                                                           shape)))
 
     async def close(self, engines_by_name: dict[str, Engine]) -> None:
-        for (engine_name, _), queue in self.pool.items():
+        for (engine_name, _, _), queue in self.pool.items():
             engine = engines_by_name[engine_name]
             for ready in queue:
                 with contextlib.suppress(Exception):

@@ -30,11 +30,19 @@ if TYPE_CHECKING:
     from ...suites import Task
 
 HOST_IMAGE = "agentmeter/host"
+# Images built from this machine's files, by name: rootfs options. ``host-bash`` adds bash, which
+# Harbor-format tasks need (their tests run as ``bash /tests/test.sh``).
+BASE_IMAGES = {HOST_IMAGE: {"python": True}, "agentmeter/host-bash": {"python": True, "bash": True}}
 IMAGE_LABELS = {"agentmeter.image": "1"}  # images are caches: `doctor --clean` leaves them
 
 
 class ImageError(RuntimeError):
-    pass
+    """An image that cannot be had. ``task`` is set when it is one task's own image (its
+    Dockerfile, archive or ``docker_image``): that task's trials fail, the run goes on."""
+
+    def __init__(self, message: str, task: str | None = None):
+        super().__init__(message)
+        self.task = task
 
 
 def context_hash(folder: Path) -> str:
@@ -56,6 +64,7 @@ class ImageResolver:
         self.default_image = default_image
         self.pull = pull
         self._resolved: dict[tuple[str, str], str] = {}
+        self._failed: dict[tuple[str, str], ImageError] = {}  # a broken Dockerfile is built once, not per trial
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -65,31 +74,44 @@ class ImageResolver:
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
+            if key in self._failed:
+                raise self._failed[key]
             if key not in self._resolved:
-                self._resolved[key] = self._resolve(client, engine, task)
+                try:
+                    self._resolved[key] = self._resolve(client, engine, task)
+                except ImageError as exc:
+                    if exc.task is not None:
+                        self._failed[key] = exc
+                    raise
             return self._resolved[key]
 
     def _resolve(self, client: Any, engine: str, task: Task) -> str:
         env_dir = task.path / "environment"
-        named = task.spec.environment.get("docker_image")
+        named = task.spec.environment.docker_image
         if isinstance(named, str) and named and _present(client, named):
             return named
         if (env_dir / "Dockerfile").is_file():
             # Named by the task and its context's hash: the same folder in any suite is one image.
             tag = f"agentmeter-task/{_safe_name(task.id)}:{context_hash(env_dir)}"
             if not _present(client, tag):
-                self._build(client, env_dir, tag, f"{task.path.name}/environment/Dockerfile", engine)
+                self._build(client, env_dir, tag, task, engine)
             return tag
         for tarball in (env_dir / "image.tar", env_dir / "image.tar.gz"):
             if tarball.is_file():
-                return self._load(client, tarball, f"agentmeter-task/{_safe_name(task.id)}", engine)
+                try:
+                    return self._load(client, tarball, f"agentmeter-task/{_safe_name(task.id)}", engine)
+                except ImageError as exc:
+                    raise ImageError(f"task '{task.id}': {exc}", task.id) from None
         if isinstance(named, str) and named:
-            return self.ensure_named(client, named, engine, where=f"{task.path.name}/task.toml [environment]")
+            try:
+                return self.ensure_named(client, named, engine, where=f"{task.path.name}/task.toml [environment]")
+            except ImageError as exc:
+                raise ImageError(f"task '{task.id}': {exc}", task.id) from None
         return self.ensure_named(client, self.default_image, engine, where="suite.toml [sandbox] image")
 
     def ensure_named(self, client: Any, name: str, engine: str, *, where: str) -> str:
-        if name == HOST_IMAGE or name.startswith(HOST_IMAGE + ":"):
-            return ensure_host_image(client)
+        if name.partition(":")[0] in BASE_IMAGES:
+            return ensure_host_image(client, name.partition(":")[0])
         if _present(client, name):
             return name
         if not self.pull:
@@ -106,15 +128,27 @@ class ImageResolver:
                              f"reachable or refused it ({exc}); build or load the image instead") from None
         return name
 
-    def _build(self, client: Any, context: Path, tag: str, where: str, engine: str) -> None:
+    def _build(self, client: Any, context: Path, tag: str, task: Task, engine: str) -> None:
         from docker.errors import APIError, BuildError
+        from requests.exceptions import ConnectionError as RequestsConnectionError
+        from requests.exceptions import Timeout
 
+        dockerfile = context / "Dockerfile"
+        where = f"{task.path.name}/environment/Dockerfile"
+        timeout = task.spec.environment.build_timeout_sec
+        ensure_bases(client, dockerfile)
         try:
-            client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, pull=False, labels=IMAGE_LABELS)
+            client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, pull=False, labels=IMAGE_LABELS,
+                                timeout=timeout)
         except (BuildError, APIError) as exc:
-            log = "".join(item.get("stream", "") for item in getattr(exc, "build_log", []) or [])[-2000:]
-            raise ImageError(f"building {where} on {engine} failed: {exc}. Its base image must already be on "
-                             f"the engine (agentmeter never pulls).\n{log}") from None
+            log = "".join(item.get("stream", "") for item in getattr(exc, "build_log", []) or [])
+            line = failed_line(dockerfile, log)
+            raise ImageError(f"task '{task.id}': building {where}{f':{line}' if line else ''} on {engine} failed: "
+                             f"{exc}. Its base image must already be on the engine (agentmeter never pulls)."
+                             f"\n{log[-2000:]}", task.id) from None
+        except (Timeout, RequestsConnectionError) as exc:  # the HTTP read timed out: [environment] build_timeout_sec
+            raise ImageError(f"task '{task.id}': building {where} on {engine} took longer than "
+                             f"[environment] build_timeout_sec = {timeout:g} s ({exc})", task.id) from None
 
     def _load(self, client: Any, tarball: Path, repository: str, engine: str) -> str:
         import tarfile
@@ -135,6 +169,20 @@ class ImageResolver:
         return tag
 
 
+def failed_line(dockerfile: Path, log: str) -> int | None:
+    """The Dockerfile line of the build step that failed: the last ``Step N/M : INSTRUCTION``
+    the classic builder printed, found in the file (its first line, for continued ones)."""
+    steps = [line.split(" : ", 1)[1].strip() for line in log.splitlines()
+             if line.startswith("Step ") and " : " in line]
+    if not steps:
+        return None
+    head = steps[-1].split("\n")[0][:60].lower()
+    for number, line in enumerate(dockerfile.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if line.strip() and " ".join(line.split()).lower().startswith(" ".join(head.split())[:40]):
+            return number
+    return None
+
+
 def _present(client: Any, name: str) -> bool:
     from docker.errors import ImageNotFound
 
@@ -148,20 +196,30 @@ def _present(client: Any, name: str) -> bool:
 _host_lock = threading.Lock()
 
 
-def ensure_host_image(client: Any) -> str:
-    """``agentmeter/host:<fingerprint>``: built once per engine from this machine's files, and
-    tagged ``:latest`` too, so a task's environment/Dockerfile can say ``FROM agentmeter/host``."""
+def ensure_host_image(client: Any, name: str = HOST_IMAGE) -> str:
+    """``agentmeter/host:<fingerprint>`` (or another of ``BASE_IMAGES``): built once per engine
+    from this machine's files, and tagged ``:latest`` too, so a task's environment/Dockerfile
+    can say ``FROM agentmeter/host``."""
+    options = BASE_IMAGES[name]
     with _host_lock:
-        tag = f"{HOST_IMAGE}:{host_fingerprint()}"
+        tag = f"{name}:{host_fingerprint(**options)}"
         if not _present(client, tag):
-            _build_host_image(client, tag)
-        client.images.get(tag).tag(HOST_IMAGE, "latest")
+            _build_host_image(client, tag, options)
+        client.images.get(tag).tag(name, "latest")
         return tag
 
 
-def _build_host_image(client: Any, tag: str) -> None:
+def ensure_bases(client: Any, dockerfile: Path) -> None:
+    """Build the base images of ours a Dockerfile starts ``FROM`` (nothing is ever pulled)."""
+    for line in dockerfile.read_text(encoding="utf-8", errors="replace").splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0].upper() == "FROM" and words[1].partition(":")[0] in BASE_IMAGES:
+            ensure_host_image(client, words[1].partition(":")[0])
+
+
+def _build_host_image(client: Any, tag: str, options: dict[str, bool]) -> None:
     with tempfile.TemporaryDirectory(prefix="agentmeter-rootfs-") as tmp:
-        rootfs = build_rootfs(Path(tmp) / "rootfs.tar")
+        rootfs = build_rootfs(Path(tmp) / "rootfs.tar", **options)
         dockerfile = f'FROM scratch\nADD rootfs.tar /\nENV PATH={PATH} LANG=C.UTF-8\nCMD ["sh"]\n'.encode()
         with (Path(tmp) / "context.tar").open("wb") as handle:
             context = TarWriter(handle)

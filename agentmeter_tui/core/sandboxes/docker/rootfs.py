@@ -74,8 +74,9 @@ def _stdlib_dir(python: Path) -> Path:
     return Path(out)
 
 
-def build_rootfs(dest: Path, *, python: bool = True) -> Path:
-    """Write the rootfs tar to ``dest`` (busybox, and python3 unless ``python=False``)."""
+def build_rootfs(dest: Path, *, python: bool = True, bash: bool = False) -> Path:
+    """Write the rootfs tar to ``dest`` (busybox, python3 unless ``python=False``, and with
+    ``bash`` the host's bash and its libraries: Harbor runs ``bash /tests/test.sh``)."""
     busybox = find_busybox()
     applets = subprocess.run([str(busybox), "--list-full"], capture_output=True, text=True, check=True).stdout.split()
     tmp = dest.with_name(dest.name + ".part")
@@ -87,21 +88,38 @@ def build_rootfs(dest: Path, *, python: bool = True) -> Path:
         tar.folder("home/agent", 0o755, AGENT_UID)
         tar.file("bin/busybox", busybox)
         for applet in sorted(set(applets)):
-            if applet.strip("/") != "bin/busybox":
+            if applet.strip("/") != "bin/busybox" and not (bash and applet.strip("/") == "bin/bash"):
                 tar.link(applet, "/bin/busybox")
         tar.data("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n"
                  b"agent:x:%d:%d:agent:/home/agent:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"
                  % (AGENT_UID, AGENT_UID))
         tar.data("etc/group", b"root:x:0:\nagent:x:%d:\nnogroup:x:65534:\n" % AGENT_UID)
         tar.data("etc/hosts", b"127.0.0.1 localhost\n")
-        if python:
-            _add_python(tar, find_python())
+        libraries = _add_python(tar, find_python()) if python else set()
+        if bash:
+            _add_binary(tar, Path("/bin/bash"), "bin/bash", have=libraries)
         tar.close()
     tmp.replace(dest)
     return dest
 
 
-def _add_python(tar: TarWriter, python: Path) -> None:
+def _add_binary(tar: TarWriter, binary: Path, name: str, *, have: set[str]) -> None:
+    """A dynamically linked binary and the libraries it loads (those python brought already
+    are in the tar: adding them twice would make duplicate entries)."""
+    real = Path(os.path.realpath(binary))
+    if not real.is_file():
+        raise RootfsError(f"no {binary} on this machine")
+    tar.file(name, real)
+    for library in shared_libraries([real]):
+        if str(library) in have:
+            continue
+        resolved = Path(os.path.realpath(library))
+        tar.file(str(resolved), resolved)
+        if str(library) != str(resolved):
+            tar.link(str(library), str(resolved))
+
+
+def _add_python(tar: TarWriter, python: Path) -> set[str]:
     stdlib = _stdlib_dir(python)
     version = stdlib.name  # "python3.11"
     tar.file(f"usr/bin/{version}", python)
@@ -123,18 +141,20 @@ def _add_python(tar: TarWriter, python: Path) -> None:
             # A .py keeps its time: the host's __pycache__ records it, and with a time of 0 every
             # import in a read-only container would recompile (10x the start-up time of a tool).
             tar.file(f"usr/lib/{version}/{rel / name}", path, keep_mtime=name.endswith(".py"))
-    for library in shared_libraries([python, *extensions]):
+    libraries = shared_libraries([python, *extensions])
+    for library in libraries:
         real = Path(os.path.realpath(library))
         tar.file(str(real), real)
         if str(library) != str(real):
             tar.link(str(library), str(real))
+    return {str(p) for p in libraries}
 
 
-def host_fingerprint(python: bool = True) -> str:
+def host_fingerprint(python: bool = True, bash: bool = False) -> str:
     """A short hash of what the rootfs would contain (the binaries' identities), cheap to compute:
     it names the image, so an unchanged host reuses the image without building a tar."""
     digest = hashlib.sha256(b"rootfs-v2")
-    parts = [find_busybox()] + ([find_python()] if python else [])
+    parts = [find_busybox()] + ([find_python()] if python else []) + ([Path("/bin/bash")] if bash else [])
     for part in parts:
         stat = part.stat()
         digest.update(f"{part}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())

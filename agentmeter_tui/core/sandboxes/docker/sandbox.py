@@ -13,6 +13,9 @@ container and its volume are removed at cleanup. Everything is labelled (``engin
 Network (``network``): ``isolated`` (default: an internal network whose only reachable
 address is this machine's relay to the model server or metering proxy), ``bridge``,
 ``host``, ``none`` or the name of an existing network.
+
+A task that follows Harbor's contract runs as Harbor runs it instead (``harbor.py``): in its
+image's WORKDIR, with the image's ENV, as root, on a writable root filesystem.
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ from ...run.placement import Host, Placement
 from ..archive import TarWriter, extract
 from ..base import ExecResult, KillPolicy, LaunchSpec, OutputCallback, Sandbox, SandboxSession, TrialSlot
 from ..common import HostWatch, load_settings, map_argv, shipped_files, trial_env
-from ..local import LocalSandbox, LocalSession
+from ..local import LocalSandbox, LocalSession, read_globs
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
-from .containers import ISOLATED_NETWORK, NATIVE_LAUNCHERS, ROOT, ContainerFactory, DockerSettings
+from .containers import ISOLATED_NETWORK, NATIVE_LAUNCHERS, ROOT, ContainerFactory, ContainerShape, DockerSettings
 from .exec import RECORD_PID, DockerAgent, ExecStream, run_exec, run_ladder, signal_all
-from .images import ImageResolver
+from .harbor import EngineLimits, ImageContract, agent_env, container_shape, engine_limits, image_contract, run_as
+from .images import ImageError, ImageResolver
 
 if TYPE_CHECKING:
     from ...suites import Task
@@ -58,6 +62,9 @@ class DockerSandbox(Sandbox):
         self._connect_lock = asyncio.Lock()
         self._local_files: LocalSandbox | None = None
         self.containers = ContainerFactory(self.config, suite.id, self.network_mode())
+        self.contracts: dict[tuple[str, str, str], ImageContract] = {}
+        self.limits: dict[str, EngineLimits] = {}
+        self.problems: list[str] = []  # tasks whose own image failed: their trials fail, the run goes on
 
     def capacity(self) -> int:
         return self.placement.total_slots()
@@ -87,11 +94,32 @@ class DockerSandbox(Sandbox):
                                       'use "isolated" (only the model server or metering proxy is reachable)')
         for name in self.entries:
             engine = await self.engine(name)
-            images = {await engine.call(self.images.resolve, engine.client, name, self.suite.id, task)
-                      for task in self.suite.tasks}
-            if len(images) <= 4:  # a suite of many images warms each one on its first use instead
-                for image in images:
-                    self.containers.prewarm(engine, image)
+            shapes = set()
+            for task in self.suite.tasks:
+                try:
+                    image = await engine.call(self.images.resolve, engine.client, name, self.suite.id, task)
+                except ImageError as exc:
+                    if exc.task is None:  # the suite's own image: nothing can run
+                        raise
+                    self.problems.append(str(exc))
+                    continue
+                shapes.add((image, (await self.shape_for(engine, image, task))[0]))
+            if len(shapes) <= 4:  # a suite of many images warms each one on its first use instead
+                for image, shape in shapes:
+                    self.containers.prewarm(engine, image, shape)
+
+    async def shape_for(self, engine: engines.Engine, image: str,
+                        task: Task) -> tuple[ContainerShape, ImageContract | None]:
+        """The container a task's trials get, and for Harbor tasks what their image says."""
+        if task.contract != "harbor":
+            return ContainerShape.default(self.config), None
+        key = (engine.name, image, task.spec.environment.workdir or "")
+        if key not in self.contracts:
+            self.contracts[key] = await engine.call(image_contract, engine.client, image, task)
+        if engine.name not in self.limits:
+            self.limits[engine.name] = await engine.call(engine_limits, engine.client)
+        contract = self.contracts[key]
+        return container_shape(self.config, task, contract, self.limits[engine.name]), contract
 
     def network_mode(self) -> str:
         mode = self.config.network
@@ -198,6 +226,8 @@ class DockerSession(SandboxSession):
         self.container: str | None = None
         self.agent: DockerAgent | None = None
         self.host_files: LocalSession | None = None  # bind mode: the folder mounted at /agentmeter
+        self.contract: ImageContract | None = None  # a Harbor task: its image's WORKDIR and ENV
+        self.uid = self.config.uid
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -210,21 +240,37 @@ class DockerSession(SandboxSession):
             await asyncio.to_thread(self._prepare_host_root, Path(self.host_files.root))
             bind_root = str(self.host_files.root)
         name = f"agentmeter-t{self.trial_id}-{self.token[:8]}"
-        self.container, started = await self.sandbox.containers.take(self.engine, image, name, labels, bind_root)
+        shape, self.contract = await self.sandbox.shape_for(self.engine, image, task)
+        if self.contract is not None:
+            self.workspace = self.contract.workdir
+            self.uid = int(run_as(self.config).split(":")[0])
+        self.container, started = await self.sandbox.containers.take(self.engine, image, name, labels, bind_root,
+                                                                     shape)
         if bind_root is None:
             await self.engine.call(api.put_archive, self.container, ROOT, self._seed_tar(task))
+        if self.contract is not None and task.workspace_seed is not None:
+            seed = TarWriter(uid=self.uid)
+            seed.tree("", task.workspace_seed)
+            await self.engine.call(api.put_archive, self.container, self.workspace, seed.getvalue())
         if not started:
             await self.engine.call(api.start, self.container)
 
+    @property
+    def harbor(self) -> bool:
+        """Whether this trial runs under Harbor's contract (its verifier checks)."""
+        return self.contract is not None
+
     def _user(self) -> str:
+        if self.contract is not None:
+            return run_as(self.config)
         return "0:0" if self.config.uid == 0 else self.config.user
 
     def _seed_tar(self, task: Task) -> bytes:
-        tar = TarWriter(uid=self.config.uid)
+        tar = TarWriter(uid=self.uid)
         for folder in ("workspace", "home", "scratch"):
             tar.folder(folder)
         tar.folder("tmp", 0o1777)
-        if task.workspace_seed is not None:
+        if task.workspace_seed is not None and self.contract is None:
             tar.tree("workspace", task.workspace_seed)
         tar.folder("tools", uid=0)  # ours, read-only to the agent
         tar.files("", shipped_files(), uid=0)
@@ -241,6 +287,8 @@ class DockerSession(SandboxSession):
         return await self.sandbox.translate_url(url, self.engine.name)
 
     def environment(self, extra: dict[str, str], cwd: str | None = None) -> dict[str, str]:
+        if self.contract is not None:
+            return agent_env(self.contract, extra, home=self.home, cwd=cwd or self.workspace, token=self.token)
         env = trial_env(home=self.home, workspace=cwd or self.workspace, tmp=self.tmp, token=self.token,
                         user="root" if self.config.uid == 0 else "agent", extra=extra)
         env["PWD"] = cwd or self.workspace
@@ -299,40 +347,70 @@ class DockerSession(SandboxSession):
 
     # -- files ----------------------------------------------------------------------------------
 
-    async def write_files(self, base: str, files: dict[str, bytes]) -> None:
-        if self.host_files is not None:
-            await self.host_files.write_files(base, files)
-            await asyncio.to_thread(_chown_tree, Path(self.host_files.root) / base, self.config.uid)
-            return
-        tar = TarWriter(uid=self.config.uid)
-        tar.files("", files)
-        await self.engine.call(self.engine.client.api.put_archive, self.container, f"{ROOT}/{base}", tar.getvalue())
+    def _path(self, base: str) -> str:
+        """A base name ("home", "workspace", "scratch") or an absolute path in the container."""
+        if base.startswith("/"):
+            return base.rstrip("/") or "/"
+        return self.workspace if base == "workspace" else f"{ROOT}/{base}"
 
-    async def _copy_out(self, base: str, dest: Path, limit_bytes: int | None = None) -> Path:
+    def _bound(self, base: str) -> bool:
+        """Whether ``base`` is in the bind-mounted folder of this machine (bind mode)."""
+        return self.host_files is not None and base in ("home", "workspace", "scratch") and \
+            self._path(base).startswith(ROOT + "/")
+
+    async def write_files(self, base: str, files: dict[str, bytes]) -> None:
+        if self._bound(base):
+            await self.host_files.write_files(base, files)
+            await asyncio.to_thread(_chown_tree, Path(self.host_files.root) / base, self.uid)
+            return
+        path = self._path(base)
+        tar = TarWriter(uid=self.uid)
+        if base.startswith("/"):  # made with its parents: /solution, /tests need not exist yet
+            tar.files(path.lstrip("/"), files)
+            path = "/"
+        else:
+            tar.files("", files)
+        await self.engine.call(self.engine.client.api.put_archive, self.container, path, tar.getvalue())
+
+    async def write_solution(self, files: dict[str, bytes]) -> str:
+        if self.contract is None:
+            return await super().write_solution(files)
+        await self.write_files("/solution", files)  # where Harbor puts it: solve.sh may `cd /solution`
+        return "/solution"
+
+    async def _copy_out(self, path: str, dest: Path, limit_bytes: int | None = None) -> Path:
+        """``path`` of the container copied to ``dest/<its name>``, which is returned."""
         def fetch() -> Path:
-            chunks, _ = self.engine.client.api.get_archive(self.container, f"{ROOT}/{base}")
+            chunks, _ = self.engine.client.api.get_archive(self.container, path)
             return extract(chunks, dest, limit_bytes)
 
-        return await self.engine.call(fetch)
+        await self.engine.call(fetch)
+        return dest / os.path.basename(path)
 
     async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
-        if self.host_files is not None:
+        if self._bound(base):
             return await self.host_files.fetch_files(base, patterns, limit_bytes)
+        from docker.errors import NotFound
+
         with tempfile.TemporaryDirectory(prefix="agentmeter-fetch-") as tmp:
-            await self._copy_out(base, Path(tmp), limit_bytes)
-            return await LocalSession(Path(tmp), self.token).fetch_files(base, patterns, limit_bytes)
+            try:
+                folder = await self._copy_out(self._path(base), Path(tmp), limit_bytes)
+            except NotFound:  # e.g. /logs/verifier of a task whose tests removed it
+                return {}
+            return read_globs(folder, patterns, limit_bytes)
 
     async def collect_workspace(self, dest: Path) -> Path:
-        if self.host_files is not None:
+        if self._bound("workspace"):
             return Path(self.host_files.workspace)
-        await self._copy_out("workspace", dest)
-        return dest / "workspace"
+        if self.workspace == "/":
+            raise RuntimeError("the task's working folder is /: not copied out whole")
+        return await self._copy_out(self.workspace, dest)
 
     async def cleanup(self, keep: bool = False) -> None:
         if self.container is not None:
             if keep and self.host_files is None:
                 kept = Path(tempfile.gettempdir()) / "agentmeter-kept" / f"t{self.trial_id}-{self.token}"
-                with contextlib.suppress(*engines.engine_errors(), tarfile.TarError):
+                with contextlib.suppress(*engines.engine_errors(), tarfile.TarError, RuntimeError):
                     await self.collect_workspace(kept)
             try:  # force = SIGKILL and remove at once: no stop timeout; v = its anonymous volume too
                 await self.engine.call(self.engine.client.api.remove_container, self.container, force=True, v=True)

@@ -1,0 +1,74 @@
+"""Harbor's contract in a container: how a Harbor task's agent runs.
+
+Harbor runs the agent in the task's own image as its author left it: in the image's
+``WORKDIR`` (or ``[environment] workdir``), with the image's ``ENV``, as root, on the
+container's writable filesystem, within ``[environment]`` ``cpus``, ``memory_mb`` and
+``storage_mb``. Our own tasks run on a read-only root as a non-root user instead
+(``containers.py``); the trial's files of ours (HOME, tmp, scratch, tools) stay under
+``/agentmeter`` either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ... import procs
+from ..common import SYSTEM_PATH
+from .containers import ContainerShape, DockerSettings
+
+if TYPE_CHECKING:
+    from ...suites import Task
+
+
+@dataclass(frozen=True)
+class ImageContract:
+    """What a task's image says about how its agent runs."""
+
+    workdir: str
+    env: dict[str, str]
+
+
+def image_contract(client: Any, image: str, task: Task) -> ImageContract:
+    """Blocking: the image's WORKDIR and ENV (``task.toml`` ``[environment] workdir`` wins)."""
+    config = client.api.inspect_image(image).get("Config") or {}
+    env = dict(item.split("=", 1) for item in config.get("Env") or [] if "=" in item)
+    return ImageContract(task.spec.environment.workdir or config.get("WorkingDir") or "/", env)
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    cpus: int
+    storage: bool  # per-container size limits: only overlay2 on xfs (with pquota) has them
+
+
+def engine_limits(client: Any) -> EngineLimits:
+    info = client.info()
+    status = dict(info.get("DriverStatus") or [])
+    return EngineLimits(int(info.get("NCPU") or 1),
+                        info.get("Driver") == "overlay2" and status.get("Backing Filesystem") == "xfs")
+
+
+def container_shape(config: DockerSettings, task: Task, contract: ImageContract, limits: EngineLimits) -> ContainerShape:
+    """The task's limits over the suite's; CPUs capped at the engine's (Docker refuses more)."""
+    env = task.spec.environment
+    cpus = min(env.cpus or config.cpus or limits.cpus, limits.cpus)
+    return ContainerShape(read_only=False, working_dir=contract.workdir, cpus=cpus,
+                          memory=f"{env.memory_mb}m" if env.memory_mb else config.memory,
+                          storage=f"{env.storage_mb}m" if env.storage_mb and limits.storage else None)
+
+
+def agent_env(contract: ImageContract, extra: dict[str, str], *, home: str, cwd: str, token: str) -> dict[str, str]:
+    """The image's environment, the adapter's on top; HOME is the trial's own (the CLIs keep
+    their configuration and sessions there), and the trial token is always ours."""
+    env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", "TERM": "dumb", **contract.env, **extra}
+    env.update(HOME=home, PWD=cwd)
+    env[procs.TOKEN_VAR] = token
+    return env
+
+
+def run_as(config: DockerSettings) -> str:
+    """Root, as Harbor runs agents, unless the suite names a user in ``[sandbox] user``."""
+    if "user" in config.model_fields_set:
+        return "0:0" if config.uid == 0 else config.user
+    return "0:0"

@@ -1,0 +1,151 @@
+"""Harbor's verifier: ``bash /tests/test.sh`` in the trial's container, judged by the reward
+file it writes, never by its exit code.
+
+After the agent stops, ``/tests`` and ``/logs/verifier`` are emptied (the agent cannot plant a
+reward or a test helper), the transcript goes to ``/logs/agent/trajectory.json`` (ATIF, for
+LLM-judge verifiers), the task's ``tests/`` is uploaded to ``/tests``, and ``bash
+/tests/test.sh`` runs from the image's working folder with the image's environment, as root,
+under ``[verifier] timeout_sec``. The reward is ``/logs/verifier/reward.txt`` (one number) or
+``reward.json`` (``{"reward": x}`` or several named rewards, all kept in the trial record).
+Quality R is the ``reward`` key, else the only key, else the mean of the named rewards,
+clamped to [0, 1]; the trial passes when that reward reaches the suite's ``pass_threshold``
+(default 1.0). No reward file, a bad one, or a timeout: ``failed``, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from .base import Verifier, VerifierResult
+from .command import MAX_OUTPUT
+
+if TYPE_CHECKING:
+    from ..sandboxes.base import SandboxSession
+
+TESTS, LOGS = "/tests", "/logs"
+# Emptied by root before the tests go in: whatever the agent left there is gone.
+RESET = f"rm -rf {TESTS} {LOGS}/verifier && mkdir -p {TESTS} {LOGS}/verifier {LOGS}/agent"
+
+
+class HarborSettings(BaseModel):
+    """``[verifier]`` of a Harbor task: Harbor's keys we use, the others kept."""
+
+    model_config = ConfigDict(extra="allow")
+    kind: str = "harbor"
+    timeout_sec: float = Field(600, gt=0)
+
+
+class RewardError(ValueError):
+    pass
+
+
+def read_rewards(found: dict[str, bytes]) -> tuple[dict[str, float], str]:
+    """The named rewards from reward.txt (as ``reward``) and/or reward.json, and which file(s)."""
+    rewards: dict[str, float] = {}
+    if "reward.json" in found:
+        try:
+            data = orjson.loads(found["reward.json"])
+        except orjson.JSONDecodeError as exc:
+            raise RewardError(f"reward.json is not JSON ({exc})") from None
+        if not isinstance(data, dict) or not data:
+            raise RewardError("reward.json must be an object of named rewards, e.g. {\"reward\": 1}")
+        for name, value in data.items():
+            rewards[str(name)] = _number(value, f"reward.json \"{name}\"")
+    if "reward.txt" in found:
+        rewards["reward"] = _number(found["reward.txt"].decode("utf-8", "replace").strip(), "reward.txt")
+    return rewards, " + ".join(sorted(found))
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool):
+        raise RewardError(f"{where}: {value!r} is not a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise RewardError(f"{where}: {str(value)[:80]!r} is not a number") from None
+    if not math.isfinite(number):
+        raise RewardError(f"{where}: {number} is not a finite number")
+    return number
+
+
+def headline(rewards: dict[str, float]) -> float:
+    """The reward that becomes quality and decides the pass (module docstring)."""
+    if "reward" in rewards:
+        return rewards["reward"]
+    return sum(rewards.values()) / len(rewards)
+
+
+class HarborVerifier(Verifier):
+    kind = "harbor"
+    Settings = HarborSettings
+
+    async def verify(self, session: SandboxSession) -> VerifierResult:
+        if not getattr(session, "harbor", False):
+            return VerifierResult(False, 0.0, infra_error=f"task '{self.task.id}' follows Harbor's contract, "
+                                  "which needs a container sandbox (kind = \"docker\")")
+        timeout = self.task.verifier.timeout_sec
+        tests = self.task.tests_dir
+        if tests is None or not (tests / "test.sh").is_file():
+            return self._failed(f"{self.task.path.name}/tests/test.sh is missing", "", None)
+        reset = await session.exec(["sh", "-c", RESET], cwd="/", timeout=60)
+        if reset.exit_code != 0:
+            return VerifierResult(False, 0.0, infra_error="could not empty /tests and /logs/verifier: "
+                                  + (reset.stdout + reset.stderr).decode("utf-8", "replace")[-500:])
+        if self.trajectory is not None:
+            await session.write_files(f"{LOGS}/agent", {"trajectory.json": self.trajectory})
+        await session.write_files(TESTS, {str(p.relative_to(tests)): p.read_bytes()
+                                          for p in sorted(tests.rglob("*")) if p.is_file()})
+        result = await session.exec(["bash", f"{TESTS}/test.sh"], timeout=timeout)
+        output = (result.stdout + result.stderr)[-MAX_OUTPUT:].decode("utf-8", "replace")
+        found = await session.fetch_files(f"{LOGS}/verifier", ["reward.txt", "reward.json"])
+        details: dict[str, Any] = {"contract": "harbor", "threshold": self.pass_threshold,
+                                   "test_exit_code": result.exit_code}
+        if result.timed_out:
+            return self._failed(f"tests/test.sh ran past [verifier] timeout_sec = {timeout:g} s and was killed",
+                                output, result.exit_code, details)
+        if not found:
+            return self._failed("tests/test.sh wrote no /logs/verifier/reward.txt or reward.json "
+                                f"(exit code {result.exit_code})", output, result.exit_code, details)
+        try:
+            rewards, source = read_rewards(found)
+        except RewardError as exc:
+            return self._failed(str(exc), output, result.exit_code, details)
+        reward = headline(rewards)
+        details.update(rewards=rewards, reward_file=source, reward=reward)
+        quality = min(1.0, max(0.0, reward))
+        if quality != reward:
+            output += f"\n[reward {reward:g} is outside [0, 1]: quality {quality:g}]"
+        passed = reward >= self.pass_threshold - 1e-9
+        reason = None if passed else f"reward {reward:g} < threshold {self.pass_threshold:g}"
+        return VerifierResult(passed, quality, output, result.exit_code, details, reason=reason)
+
+    def _failed(self, reason: str, output: str, exit_code: int | None,
+                details: dict[str, Any] | None = None) -> VerifierResult:
+        return VerifierResult(False, 0.0, f"{output}\n[{reason}]".lstrip(), exit_code, details or {}, reason=reason)
+
+
+async def trajectory_of(trial: Any) -> bytes | None:
+    """The trial's transcript so far as ATIF JSON (``core/interop/atif.py``), or None with a
+    note in the transcript when the exporter is not there or fails."""
+    try:
+        from ..interop.atif import trajectory_from_events
+    except ImportError:
+        trial.note("no /logs/agent/trajectory.json: this build has no ATIF exporter")
+        return None
+    try:
+        events = await trial.ctx.call(lambda store: list(store.events(trial.id)))
+        model = trial.plan.config.model.id if trial.adapter.needs_model else None
+        trajectory = trajectory_from_events(
+            events, session_id=f"trial-{trial.id}-{trial.token}", agent_name=trial.adapter.name,
+            agent_version=trial.adapter.version, model_name=model, usage=trial.usage.as_dict(),
+            cost_usd=None if trial.cost is None else float(trial.cost))
+    except Exception as exc:  # the verifier still runs; judges that need the transcript will say so
+        trial.note(f"no /logs/agent/trajectory.json: the ATIF export failed: {exc!r}")
+        return None
+    if hasattr(trajectory, "model_dump"):
+        trajectory = trajectory.model_dump(mode="json", exclude_none=True)
+    return orjson.dumps(trajectory, option=orjson.OPT_INDENT_2)
