@@ -1,0 +1,120 @@
+"""Harbor-format task folders (Terminal-Bench 2 / Harbor templates) run unchanged in the docker
+sandbox: images built locally from each task's environment/Dockerfile ``FROM`` busybox-static +
+bash + python3 of this machine (no registry), the reference agent driven by scripted scenarios,
+and Harbor's verifier judging by reward file, never by exit code (tests/fixtures/harbor)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agentmeter_tui.core.store import Store
+from agentmeter_tui.core.usage import TOKEN_CLASSES
+from tests.conftest import FIXTURES, agentmeter
+from tests.core.sandbox_support import docker_engine_fixture, leftovers, unique_id  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.docker
+HARBOR = FIXTURES / "harbor"
+
+
+def harbor_suite(tmp_path: Path, name: str) -> tuple[Path, str]:
+    """The fixture tree copied (tasks stay outside the suite folder) with a fresh suite id."""
+    shutil.copytree(HARBOR, tmp_path / "harbor")
+    suite = tmp_path / "harbor" / name
+    suite_id = unique_id(f"harbor-{name}")
+    text = (suite / "suite.toml").read_text()
+    (suite / "suite.toml").write_text(re.sub(r'(?m)^id = "[^"]*"', f'id = "{suite_id}"', text, count=1))
+    return suite, suite_id
+
+
+def run(suite: Path, db: Path) -> dict[tuple[str, str], dict]:
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=600)
+    assert result.returncode == 0, result.stderr + result.stdout
+    store = Store(db)
+    try:
+        return {(t["task_id"], t["model"] if t["cli"] != "oracle" else "oracle"): t for t in store.trials()}
+    finally:
+        store.close()
+
+
+def events_text(db: Path, trial_id: int) -> str:
+    store = Store(db)
+    try:
+        return "\n".join(row[4] or "" for row in store.events(trial_id))
+    finally:
+        store.close()
+
+
+def test_reference_agent_on_harbor_tasks(tmp_path, db, docker_engine):
+    suite, suite_id = harbor_suite(tmp_path, "agents")
+    trials = run(suite, db)
+    assert len(trials) == 6 and all(t["sandbox"] == "docker" and t["workspace"] == "/app" for t in trials.values())
+
+    # A right answer passes with quality 1 (reward.txt says 1).
+    greet = trials[("greet", "solver")]
+    assert (greet["status"], greet["quality"], greet["passed"]) == ("passed", 1.0, 1), greet
+    assert "greeting is right" in greet["verifier_output"]
+    # A wrong one fails although test.sh exits 0: Terminal-Bench 2's scripts always do.
+    wrong = trials[("greet", "wrong")]
+    assert (wrong["status"], wrong["quality"], wrong["verifier_exit"]) == ("failed", 0.0, 0), wrong
+    assert "goodbye" in wrong["verifier_output"] and "reward 0" in wrong["reason"]
+
+    # reward.json with several named rewards: all kept; "reward" 0.5 is the quality, under the threshold.
+    count = trials[("count", "wrong")]
+    assert (count["status"], count["quality"]) == ("failed", 0.5), count
+    verifier = orjson.loads(count["extra"])["verifier"]
+    assert verifier["rewards"] == {"reward": 0.5, "exact": 0.0, "format": 1.0}
+    assert verifier["reward_file"] == "reward.json"
+    assert trials[("count", "solver")]["status"] == "passed"
+
+    # The agent starts in the image's WORKDIR, as root, sees the image's ENV, writes /app and the
+    # root filesystem, and /tests does not exist while it runs (what it printed, from the transcript).
+    probe = trials[("probe", "solver")]
+    assert probe["status"] == "passed", probe
+    seen = events_text(db, probe["id"])
+    for line in ("pwd=/app", "uid=0", "mark=from-the-image", "tests=absent", "rootfs=writable"):
+        assert line in seen, seen
+    # A reward file (and a test.sh) the agent planted are emptied away before the real tests run.
+    planted = trials[("probe", "wrong")]
+    assert "planted" in events_text(db, planted["id"])
+    assert planted["status"] == "failed" and planted["quality"] == 0.0, planted
+    assert "wrote no /logs/verifier/reward.txt" in planted["reason"]
+    assert leftovers(docker_engine, suite_id, db) == {}
+
+
+def test_oracle_passes_every_task_and_fails_one_without_a_solution(tmp_path, db, docker_engine):
+    suite, suite_id = harbor_suite(tmp_path, "oracle")
+    trials = run(suite, db)
+    assert set(trials) == {("count", "oracle"), ("greet", "oracle"), ("probe", "oracle"), ("no-solution", "oracle")}
+    for task in ("count", "greet", "probe"):
+        trial = trials[(task, "oracle")]
+        assert (trial["status"], trial["quality"]) == ("passed", 1.0), trial
+        assert sum(trial[c] for c in TOKEN_CLASSES) == 0  # no model: zero tokens, zero cost
+        assert trial["cost_usd"] in (0, 0.0, None)
+    missing = trials[("no-solution", "oracle")]
+    assert missing["status"] == "failed" and "has no solution/solve.sh" in missing["reason"], missing
+    assert leftovers(docker_engine, suite_id, db) == {}
+
+
+def test_broken_tasks_are_named_and_the_run_goes_on(tmp_path, db, docker_engine):
+    suite, suite_id = harbor_suite(tmp_path, "broken")
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=600)
+    assert result.returncode == 0, result.stderr + result.stdout
+    # A task.toml that does not parse: skipped, named with its file and line; never in the store.
+    assert re.search(r"task skipped: \S*bad-toml/task\.toml:4: invalid TOML", result.stderr), result.stderr
+    trials = {t["task_id"]: t for t in Store(db).trials(suite_id)}
+    assert set(trials) == {"bad-docker", "hang", "ok"}
+    # A Dockerfile whose RUN fails: that task's trial is infra-invalid, naming the file and line.
+    image = trials["bad-docker"]
+    assert image["status"] == "infra-invalid" and "bad-docker/environment/Dockerfile:3" in image["reason"], image
+    # A test.sh that hangs: killed at [verifier] timeout_sec, the trial failed with that reason.
+    hang = trials["hang"]
+    assert hang["status"] == "failed" and "timeout_sec = 2 s" in hang["reason"], hang
+    assert "about to hang" in hang["verifier_output"]
+    assert trials["ok"]["status"] == "passed"
+    assert all(t["finished_at"] for t in trials.values())  # every trial has its final row
+    assert leftovers(docker_engine, suite_id, db) == {}
