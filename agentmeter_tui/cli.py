@@ -15,6 +15,7 @@ import sys
 # One line per command module; a new command is a new module plus one line here.
 COMMAND_MODULES = (
     "run",
+    "suite",
     "control",
     "trials",
     "prices",

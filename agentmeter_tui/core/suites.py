@@ -396,7 +396,7 @@ def _load_tasks(folder: Path, section: SuiteSection, toml_path: Path, text: str)
     root = folder
     if external:
         root = Path(section.tasks_dir).expanduser()
-        root = root if root.is_absolute() else folder / root
+        root = (root if root.is_absolute() else folder / root).resolve()
         if not root.is_dir():
             raise InputError(toml_path, _line(text, ("suite", "tasks_dir")), "suite.tasks_dir",
                              f"no folder {section.tasks_dir}")

@@ -16,6 +16,8 @@ on the folder names.
 
 from __future__ import annotations
 
+import os
+import re
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
@@ -63,3 +65,48 @@ def task_folders(root: Path, include: list[str], exclude: list[str]) -> list[Pat
             continue
         found.append(folder)
     return found
+
+
+# Where a provider kind's key is read from when `suite new` writes one (the key is never stored).
+KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "openai-chat": "OPENAI_API_KEY",
+                 "gemini": "GEMINI_API_KEY"}
+
+
+def suite_toml(suite_id: str, tasks_dir: str, *, models: list[str], clis: list[str], provider: str,
+               sandbox: str, include: list[str] = (), exclude: list[str] = (), trials: int = 1) -> str:
+    """The text of a suite.toml over a task folder read in place (``agentmeter suite new``)."""
+    def q(value: str) -> str:
+        return _toml_string(value)
+
+    lines = ["# Written by `agentmeter suite new`; the tasks are read in place from tasks_dir.", "[suite]",
+             f"id = {q(suite_id)}", f"trials = {trials}", f"tasks_dir = {q(tasks_dir)}"]
+    if include:
+        lines.append(f"include = [{', '.join(q(p) for p in include)}]")
+    if exclude:
+        lines.append(f"exclude = [{', '.join(q(p) for p in exclude)}]")
+    for model in models:
+        lines += ["", "[[models]]", f"id = {q(model)}", f"provider = {q(provider)}"]
+    for cli in clis:
+        lines += ["", "[[clis]]", f"adapter = {q(cli)}"]
+    key = provider if re.fullmatch(r"[A-Za-z0-9_-]+", provider) else q(provider)
+    lines += ["", f"[providers.{key}]", f"kind = {q(provider)}"]
+    if provider == "scripted":
+        lines.append('scenarios = "scenarios"  # MODEL/TASK.toml or MODEL.toml per scripted model')
+    elif provider in KEY_VARIABLES:
+        lines.append(f"api_key_env = {q(KEY_VARIABLES[provider])}")
+    lines += ["", "[sandbox]", f"kind = {q(sandbox)}", ""]
+    return "\n".join(lines)
+
+
+def tasks_dir_for(tasks: Path, suite: Path) -> str:
+    """How a suite file names its task folder: relative when close by (the pair can move
+    together), absolute when the path would climb far up."""
+    relative = os.path.relpath(tasks, suite)
+    return str(tasks) if relative.startswith("../../..") else relative
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's for these characters)."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,77 @@
+"""``agentmeter suite new NAME --tasks DIR --model M --cli C``: a suite over a task folder
+(a checkout of a Harbor dataset, say) that stays where it is."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..core.paths import suites_root
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    suite = subparsers.add_parser("suite", help="make suites")
+    sub = suite.add_subparsers(dest="suite_command", metavar="COMMAND")
+    new = sub.add_parser("new", help="write a suite.toml whose tasks are read in place from a folder")
+    new.add_argument("name", help="the suite's id; its folder is suites/NAME unless --out says otherwise")
+    new.add_argument("--tasks", required=True, type=Path, help="the folder holding one folder per task")
+    new.add_argument("--model", action="append", required=True, help="a model id (repeat for several)")
+    new.add_argument("--cli", action="append", required=True, help="an adapter, e.g. claude-code or oracle (repeat)")
+    new.add_argument("--provider", default="scripted",
+                     help="the models' provider kind: scripted (default), anthropic, openai, openai-chat, gemini, none")
+    new.add_argument("--include", action="append", default=[], help="glob on task folder names (repeat)")
+    new.add_argument("--exclude", action="append", default=[], help="glob on task folder names (repeat)")
+    new.add_argument("--sandbox", help="sandbox kind (default: docker when a task follows Harbor's contract)")
+    new.add_argument("--trials", type=int, default=1)
+    new.add_argument("--out", type=Path, help="the suite folder to write (default suites/NAME)")
+    new.add_argument("--force", action="store_true", help="replace an existing suite.toml")
+    new.set_defaults(handler=new_command)
+    suite.set_defaults(handler=lambda a: suite.print_help() or 2)
+
+
+def new_command(args: argparse.Namespace) -> int:
+    from ..core.suites import load_suite
+    from ..core.taskfolders import is_harbor, suite_toml, task_folders, tasks_dir_for
+    from ..core.tomlerrors import InputError, load_toml
+
+    tasks = args.tasks.expanduser().resolve()
+    if not tasks.is_dir():
+        print(f"agentmeter: --tasks {args.tasks}: no such folder", file=sys.stderr)
+        return 2
+    folders = task_folders(tasks, args.include, args.exclude)
+    if not folders:
+        print(f"agentmeter: no task folder (with a task.toml) under {tasks} matches", file=sys.stderr)
+        return 2
+    sandbox = args.sandbox
+    if sandbox is None:
+        sandbox = "local"
+        for folder in folders:
+            try:
+                if is_harbor(load_toml(folder / "task.toml")[0]):
+                    sandbox = "docker"
+                    break
+            except InputError:
+                continue  # reported when the suite loads below
+    out = (args.out or suites_root() / args.name).resolve()
+    target = out / "suite.toml"
+    if target.exists() and not args.force:
+        print(f"agentmeter: {target} exists (--force replaces it)", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    text = suite_toml(args.name, tasks_dir_for(tasks, out), models=args.model, clis=args.cli,
+                      provider=args.provider, sandbox=sandbox, include=args.include, exclude=args.exclude,
+                      trials=args.trials)
+    partial = target.with_name("suite.toml.part")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(target)  # all or nothing: never a half-written suite file
+    print(f"wrote {target}: {len(folders)} task folder(s) from {tasks}, sandbox {sandbox}")
+    try:
+        suite = load_suite(out)
+    except InputError as exc:
+        print(f"agentmeter: the suite does not load yet: {exc}", file=sys.stderr)
+        return 2
+    for skipped in suite.skipped:
+        print(f"agentmeter: task skipped: {skipped}", file=sys.stderr)
+    print(f"suite {suite.id}: {len(suite.tasks)} task(s), seed-prompt hash {suite.seed_hash[:12]}")
+    return 0
