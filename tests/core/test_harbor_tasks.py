@@ -12,9 +12,11 @@ from pathlib import Path
 import orjson
 import pytest
 
+from agentmeter_tui.core.interop.atif import parse_trajectory
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TOKEN_CLASSES
 from tests.conftest import FIXTURES, agentmeter
+from tests.interop.support import harbor_validate
 from tests.core.sandbox_support import docker_engine_fixture, leftovers, unique_id  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.docker
@@ -78,6 +80,14 @@ def test_reference_agent_on_harbor_tasks(tmp_path, db, docker_engine):
     seen = events_text(db, probe["id"])
     for line in ("pwd=/app", "uid=0", "mark=from-the-image", "tests=absent", "rootfs=writable"):
         assert line in seen, seen
+    # Before the tests ran, the transcript was at /logs/agent/trajectory.json as ATIF (test.sh printed it).
+    printed = probe["verifier_output"].split("--- trajectory ---\n", 1)[1].split("--- end ---", 1)[0]
+    trajectory = parse_trajectory(orjson.loads(printed))
+    assert trajectory.schema_version.startswith("ATIF-v") and trajectory.agent.name == "reference"
+    assert any("pwd=/app" in str(r.content) for s in trajectory.steps if s.observation
+               for r in s.observation.results)
+    (tmp_path / "trajectory.json").write_text(printed)
+    assert harbor_validate([tmp_path / "trajectory.json"]) == {str(tmp_path / "trajectory.json"): None}
     # A reward file (and a test.sh) the agent planted are emptied away before the real tests run.
     planted = trials[("probe", "wrong")]
     assert "planted" in events_text(db, planted["id"])

@@ -130,22 +130,20 @@ class HarborVerifier(Verifier):
 
 async def trajectory_of(trial: Any) -> bytes | None:
     """The trial's transcript so far as ATIF JSON (``core/interop/atif.py``), or None with a
-    note in the transcript when the exporter is not there or fails."""
+    note in the transcript when the export fails (the verifier still runs)."""
+    from ..interop.atif import trajectory_from_events
+
+    def read(store: Any) -> tuple[list, Any]:  # on the writer's thread, after its pending events
+        return list(store.events(trial.id)), store.usage_by_seq(trial.id)
+
     try:
-        from ..interop.atif import trajectory_from_events
-    except ImportError:
-        trial.note("no /logs/agent/trajectory.json: this build has no ATIF exporter")
-        return None
-    try:
-        events = await trial.ctx.call(lambda store: list(store.events(trial.id)))
-        model = trial.plan.config.model.id if trial.adapter.needs_model else None
+        events, usage_rows = await trial.ctx.call(read)
         trajectory = trajectory_from_events(
             events, session_id=f"trial-{trial.id}-{trial.token}", agent_name=trial.adapter.name,
-            agent_version=trial.adapter.version, model_name=model, usage=trial.usage.as_dict(),
+            agent_version=trial.adapter.version, usage=trial.usage, usage_rows=usage_rows,
+            model_name=trial.plan.config.model.id if trial.adapter.needs_model else None,
             cost_usd=None if trial.cost is None else float(trial.cost))
-    except Exception as exc:  # the verifier still runs; judges that need the transcript will say so
+        return trajectory.to_json()
+    except Exception as exc:  # judges that need the transcript will say it is missing
         trial.note(f"no /logs/agent/trajectory.json: the ATIF export failed: {exc!r}")
         return None
-    if hasattr(trajectory, "model_dump"):
-        trajectory = trajectory.model_dump(mode="json", exclude_none=True)
-    return orjson.dumps(trajectory, option=orjson.OPT_INDENT_2)
