@@ -11,33 +11,28 @@ import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .taskfolders import HARBOR, EnvironmentSection, is_harbor, task_folders
+from .taskfolders import (  # noqa: F401 - task.toml's models, imported from here by other modules
+    HARBOR,
+    AgentSection,
+    Budget,
+    EnvironmentSection,
+    HarborTaskFile,
+    Strict,
+    TaskFile,
+    TaskSection,
+    Tier,
+    VerifierSection,
+    is_harbor,
+    task_folders,
+)
 from .tomlerrors import InputError, load_toml, validate
 
-Tier = Literal["easy", "medium", "hard"]
 TIERS: tuple[str, ...] = ("easy", "medium", "hard")
 HARBOR_SANDBOXES = ("docker",)  # sandboxes that give a task Harbor's container contract
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Budget(Strict):
-    """Per-trial limits; crossing one kills the trial with reason ``budget:<name>``."""
-
-    wall_seconds: float | None = Field(None, gt=0)
-    tokens: int | None = Field(None, gt=0)
-    usd: float | None = Field(None, gt=0)
-
-    def merged(self, override: Budget | None) -> Budget:
-        if override is None:
-            return self
-        return Budget(**{**self.model_dump(), **override.model_dump(exclude_none=True)})
 
 
 class Budgets(Strict):
@@ -142,55 +137,6 @@ class SuiteFile(Strict):
         if dupes:
             raise ValueError(f"model ids must be unique: {', '.join(dupes)}")
         return models
-
-
-class TaskSection(Strict):
-    id: str | None = None
-    tier: Tier | None = None
-    description: str = ""
-
-
-class AgentSection(BaseModel):
-    model_config = ConfigDict(extra="allow")  # Harbor keeps more agent settings here
-    timeout_sec: float | None = Field(None, gt=0)
-
-
-class VerifierSection(BaseModel):
-    """``kind`` picks the verifier; kind-specific keys are validated by that verifier."""
-
-    model_config = ConfigDict(extra="allow")
-    kind: str = "command"
-    command: str | None = None  # default: "sh {tests}/test.sh" when tests/test.sh exists
-    timeout_sec: float = Field(600, gt=0)
-
-
-class TaskFile(Strict):
-    version: str | None = None  # Harbor's schema version
-    schema_version: str | None = None
-    task: TaskSection = TaskSection()
-    metadata: dict[str, Any] = {}
-    agent: AgentSection = AgentSection()
-    verifier: VerifierSection = VerifierSection()
-    environment: EnvironmentSection = EnvironmentSection()
-    solution: dict[str, Any] = {}
-    budgets: Budget | None = None
-
-
-class HarborTaskSection(TaskSection):
-    model_config = ConfigDict(extra="allow")
-
-
-class HarborVerifierSection(VerifierSection):
-    kind: str = HARBOR
-
-
-class HarborTaskFile(TaskFile):
-    """A Harbor task.toml: the same tables, every one keeping keys we do not know."""
-
-    model_config = ConfigDict(extra="allow")
-
-    task: HarborTaskSection = HarborTaskSection()
-    verifier: HarborVerifierSection = HarborVerifierSection()
 
 
 @dataclass

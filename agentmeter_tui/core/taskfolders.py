@@ -1,4 +1,4 @@
-"""Task folders: which contract a ``task.toml`` follows, Harbor's tables, and finding tasks.
+"""Task folders: the ``task.toml`` models, which contract a task follows, and finding tasks.
 
 Two task contracts load side by side:
 
@@ -20,11 +20,12 @@ import os
 import re
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 HARBOR = "harbor"
+Tier = Literal["easy", "medium", "hard"]
 
 
 class Open(BaseModel):
@@ -44,6 +45,72 @@ class EnvironmentSection(Open):
     allow_internet: bool = True
     workdir: str | None = None  # newer tasks name the agent's working folder here; default the image's WORKDIR
     host_labels: list[str] = []  # ours: hosts a task must run on (placement)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Budget(Strict):
+    """Per-trial limits; crossing one kills the trial with reason ``budget:<name>``."""
+
+    wall_seconds: float | None = Field(None, gt=0)
+    tokens: int | None = Field(None, gt=0)
+    usd: float | None = Field(None, gt=0)
+
+    def merged(self, override: Budget | None) -> Budget:
+        if override is None:
+            return self
+        return Budget(**{**self.model_dump(), **override.model_dump(exclude_none=True)})
+
+
+class TaskSection(Strict):
+    id: str | None = None
+    tier: Tier | None = None
+    description: str = ""
+
+
+class AgentSection(BaseModel):
+    model_config = ConfigDict(extra="allow")  # Harbor keeps more agent settings here
+    timeout_sec: float | None = Field(None, gt=0)
+
+
+class VerifierSection(BaseModel):
+    """``kind`` picks the verifier; kind-specific keys are validated by that verifier."""
+
+    model_config = ConfigDict(extra="allow")
+    kind: str = "command"
+    command: str | None = None  # default: "sh {tests}/test.sh" when tests/test.sh exists
+    timeout_sec: float = Field(600, gt=0)
+
+
+class TaskFile(Strict):
+    version: str | None = None  # Harbor's schema version
+    schema_version: str | None = None
+    task: TaskSection = TaskSection()
+    metadata: dict[str, Any] = {}
+    agent: AgentSection = AgentSection()
+    verifier: VerifierSection = VerifierSection()
+    environment: EnvironmentSection = EnvironmentSection()
+    solution: dict[str, Any] = {}
+    budgets: Budget | None = None
+
+
+class HarborTaskSection(TaskSection):
+    model_config = ConfigDict(extra="allow")
+
+
+class HarborVerifierSection(VerifierSection):
+    kind: str = HARBOR
+
+
+class HarborTaskFile(TaskFile):
+    """A Harbor task.toml: the same tables, every one keeping keys we do not know."""
+
+    model_config = ConfigDict(extra="allow")
+
+    task: HarborTaskSection = HarborTaskSection()
+    verifier: HarborVerifierSection = HarborVerifierSection()
 
 
 def is_harbor(data: dict[str, Any]) -> bool:

@@ -16,8 +16,8 @@ from agentmeter_tui.core.interop.atif import parse_trajectory
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TOKEN_CLASSES
 from tests.conftest import FIXTURES, agentmeter
-from tests.interop.support import harbor_validate
 from tests.core.sandbox_support import docker_engine_fixture, leftovers, unique_id  # noqa: F401 - a fixture
+from tests.interop.support import harbor_validate
 
 pytestmark = pytest.mark.docker
 HARBOR = FIXTURES / "harbor"

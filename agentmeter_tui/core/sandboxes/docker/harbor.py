@@ -19,6 +19,7 @@ from .containers import ContainerShape, DockerSettings
 
 if TYPE_CHECKING:
     from ...suites import Task
+    from .engine import Engine
 
 
 @dataclass(frozen=True)
@@ -72,3 +73,24 @@ def run_as(config: DockerSettings) -> str:
     if "user" in config.model_fields_set:
         return "0:0" if config.uid == 0 else config.user
     return "0:0"
+
+
+class ContractCache:
+    """Per docker sandbox: each image's contract and each engine's limits, asked once."""
+
+    def __init__(self, config: DockerSettings):
+        self.config = config
+        self.contracts: dict[tuple[str, str, str], ImageContract] = {}
+        self.limits: dict[str, EngineLimits] = {}
+
+    async def shape(self, engine: Engine, image: str, task: Task) -> tuple[ContainerShape, ImageContract | None]:
+        """The container a task's trials get, and for Harbor tasks what their image says."""
+        if task.contract != "harbor":
+            return ContainerShape.default(self.config), None
+        key = (engine.name, image, task.spec.environment.workdir or "")
+        if key not in self.contracts:
+            self.contracts[key] = await engine.call(image_contract, engine.client, image, task)
+        if engine.name not in self.limits:
+            self.limits[engine.name] = await engine.call(engine_limits, engine.client)
+        contract = self.contracts[key]
+        return container_shape(self.config, task, contract, self.limits[engine.name]), contract

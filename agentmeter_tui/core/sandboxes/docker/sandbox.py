@@ -36,9 +36,9 @@ from ..common import HostWatch, load_settings, map_argv, shipped_files, trial_en
 from ..local import LocalSandbox, LocalSession, read_globs
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
-from .containers import ISOLATED_NETWORK, NATIVE_LAUNCHERS, ROOT, ContainerFactory, ContainerShape, DockerSettings
+from .containers import ISOLATED_NETWORK, NATIVE_LAUNCHERS, ROOT, ContainerFactory, DockerSettings
 from .exec import RECORD_PID, DockerAgent, ExecStream, run_exec, run_ladder, signal_all
-from .harbor import EngineLimits, ImageContract, agent_env, container_shape, engine_limits, image_contract, run_as
+from .harbor import ContractCache, ImageContract, agent_env, run_as
 from .images import ImageError, ImageResolver
 
 if TYPE_CHECKING:
@@ -62,8 +62,7 @@ class DockerSandbox(Sandbox):
         self._connect_lock = asyncio.Lock()
         self._local_files: LocalSandbox | None = None
         self.containers = ContainerFactory(self.config, suite.id, self.network_mode())
-        self.contracts: dict[tuple[str, str, str], ImageContract] = {}
-        self.limits: dict[str, EngineLimits] = {}
+        self.contracts = ContractCache(self.config)
         self.problems: list[str] = []  # tasks whose own image failed: their trials fail, the run goes on
 
     def capacity(self) -> int:
@@ -103,23 +102,11 @@ class DockerSandbox(Sandbox):
                         raise
                     self.problems.append(str(exc))
                     continue
-                shapes.add((image, (await self.shape_for(engine, image, task))[0]))
+                shapes.add((image, (await self.contracts.shape(engine, image, task))[0]))
             if len(shapes) <= 4:  # a suite of many images warms each one on its first use instead
                 for image, shape in shapes:
                     self.containers.prewarm(engine, image, shape)
 
-    async def shape_for(self, engine: engines.Engine, image: str,
-                        task: Task) -> tuple[ContainerShape, ImageContract | None]:
-        """The container a task's trials get, and for Harbor tasks what their image says."""
-        if task.contract != "harbor":
-            return ContainerShape.default(self.config), None
-        key = (engine.name, image, task.spec.environment.workdir or "")
-        if key not in self.contracts:
-            self.contracts[key] = await engine.call(image_contract, engine.client, image, task)
-        if engine.name not in self.limits:
-            self.limits[engine.name] = await engine.call(engine_limits, engine.client)
-        contract = self.contracts[key]
-        return container_shape(self.config, task, contract, self.limits[engine.name]), contract
 
     def network_mode(self) -> str:
         mode = self.config.network
@@ -240,7 +227,7 @@ class DockerSession(SandboxSession):
             await asyncio.to_thread(self._prepare_host_root, Path(self.host_files.root))
             bind_root = str(self.host_files.root)
         name = f"agentmeter-t{self.trial_id}-{self.token[:8]}"
-        shape, self.contract = await self.sandbox.shape_for(self.engine, image, task)
+        shape, self.contract = await self.sandbox.contracts.shape(self.engine, image, task)
         if self.contract is not None:
             self.workspace = self.contract.workdir
             self.uid = int(run_as(self.config).split(":")[0])
