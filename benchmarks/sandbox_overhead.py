@@ -1,11 +1,17 @@
-"""Per-trial sandbox overhead for a trivial agent: local, docker and ssh.
+"""Per-trial sandbox overhead for a trivial agent: local, docker, ssh, and a Harbor task in docker.
 
-    python benchmarks/sandbox_overhead.py [--trials 20] [--kinds local,docker,ssh]
+    python benchmarks/sandbox_overhead.py [--trials 20] [--kinds local,docker,ssh,harbor]
 
 For each trial: *start* is from ``open`` (fresh workspace, container or remote folder) until
 the agent's first output line arrives (``start`` included, so the time to a running agent);
-*end* is from the agent's exit until ``cleanup`` returned (container and volume removed,
-remote folder gone). The agent is ``sh -c 'echo ready'``. Trials run one after another.
+*verified* is from the agent's exit until the task's verifier returned its verdict (the reward
+read: our command verifier, or for ``harbor`` Harbor's: /tests and /logs/verifier emptied,
+tests uploaded, ``bash /tests/test.sh`` run, reward.txt read back); *end* is from the agent's
+exit until ``cleanup`` returned (container and volume removed, remote folder gone), the
+verifier included. The agent is ``sh -c 'echo ready'``. Trials run one after another. The
+``harbor`` kind is the docker sandbox with a Harbor-format task (``version = "2.0"``, an
+environment/Dockerfile ``FROM agentmeter/host-bash`` with ``WORKDIR /app``): writable root,
+image WORKDIR and ENV, root.
 *kill* is from ``kill`` until the agent is gone and no process of the trial is left, for an
 agent whose child sleeps (SIGINT ends it; the kill ladder of each sandbox, KillPolicy()).
 Beside them, the floor the same way: ``docker run --rm`` of the same image (Harbor needs
@@ -32,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from agentmeter_tui.core.sandboxes import SANDBOXES
 from agentmeter_tui.core.sandboxes.base import KillPolicy, LaunchSpec
 from agentmeter_tui.core.suites import load_suite
+from agentmeter_tui.core.verifiers import VERIFIERS
 
 SUITE = """
 [suite]
@@ -44,24 +51,36 @@ adapter = "reference"
 {sandbox}
 """
 TASK = '[task]\ntier = "easy"\n'
+HARBOR_TASK = 'version = "2.0"\n[metadata]\ndifficulty = "easy"\n[verifier]\ntimeout_sec = 60.0\n'
+TESTS = {"agentmeter": '#!/bin/sh\necho 1 > "$AGENTMETER_REWARD_FILE"\n',
+         "harbor": "#!/bin/bash\nmkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n"}
 
 
-def make_suite(folder: Path, sandbox: str) -> Path:
+def make_suite(folder: Path, sandbox: str, harbor: bool = False) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "suite.toml").write_text(SUITE.format(sandbox=sandbox))
     task = folder / "trivial"
-    (task / "workspace").mkdir(parents=True, exist_ok=True)
-    (task / "task.toml").write_text(TASK)
+    (task / "tests").mkdir(parents=True, exist_ok=True)
+    (task / "tests" / "test.sh").write_text(TESTS["harbor" if harbor else "agentmeter"])
     (task / "instruction.md").write_text("Say ready.\n")
-    (task / "workspace" / "README.md").write_text("a file to copy in\n")
+    if harbor:
+        (task / "task.toml").write_text(HARBOR_TASK)
+        (task / "environment").mkdir(exist_ok=True)
+        (task / "environment" / "Dockerfile").write_text("FROM agentmeter/host-bash\nWORKDIR /app\n"
+                                                         "COPY README.md /app/README.md\n")
+        (task / "environment" / "README.md").write_text("a file baked in\n")
+    else:
+        (task / "workspace").mkdir(exist_ok=True)
+        (task / "task.toml").write_text(TASK)
+        (task / "workspace" / "README.md").write_text("a file to copy in\n")
     (folder / "scenarios").mkdir(exist_ok=True)
     (folder / "scenarios" / "solver.toml").write_text('[[turns]]\ntext = "ready"\n')
     return folder
 
 
-async def one_trial(sandbox, task, index: int, command: str = "echo ready") -> tuple[float, float]:
-    """(open -> first output line, agent exit -> cleaned up); with a command that keeps running,
-    the second figure is kill -> agent gone and no process left, then cleanup is not timed."""
+async def one_trial(sandbox, task, index: int, command: str = "echo ready") -> tuple[float, ...]:
+    """(open -> first output line, agent exit -> verdict, agent exit -> cleaned up); with a
+    command that keeps running, (open -> first line, kill -> agent gone and no process left)."""
     token = f"bench{index:04d}{int(time.time() * 1000) % 100000:05d}"
     first_line = asyncio.get_running_loop().create_future()
 
@@ -82,28 +101,31 @@ async def one_trial(sandbox, task, index: int, command: str = "echo ready") -> t
         return running - started, killed
     await agent.wait()
     exited = time.perf_counter()
+    verdict = await VERIFIERS.get(task.verifier.kind)(task).verify(session)
+    verified = time.perf_counter()
+    assert verdict.passed and verdict.quality == 1.0, verdict
     await session.cleanup()
-    return running - started, time.perf_counter() - exited
+    return running - started, verified - exited, time.perf_counter() - exited
 
 
-async def measure(kind: str, sandbox_toml: str, trials: int, tmp: Path) -> tuple[list[float], list[float],
-                                                                                list[float]]:
-    suite = load_suite(make_suite(tmp / kind, sandbox_toml))
-    sandbox = SANDBOXES.get(kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+async def measure(kind: str, sandbox_toml: str, trials: int, tmp: Path) -> tuple[list[float], ...]:
+    suite = load_suite(make_suite(tmp / kind, sandbox_toml, harbor=kind == "harbor"))
+    sandbox = SANDBOXES.get(suite.spec.sandbox.kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
     await sandbox.preflight()
     task = suite.tasks[0]
-    starts, ends, kills = [], [], []
+    starts, verifies, ends, kills = [], [], [], []
     try:
         await one_trial(sandbox, task, 0)  # warm-up: image resolution, first connection
         for index in range(1, trials + 1):
-            start, end = await one_trial(sandbox, task, index)
+            start, verify, end = await one_trial(sandbox, task, index)
             starts.append(start)
+            verifies.append(verify)
             ends.append(end)
         for index in range(trials + 1, trials + 1 + max(3, trials // 4)):
             kills.append((await one_trial(sandbox, task, index, "echo ready; sleep 300 & wait"))[1])
     finally:
         await sandbox.close()
-    return starts, ends, kills
+    return starts, verifies, ends, kills
 
 
 def docker_run_floor(image: str, runs: int) -> list[float]:
@@ -123,13 +145,13 @@ def ms(values: list[float]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument("--kinds", default="local,docker,ssh")
+    parser.add_argument("--kinds", default="local,docker,ssh,harbor")
     args = parser.parse_args()
     kinds = args.kinds.split(",")
     rows = []
     with tempfile.TemporaryDirectory(prefix="agentmeter-overhead-") as tmp_name:
         tmp = Path(tmp_name)
-        configs = {"local": 'kind = "local"', "docker": 'kind = "docker"'}
+        configs = {"local": 'kind = "local"', "docker": 'kind = "docker"', "harbor": 'kind = "docker"'}
         sshd = None
         if "ssh" in kinds:
             sys.path.insert(0, str(ROOT / "tests" / "core"))
@@ -153,11 +175,11 @@ def main() -> int:
 
             floor = docker_run_floor(ensure_host_image(connect()), min(args.trials, 10))
     print(f"median per trial over {args.trials} sequential trials (trivial agent: sh -c 'echo ready')")
-    print(f"{'sandbox':8}  {'start -> agent running':>22}  {'agent exit -> cleaned up':>24}  {'total':>10}"
-          f"  {'kill -> no process':>18}")
-    for kind, starts, ends, kills in rows:
-        total = [a + b for a, b in zip(starts, ends)]
-        print(f"{kind:8}  {ms(starts):>22}  {ms(ends):>24}  {ms(total):>10}  {ms(kills):>18}")
+    print(f"{'sandbox':8}  {'start -> agent running':>22}  {'agent exit -> reward read':>25}  "
+          f"{'agent exit -> cleaned up':>24}  {'total':>10}  {'kill -> no process':>18}")
+    for kind, starts, verifies, ends, kills in rows:
+        total = [a + b for a, b in zip(starts, ends, strict=True)]
+        print(f"{kind:8}  {ms(starts):>22}  {ms(verifies):>25}  {ms(ends):>24}  {ms(total):>10}  {ms(kills):>18}")
     if floor:
         print(f"floor: docker run --rm (same image, start to exit to removed): {ms(floor).strip()}")
         print("peer: Harbor 15.4 s per sequential docker trial (10.7 s of it a stop timeout); target <= 1 s")
