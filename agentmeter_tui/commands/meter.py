@@ -24,6 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         usage="agentmeter meter [OPTIONS] -- COMMAND [ARGS...]")
     meter.add_argument("--upstream", action="append", default=[], metavar="KIND=URL",
                        help=f"where calls of a kind go ({', '.join(KINDS)}); default: the public endpoint")
+    meter.add_argument("--port", type=int, default=0,
+                       help="the proxy's port on 127.0.0.1 (default: a free one), for CLI configs with a fixed URL")
+    meter.add_argument("--key-env", action="append", default=[], metavar="NAME=KIND",
+                       help="also give variable NAME the placeholder key of KIND (a config's own key variable)")
     meter.add_argument("--json", action="store_true", help="print the totals as one JSON object on stdout")
     meter.add_argument("--log-calls", type=Path, metavar="FILE", help="write one JSON line per model call")
     meter.add_argument("--prices", type=Path, metavar="FILE", help="a price snapshot (TOML) to price calls by model")
@@ -50,6 +54,12 @@ def meter_command(args: argparse.Namespace) -> int:
         if kind not in KINDS or not url.startswith(("http://", "https://")):
             return _fail(f"--upstream {item!r}: expected KIND=URL with KIND one of {', '.join(KINDS)}")
         upstreams[kind] = url.rstrip("/")
+    key_env = {}
+    for item in args.key_env:
+        name, _, kind = item.partition("=")
+        if not name or kind not in KINDS:
+            return _fail(f"--key-env {item!r}: expected NAME=KIND with KIND one of {', '.join(KINDS)}")
+        key_env[name] = kind
     budget_usd = None
     if args.budget_usd is not None:
         try:
@@ -72,7 +82,8 @@ def meter_command(args: argparse.Namespace) -> int:
     meter = Meter(prices=prices, price_key=args.price_key, budget_usd=budget_usd, budget_tokens=args.budget_tokens)
     started = datetime.now(UTC).isoformat()
     try:
-        run = asyncio.run(run_metered(command, meter, upstreams=upstreams, log_calls=args.log_calls))
+        run = asyncio.run(run_metered(command, meter, upstreams=upstreams, log_calls=args.log_calls,
+                                      port=args.port, key_env=key_env))
     except FileNotFoundError:
         return _fail(f"{command[0]}: command not found")
     totals = meter.totals(run.exit_code, run.killed)

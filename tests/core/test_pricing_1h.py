@@ -46,3 +46,26 @@ def test_the_1h_share_is_kept_per_call_and_per_trial(tmp_path):
     finally:
         store.close()
     assert (RECORDED + RECORDED).cache_write_1h == 200 and RECORDED.raw == 657  # not a sixth class
+
+
+def test_reports_show_the_providers_charge_and_divergences(tmp_path):
+    from agentmeter_tui.core.reporting.build import cost_notes, report_from_store
+    from agentmeter_tui.core.store import Store
+
+    store = Store(tmp_path / "r.db")
+    try:
+        store.db["suites"].insert({"id": "s", "name": "s"})
+        for i, (flags, source, actual) in enumerate([('["cost-divergence"]', "provider", 0.000837),
+                                                     (None, "provider", 0.00333825), (None, None, None)]):
+            store.db["trials"].insert({"suite_id": "s", "task_id": "t", "model": "m", "cli": "c", "trial_index": i,
+                                       "status": "passed", "cost_usd": 0.001, "flags": flags,
+                                       "cost_actual_usd": actual, "cost_actual_source": source})
+        checks = store.cost_checks("s")
+        assert checks == {"divergent": 1, "charged_usd": 0.000837 + 0.00333825, "charged_trials": 2,
+                          "comparable_of_charged_usd": 0.002}
+        notes = report_from_store(store, "s").notes
+    finally:
+        store.close()
+    assert notes[-2:] == cost_notes(checks)
+    assert "2 trial(s) carry the provider's own charge" in notes[-2] and "$0.0042" in notes[-2]
+    assert notes[-1].startswith("1 trial(s) flagged cost-divergence")

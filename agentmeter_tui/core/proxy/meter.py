@@ -43,9 +43,10 @@ KILL_INT_GRACE, KILL_GRACE = 1.0, 3.0
 
 
 def child_environment(parent: Mapping[str, str], base_url: str, keys: Mapping[str, str],
-                      token: str) -> dict[str, str]:
+                      token: str, key_env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The command's environment: every provider variable a CLI reads points at the proxy, every
-    key variable holds the placeholder key of its protocol, never a real key."""
+    key variable holds the placeholder key of its protocol, never a real key. ``key_env`` names
+    more variables (a CLI config's own ``env_key``) to hold a kind's placeholder."""
     env = {name: value for name, value in parent.items()
            if not any(name in names for names in KEY_SOURCES.values())}
     env.update({
@@ -60,6 +61,8 @@ def child_environment(parent: Mapping[str, str], base_url: str, keys: Mapping[st
     })
     if "ANTHROPIC_AUTH_TOKEN" in parent:
         env["ANTHROPIC_AUTH_TOKEN"] = keys["anthropic"]
+    for name, kind in (key_env or {}).items():
+        env[name] = keys[kind]
     return env
 
 
@@ -182,18 +185,20 @@ class MeterRun:
 
 async def run_metered(command: Sequence[str], meter: Meter, *, upstreams: Mapping[str, str] | None = None,
                       environ: Mapping[str, str] | None = None, stderr: TextIO | None = None,
-                      log_calls: Path | None = None) -> MeterRun:
+                      log_calls: Path | None = None, port: int = 0,
+                      key_env: Mapping[str, str] | None = None) -> MeterRun:
     """Run ``command`` behind a metering proxy; return once it and its whole tree are gone."""
     environ = dict(os.environ if environ is None else environ)
     stderr = stderr or sys.stderr
     live = stderr.isatty()
-    proxy = MeteringProxy(log=lambda text: print(text, file=stderr, flush=True))
+    proxy = MeteringProxy(port=port, log=lambda text: print(text, file=stderr, flush=True))
     base_url = await proxy.start()
     keys = real_keys(environ)
     wanted = {**{k: DEFAULT_UPSTREAMS[k] for k in KINDS}, **(upstreams or {})}
     routes = {kind: proxy.route(wanted[kind], keys[kind], meter, label=kind) for kind in KINDS}
     token = "meter-" + secrets.token_hex(8)
-    env = child_environment(environ, base_url, {kind: route.key for kind, route in routes.items()}, token)
+    env = child_environment(environ, base_url, {kind: route.key for kind, route in routes.items()}, token,
+                            key_env)
     log = log_calls.open("w", encoding="utf-8") if log_calls else None
     shown = 0
 

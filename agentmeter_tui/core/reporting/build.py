@@ -167,6 +167,20 @@ def runs_from_store(store: Any, suite_id: str) -> list[Run]:
             for t, m, c, i, s, p, q, raw, cost, a, turns, tools, fin, pk in store.run_tuples(suite_id, STATUSES)]
 
 
+def cost_notes(checks: Mapping[str, Any]) -> list[str]:
+    """Notes on the costs beside the comparable one: provider-charged totals and divergences."""
+    notes = []
+    if checks["charged_trials"]:
+        comparable = checks["comparable_of_charged_usd"]
+        versus = f" (comparable cost of the same trials: ${comparable:.4f})" if comparable is not None else ""
+        notes.append(f"{checks['charged_trials']} trial(s) carry the provider's own charge "
+                     f"(cost_actual_source = provider): ${checks['charged_usd']:.4f}{versus}")
+    if checks["divergent"]:
+        notes.append(f"{checks['divergent']} trial(s) flagged cost-divergence: comparable, CLI-reported and "
+                     "provider-charged cost differ by more than 2 % (see review)")
+    return notes
+
+
 def suite_settings(row: Mapping[str, Any]) -> tuple[Any | None, str | None, Path | None]:
     """(Scoring, own, suite.toml path) for a store's suite row; Scoring None when unknown."""
     from ..suites import Scoring
@@ -211,6 +225,7 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
                           selection=selection, seed_prompt_hash=row.get("seed_hash"), scores=scores,
                           subset=subset, subset_source=subset_source)
     report.notes[:0] = notes
+    report.notes += cost_notes(store.cost_checks(suite_id))
     if agreement:
         from ..reviewing import agreement_from_store
 

@@ -36,6 +36,18 @@ class ReportQueries:
             f"select * from trials where suite_id = ? and status in ({','.join('?' * len(statuses))}) order by id",
             [suite_id, *statuses])
 
+    def cost_checks(self, suite_id: str) -> dict[str, Any]:
+        """What a report says about a suite's costs beside the comparable one (issue 14): trials
+        flagged ``cost-divergence`` and the provider-charged actual cost with its trial count."""
+        row = self.db.execute(
+            "select sum(case when flags like '%\"cost-divergence\"%' then 1 else 0 end), "
+            "sum(case when cost_actual_source = 'provider' then cost_actual_usd end), "
+            "sum(case when cost_actual_source = 'provider' then 1 else 0 end), "
+            "sum(case when cost_actual_source = 'provider' then cost_usd end) "
+            "from trials where suite_id = ?", [suite_id]).fetchone()
+        return {"divergent": int(row[0] or 0), "charged_usd": row[1], "charged_trials": int(row[2] or 0),
+                "comparable_of_charged_usd": row[3]}
+
     def has_differential(self, suite_id: str) -> bool:
         """Whether any trial of the suite was judged by the differential verifier."""
         return self.db.execute("select 1 from trials where suite_id = ? and extra like '%\"kind\":\"differential\"%' "
