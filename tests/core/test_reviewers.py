@@ -221,3 +221,21 @@ def test_scores_commands(tmp_path, capsys):
     with sqlite3.connect(other) as conn:
         assert conn.execute("select count(*) from scores").fetchone()[0] == 5
     assert main(["scores", "export", "--db", str(tmp_path / "nope.db")]) == 1
+
+
+def test_review_plan_from_suite_toml_and_store(store, tmp_path):
+    from agentmeter_tui.core.reviewing import review_plan
+
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    (folder / "suite.toml").write_text("[suite]\nid = 'sample'\n\n[review]\nreviews = 3\ndisagreement = 1\n")
+    store.db.execute("update suites set path = ? where id = 'sample'", [str(folder)])
+    store.db.conn.commit()
+    plan = review_plan(store, "sample")
+    assert (plan.reviews, plan.disagreement, plan.source) == (3, 1, "suite.toml [review]")
+    store.set_review_plan("sample", 2, None, "ana")
+    plan = review_plan(store, "sample")
+    assert (plan.reviews, plan.disagreement) == (2, 1) and "store" in plan.source
+    (folder / "suite.toml").write_text("[suite]\nid = 'sample'\n\n[review]\nreviews = 0\n")
+    with pytest.raises(InputError, match="review.reviews"):
+        review_plan(store, "sample")
