@@ -56,15 +56,20 @@ def run_demo(db: Path) -> None:
 
 
 def score_some(db: Path) -> None:
-    """A reviewer's pass over the first round, so the rubric table and winrates have data."""
+    """Two reviewers' pass over the first round, so the rubric table, winrates, agreement and the
+    adjudication queue have data. The second reviewer scored blind and is harsher on some trials."""
     store = Store(db)
     scores = {"passed": 3, "failed": 1, "errored": 0, "killed": 0}
     rows = list(store.db.query("select id, model, status from trials where trial_index = 1 order by id"))
-    for row in rows:
+    for n, row in enumerate(rows):
         score = scores.get(row["status"], 0)
         if row["model"] == "guzzler" and row["status"] == "passed":
             score = 2  # passed, with one loss: it took the long way
         store.add_score(row["id"], score, "demo-reviewer")
+        second = score if n % 3 else max(0, score - 1)
+        if n % 7 == 3:
+            second = 3 - score if abs(3 - 2 * score) >= 2 else score  # a real disagreement, for adjudication
+        store.add_score(row["id"], second, "second-reviewer", blind=True)
     store.close()
 
 
@@ -117,11 +122,13 @@ def live_feed(db: Path) -> tuple[list[dict], float]:
 
 async def shoot(db: Path, out: Path, screen: str, theme: str, feed: list[dict] | None = None,
                 clock: float | None = None, keys: tuple[str, ...] = (), name: str | None = None,
-                trial: int | None = None) -> Path:
-    session = Session(db, reviewer="demo-reviewer", live=feed is not None)
+                trial: int | None = None, blind: bool = False, compare: tuple[int, int] | None = None,
+                reviewer: str = "demo-reviewer") -> Path:
+    session = Session(db, reviewer=reviewer, live=feed is not None, blind=blind, blind_seed=1 if blind else None)
     if clock is not None:
         session.live.clock = lambda: clock + 1
-    app = AgentMeterApp(session, screen=screen, trial=trial, settings=UiSettings(theme=theme), connect=False)
+    app = AgentMeterApp(session, screen=screen, trial=trial, settings=UiSettings(theme=theme), connect=False,
+                        compare=compare)
     async with app.run_test(size=SIZE) as pilot:
         await _settle(pilot)
         for message in feed or ():
@@ -156,6 +163,7 @@ async def main_async(db: Path, out: Path) -> list[Path]:
     store = Store(db)
     review_trial = next(store.db.query("select id from trials where model = 'parrot' and trial_index = 1 "
                                        "order by id limit 1"))["id"]
+    pair = compare_pair(store)
     store.close()
     made = []
     for theme in THEMES:
@@ -167,7 +175,29 @@ async def main_async(db: Path, out: Path) -> list[Path]:
                             name="cell"))
     made.append(await shoot(db, out, "live", THEMES[0], feed=feed, clock=clock, keys=("k",), name="kill"))
     made.append(await shoot(db, out, "grid", THEMES[0], keys=("question_mark",), name="help"))
+    made.append(await shoot(db, out, "review", THEMES[0], blind=True, reviewer="third-reviewer", name="review-blind"))
+    made.append(await shoot(db, out, "adjudicate", THEMES[0], name="adjudicate"))
+    if pair is not None:
+        for theme in THEMES:
+            made.append(await shoot(db, out, "compare", theme, compare=pair, name="compare"))
     return made
+
+
+def compare_pair(store: Store) -> tuple[int, int] | None:
+    """One model under two CLIs on one task, the pair furthest apart in tokens: the compare screen's
+    case. Prefers a passing trial beside a failing one."""
+    rows = list(store.db.query(
+        "select id, task_id, model, cli, status, coalesce(uncached_input, 0) + coalesce(cached_input, 0) "
+        "+ coalesce(cache_write, 0) + coalesce(output, 0) + coalesce(reasoning, 0) as raw from trials "
+        "where status in ('passed', 'failed') and trial_index = 1 order by id"))
+    best, best_key = None, None
+    for a in rows:
+        for b in rows:
+            if a["id"] < b["id"] and (a["task_id"], a["model"]) == (b["task_id"], b["model"]) and a["cli"] != b["cli"]:
+                key = (a["status"] != b["status"], abs(a["raw"] - b["raw"]))
+                if best_key is None or key > best_key:
+                    best, best_key = (a["id"], b["id"]), key
+    return best
 
 
 def main(argv: list[str] | None = None) -> int:

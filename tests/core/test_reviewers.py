@@ -16,10 +16,15 @@ from sklearn.metrics import cohen_kappa_score
 from agentmeter_tui.cli import main
 from agentmeter_tui.core.metrics.agreement import agreement
 from agentmeter_tui.core.reporting import report_from_store
-from agentmeter_tui.core.reviewing import (Masker, adjudication_queue, agreed_scores, agreement_from_store,
-                                           blind_order, blind_queue)
+from agentmeter_tui.core.reviewing import (
+    Masker,
+    adjudication_queue,
+    agreed_scores,
+    agreement_from_store,
+    blind_order,
+    blind_queue,
+)
 from agentmeter_tui.core.scores_io import export_csv, import_csv, merge_store
-from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.tomlerrors import InputError
 from tests.sample_data import build_sample_store
 

@@ -14,6 +14,7 @@ reviewers' latest scores (a half point when two reviewers differ by one).
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 import warnings
 from collections.abc import Mapping
@@ -56,7 +57,7 @@ class Agreement:
 
 
 def _defined(value: float) -> float | None:
-    return None if value != value else float(value)  # NaN: undefined
+    return None if math.isnan(value) else float(value)  # NaN: undefined
 
 
 def pair_kappa(first: list[int], second: list[int]) -> float | None:

@@ -28,11 +28,24 @@ from textual.widgets import DataTable, Input, Static
 
 from .. import format as fmt
 from ..data import TrialDetail, event_index, event_text, review_queue, search_events, trial_detail
-from ..review_data import (adjudication_ids, blind_detail, blind_ids, masked_event_index, masked_event_text,
-                           reviewer_scores, suite_masker)
+from ..review_data import (
+    adjudication_ids,
+    blind_detail,
+    blind_ids,
+    masked_event_index,
+    masked_event_text,
+    reviewer_scores,
+    suite_masker,
+)
 from ..transcript_doc import TranscriptDoc
 from ..widgets.footer import KeysFooter
-from ..widgets.review_panels import ReviewPanel, score_markup, usage_markup, verdict_renderable
+from ..widgets.review_panels import (
+    ReviewPanel,
+    reviews_markup,
+    score_markup,
+    usage_markup,
+    verdict_renderable,
+)
 from ..widgets.transcript_view import GUTTER, TranscriptView
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
@@ -193,7 +206,8 @@ class ReviewScreen(SessionScreen):
         self.query_one("#score-panel", Static).update(score_markup(self._own(detail), self.saving))
         self.query_one("#verdict-panel", Static).update(verdict_renderable(detail))
         if self.adjudicating:
-            self.query_one("#reviews-panel", Static).update(self._reviews_markup(detail))
+            self.query_one("#reviews-panel", Static).update(reviews_markup(reviewer_scores(detail.scores),
+                                                                           detail.notes, self._mask))
         if blind:
             return
         self.query_one("#usage-panel", Static).update(usage_markup(detail))
@@ -214,21 +228,6 @@ class ReviewScreen(SessionScreen):
         mine = [s for s in detail.scores if s.reviewer == self.session.reviewer
                 and s.adjudicated == self.adjudicating]
         return TrialDetail(detail.row, mine, detail.notes, detail.siblings, detail.extra, detail.events)
-
-    def _reviews_markup(self, detail: TrialDetail) -> str:
-        reviews = reviewer_scores(detail.scores)
-        lines = [f"[$text-muted]apart by[/] [b $warning]{reviews.spread}[/] [$text-muted]point(s)[/]"]
-        for name, row in sorted(reviews.latest.items()):
-            lines.append(f"[b $background on $score-{row.score}] {row.score} [/] {escape(name)}"
-                         + (" [$text-muted](blind)[/]" if row.blind else "")
-                         + (f"\n   [i]{escape(self._mask(row.note))}[/]" if row.note else ""))
-        for note in detail.notes[-3:]:
-            lines.append(f"[$text-muted]note ({escape(note['author'] or '')}):[/] "
-                         f"{escape(self._mask(note['text']))}")
-        if reviews.final is not None:
-            lines.append(f"[$status-passed]final {reviews.final.score}[/] by {escape(reviews.final.reviewer)}")
-        lines.append("[$text-muted]0-3: your score is the trial's final score[/]")
-        return "\n".join(lines)
 
     def _mask(self, text: str | None) -> str:
         return self.masker(text) if self.masker is not None and self.session.blind else (text or "")

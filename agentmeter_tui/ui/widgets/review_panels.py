@@ -7,6 +7,7 @@ and the failing cases with the oracle's and the candidate's stdout side by side.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich import box
@@ -48,6 +49,22 @@ def score_markup(detail: TrialDetail | None, saving: int | None = None) -> str:
     for note in detail.notes[-3:]:
         lines.append(f"[$text-muted]note ({escape(note['author'] or '')}):[/] {escape(note['text'] or '')}")
     lines.append("[$text-muted]0 refused · 1 partial · 2 one loss · 3 first time[/]")
+    return "\n".join(lines)
+
+
+def reviews_markup(reviews, notes: list[dict[str, Any]], mask: Callable[[str | None], str]) -> str:
+    """The adjudication panel: how far apart the reviewers are, each one's latest score and note
+    (``reviews``: a ``review_data.ReviewerScores``), the trial's notes, and the final score if any."""
+    lines = [f"[$text-muted]apart by[/] [b $warning]{reviews.spread}[/] [$text-muted]point(s)[/]"]
+    for name, row in sorted(reviews.latest.items()):
+        lines.append(f"[b $background on $score-{row.score}] {row.score} [/] {escape(name)}"
+                     + (" [$text-muted](blind)[/]" if row.blind else "")
+                     + (f"\n   [i]{escape(mask(row.note))}[/]" if row.note else ""))
+    for note in notes[-3:]:
+        lines.append(f"[$text-muted]note ({escape(note['author'] or '')}):[/] {escape(mask(note['text']))}")
+    if reviews.final is not None:
+        lines.append(f"[$status-passed]final {reviews.final.score}[/] by {escape(reviews.final.reviewer)}")
+    lines.append("[$text-muted]0-3: your score is the trial's final score[/]")
     return "\n".join(lines)
 
 
