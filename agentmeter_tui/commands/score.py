@@ -8,8 +8,6 @@ else the login name.
 from __future__ import annotations
 
 import argparse
-import getpass
-import os
 import sys
 from pathlib import Path
 
@@ -27,17 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=score_command)
 
 
-def default_reviewer() -> str:
-    name = os.environ.get("AGENTMETER_REVIEWER", "").strip()
-    if name:
-        return name
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no login name in a bare container
-        return "unknown"
-
-
 def score_command(args: argparse.Namespace) -> int:
+    from ..core.reviewing import default_reviewer
     from ..core.store import Store
 
     db = Path(args.db)

@@ -143,8 +143,8 @@ def review_command(args: argparse.Namespace) -> int:
 
 
 def _set_plan(db: Path, args: argparse.Namespace) -> int:
+    from ..core.reviewing import default_reviewer
     from ..core.store import Store
-    from .score import default_reviewer
 
     if args.reviews is not None and not 1 <= args.reviews <= 20:
         print("agentmeter review: --reviews must be 1 to 20", file=sys.stderr)

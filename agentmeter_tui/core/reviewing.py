@@ -7,7 +7,9 @@ the pure functions of ``metrics/agreement.py``; the report, the CLI and the TUI 
 
 from __future__ import annotations
 
+import getpass
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -136,3 +138,14 @@ class Masker:
 
 def masker_for(store: Any, suite_id: str) -> Masker:
     return Masker(store.identity_terms(suite_id))
+
+
+def default_reviewer() -> str:
+    """Who is scoring: ``$AGENTMETER_REVIEWER``, else the login name."""
+    name = os.environ.get("AGENTMETER_REVIEWER", "").strip()
+    if name:
+        return name
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name in a bare container
+        return "unknown"

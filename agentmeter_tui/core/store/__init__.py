@@ -17,7 +17,6 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +26,12 @@ from .migrations import migrate
 from .reports import ReportQueries
 from .reviews import ReviewQueries, ScoreRow
 from .runs import RunQueries
-from .tx import immediate
+from .tx import immediate, utcnow
 from .views import ViewQueries
 
 __all__ = ["DEFAULT_DB", "ScoreRow", "SeedHashChanged", "Store", "connect", "sha256_text", "utcnow"]
 
 DEFAULT_DB = "agentmeter.db"
-
-
-def utcnow() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def connect(path: str | Path) -> sqlite_utils.Database:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .tx import immediate
+from .tx import immediate, utcnow
 
 FINAL_STATUSES = ("passed", "failed", "killed", "errored", "infra-invalid")
 ADJUDICATION = "adjudication"
@@ -141,7 +141,6 @@ class ReviewQueries:
         return None if row is None else {"reviews": row[0], "disagreement": row[1]}
 
     def set_review_plan(self, suite_id: str, reviews: int | None, disagreement: int | None, actor: str) -> None:
-        from . import utcnow
 
         current = self.review_plan(suite_id) or {}
         plan = {"suite_id": suite_id, "reviews": reviews if reviews is not None else current.get("reviews"),

@@ -1,9 +1,11 @@
-"""The store's write transaction: one helper every write of every process goes through."""
+"""The store's write transaction, which every write of every process goes through, and the
+time stamp its rows carry."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 
 import sqlite_utils
 
@@ -30,3 +32,7 @@ def immediate(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
             db.conn.rollback()
         raise
     db.conn.commit()
+
+
+def utcnow() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")

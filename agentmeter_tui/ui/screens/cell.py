@@ -15,9 +15,9 @@ from ...core.vocab import ACTIVE_STATUSES
 from ..data import latest_scores
 from ..grid_state import Config
 from ..widgets.footer import KeysFooter
+from ..widgets.grid_table import cell_summary_markup
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
-from .grid import cell_summary_markup
 
 
 class CellScreen(SessionScreen):

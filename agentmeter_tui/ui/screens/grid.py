@@ -18,11 +18,10 @@ from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
-from .. import format as fmt
 from ..data import ams_by_config
 from ..grid_state import Config
 from ..widgets.footer import KeysFooter
-from ..widgets.grid_table import GridTable, layout_for
+from ..widgets.grid_table import GridTable, cell_markup, layout_for
 from ..widgets.run_bar import RunBar
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
@@ -31,30 +30,6 @@ AMS_EVERY = 3.0  # seconds between AMS recomputations while trials finish
 
 LEGEND = ("[$status-running]▶[/] running  [$status-passed]✓[/] passed  [$status-killed]☠[/] killed  "
           "[$status-errored]![/] errored  [$flag-thrash]↻[/] thrashing  [$status-invalid]⊘[/] infra-invalid")
-
-
-def cell_markup(config: Config, cell) -> str:
-    model, cli = config
-    lines = [f"[b]{escape(model)}[/] × [b]{escape(cli)}[/]", "",
-             f"done      [b]{cell.done}[/]/{cell.total}    running [$status-running]{cell.running}[/]",
-             f"passed    [$status-passed]{cell.passes}[/]       failed  {cell.done - cell.passes - cell.killed - cell.errored}",
-             f"killed    [$status-killed]{cell.killed}[/]       errored [$status-errored]{cell.errored}[/]",
-             f"thrashing [$flag-thrash]{cell.thrash}[/]       invalid [$status-invalid]{cell.invalid}[/]", "",
-             f"tokens    [b]{fmt.tokens(cell.raw)}[/]",
-             f"USD       [b $meter-usd]{fmt.usd(cell.usd)}[/]" + (f" (+{cell.unpriced} unpriced)" if cell.unpriced else ""),
-             f"AMS       [b]{'—' if cell.ams is None else f'{cell.ams:.3f}'}[/]"]
-    return "\n".join(lines)
-
-
-def cell_summary_markup(cell) -> str:
-    """The same figures as :func:`cell_markup`, on one line (the cell screen's header)."""
-    failed = cell.done - cell.passes - cell.killed - cell.errored
-    parts = [f"done [b]{cell.done}[/]/{cell.total}", f"running [$status-running]{cell.running}[/]",
-             f"passed [$status-passed]{cell.passes}[/]", f"failed {failed}", f"killed [$status-killed]{cell.killed}[/]",
-             f"errored [$status-errored]{cell.errored}[/]", f"thrashing [$flag-thrash]{cell.thrash}[/]",
-             f"invalid [$status-invalid]{cell.invalid}[/]", f"tokens [b]{fmt.tokens(cell.raw)}[/]",
-             f"USD [b $meter-usd]{fmt.usd(cell.usd)}[/]", f"AMS [b]{'—' if cell.ams is None else f'{cell.ams:.3f}'}[/]"]
-    return " [$text-muted]·[/] ".join(parts)
 
 
 class GridScreen(SessionScreen):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rich.text import Text
+from textual.markup import escape
 from textual.widgets import DataTable
 
 from .. import format as fmt
@@ -116,3 +117,28 @@ class GridTable(ComponentStyles, DataTable):
         if column == 0 or row >= len(self._model.models) or column - 1 >= len(self._model.clis):
             return None
         return self._model.models[row], self._model.clis[column - 1]
+
+
+def cell_markup(config: Config, cell: CellStats) -> str:
+    """A cell's figures in full (the grid screen's side panel)."""
+    model, cli = config
+    lines = [f"[b]{escape(model)}[/] × [b]{escape(cli)}[/]", "",
+             f"done      [b]{cell.done}[/]/{cell.total}    running [$status-running]{cell.running}[/]",
+             f"passed    [$status-passed]{cell.passes}[/]       failed  {cell.done - cell.passes - cell.killed - cell.errored}",
+             f"killed    [$status-killed]{cell.killed}[/]       errored [$status-errored]{cell.errored}[/]",
+             f"thrashing [$flag-thrash]{cell.thrash}[/]       invalid [$status-invalid]{cell.invalid}[/]", "",
+             f"tokens    [b]{fmt.tokens(cell.raw)}[/]",
+             f"USD       [b $meter-usd]{fmt.usd(cell.usd)}[/]" + (f" (+{cell.unpriced} unpriced)" if cell.unpriced else ""),
+             f"AMS       [b]{'—' if cell.ams is None else f'{cell.ams:.3f}'}[/]"]
+    return "\n".join(lines)
+
+
+def cell_summary_markup(cell: CellStats) -> str:
+    """The same figures as :func:`cell_markup`, on one line (the cell screen's header)."""
+    failed = cell.done - cell.passes - cell.killed - cell.errored
+    parts = [f"done [b]{cell.done}[/]/{cell.total}", f"running [$status-running]{cell.running}[/]",
+             f"passed [$status-passed]{cell.passes}[/]", f"failed {failed}", f"killed [$status-killed]{cell.killed}[/]",
+             f"errored [$status-errored]{cell.errored}[/]", f"thrashing [$flag-thrash]{cell.thrash}[/]",
+             f"invalid [$status-invalid]{cell.invalid}[/]", f"tokens [b]{fmt.tokens(cell.raw)}[/]",
+             f"USD [b $meter-usd]{fmt.usd(cell.usd)}[/]", f"AMS [b]{'—' if cell.ams is None else f'{cell.ams:.3f}'}[/]"]
+    return " [$text-muted]·[/] ".join(parts)
