@@ -128,3 +128,31 @@ def test_broken_tasks_are_named_and_the_run_goes_on(tmp_path, db, docker_engine)
     assert trials["ok"]["status"] == "passed"
     assert all(t["finished_at"] for t in trials.values())  # every trial has its final row
     assert leftovers(docker_engine, suite_id, db) == {}
+
+
+async def test_no_internet_narrows_a_suite_network_that_has_a_route_out(tmp_path, docker_engine):
+    from agentmeter_tui.core.sandboxes.docker.sandbox import DockerSandbox
+    from agentmeter_tui.core.suites import load_suite
+
+    suite_dir, _ = harbor_suite(tmp_path, "agents")
+    toml = suite_dir / "suite.toml"
+    toml.write_text(toml.read_text().replace('kind = "docker"', 'kind = "docker"\nnetwork = "bridge"\nwarm = 0'))
+    suite = load_suite(suite_dir)
+    sandbox = DockerSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+    networks = {}
+    try:
+        await sandbox.preflight()
+        for index, task_id in enumerate(("greet", "count"), start=1):  # allow_internet = false / Harbor's default
+            session = await sandbox.open(suite.task(task_id), index, f"nettoken{index:08d}")
+            try:
+                attrs = docker_engine.api.inspect_container(session.container)
+                networks[task_id] = sorted(attrs["NetworkSettings"]["Networks"])
+                if task_id == "greet":
+                    networks["greet url"] = await session.translate_url("http://127.0.0.1:9/v1")
+            finally:
+                await session.cleanup()
+    finally:
+        await sandbox.close()
+    assert networks["greet"] == ["agentmeter-isolated"] and networks["count"] == ["bridge"]
+    isolated = docker_engine.networks.get("agentmeter-isolated").attrs["IPAM"]["Config"][0]["Gateway"]
+    assert networks["greet url"].startswith(f"http://{isolated}:")  # the relay on the isolated network

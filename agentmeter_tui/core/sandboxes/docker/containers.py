@@ -108,6 +108,7 @@ class ContainerShape:
     cpus: float | None
     memory: str | None
     storage: str | None = None  # a size limit of the writable layer, where the engine allows one
+    network: str | None = None  # None: the suite's; a Harbor task without internet may narrow it
 
     @classmethod
     def default(cls, config: DockerSettings) -> ContainerShape:
@@ -134,7 +135,7 @@ class ContainerFactory:
         if config.clis == "mount" and default_clis_root().is_dir():
             mounts.append(Mount(config.clis_root, str(default_clis_root()), type="bind", read_only=True))
         host_config = api.create_host_config(
-            init=True, read_only=shape.read_only, mounts=mounts, network_mode=self.network,
+            init=True, read_only=shape.read_only, mounts=mounts, network_mode=shape.network or self.network,
             nano_cpus=int(shape.cpus * 1e9) if shape.cpus else None, mem_limit=shape.memory,
             pids_limit=config.pids, security_opt=["no-new-privileges"],
             storage_opt={"size": shape.storage} if shape.storage else None,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ... import procs
 from ..common import SYSTEM_PATH
-from .containers import ContainerShape, DockerSettings
+from .containers import ISOLATED_NETWORK, ContainerShape, DockerSettings
 
 if TYPE_CHECKING:
     from ...suites import Task
@@ -50,13 +50,19 @@ def engine_limits(client: Any) -> EngineLimits:
                         info.get("Driver") == "overlay2" and status.get("Backing Filesystem") == "xfs")
 
 
-def container_shape(config: DockerSettings, task: Task, contract: ImageContract, limits: EngineLimits) -> ContainerShape:
-    """The task's limits over the suite's; CPUs capped at the engine's (Docker refuses more)."""
+def container_shape(config: DockerSettings, task: Task, contract: ImageContract, limits: EngineLimits,
+                    local: bool) -> ContainerShape:
+    """The task's limits over the suite's; CPUs capped at the engine's (Docker refuses more).
+    ``allow_internet = false`` on a suite network with a route out (``bridge``, ``host``, a
+    named one) puts the task on the isolated network: the model relay is all it reaches (local
+    engines: a remote one reaches us only through its host network's tunnel)."""
     env = task.spec.environment
     cpus = min(env.cpus or config.cpus or limits.cpus, limits.cpus)
+    closed = not env.allow_internet and local and config.network not in ("isolated", "none")
     return ContainerShape(read_only=False, working_dir=contract.workdir, cpus=cpus,
                           memory=f"{env.memory_mb}m" if env.memory_mb else config.memory,
-                          storage=f"{env.storage_mb}m" if env.storage_mb and limits.storage else None)
+                          storage=f"{env.storage_mb}m" if env.storage_mb and limits.storage else None,
+                          network=ISOLATED_NETWORK if closed else None)
 
 
 def agent_env(contract: ImageContract, extra: dict[str, str], *, home: str, cwd: str, token: str) -> dict[str, str]:
@@ -93,4 +99,4 @@ class ContractCache:
         if engine.name not in self.limits:
             self.limits[engine.name] = await engine.call(engine_limits, engine.client)
         contract = self.contracts[key]
-        return container_shape(self.config, task, contract, self.limits[engine.name]), contract
+        return container_shape(self.config, task, contract, self.limits[engine.name], engine.local), contract

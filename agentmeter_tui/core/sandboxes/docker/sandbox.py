@@ -56,7 +56,7 @@ class DockerSandbox(Sandbox):
         self.engines: dict[str, engines.Engine] = {}
         self.images = ImageResolver(self.config.image, pull=self.config.pull)
         self.relays = RelayPool()
-        self.gateways: dict[str, str | None] = {}
+        self.gateways: dict[tuple[str, str], str | None] = {}  # (engine, network) -> where containers reach us
         self.tunnels: dict[str, Any] = {}  # remote engine -> SSH connection carrying reverse tunnels
         self.watch = HostWatch(self.placement, self._probe, self.config.probe_interval)
         self._connect_lock = asyncio.Lock()
@@ -75,8 +75,15 @@ class DockerSandbox(Sandbox):
                 client = await asyncio.to_thread(engines.connect, entry.url, key=entry.key,
                                                  known_hosts=entry.known_hosts)
                 self.engines[name] = engines.Engine(name, entry.url, client, engines.is_local_url(entry.url))
-                self.gateways[name] = await self.engines[name].call(self._prepare_network, self.engines[name])
+                await self.gateway(self.engines[name], self.config.network)
             return self.engines[name]
+
+    async def gateway(self, engine: engines.Engine, network: str) -> str | None:
+        """The address containers on ``network`` reach this machine at (the network made if ours)."""
+        key = (engine.name, self.network_mode(network))
+        if key not in self.gateways:
+            self.gateways[key] = await engine.call(self._prepare_network, engine, network)
+        return self.gateways[key]
 
     async def _probe(self, name: str) -> None:
         engine = self.engines.get(name)
@@ -102,20 +109,23 @@ class DockerSandbox(Sandbox):
                         raise
                     self.problems.append(str(exc))
                     continue
-                shapes.add((image, (await self.contracts.shape(engine, image, task))[0]))
+                shape = (await self.contracts.shape(engine, image, task))[0]
+                if shape.network:
+                    await self.gateway(engine, "isolated")
+                shapes.add((image, shape))
             if len(shapes) <= 4:  # a suite of many images warms each one on its first use instead
                 for image, shape in shapes:
                     self.containers.prewarm(engine, image, shape)
 
 
-    def network_mode(self) -> str:
-        mode = self.config.network
+    def network_mode(self, network: str | None = None) -> str:
+        mode = network or self.config.network
         return ISOLATED_NETWORK if mode == "isolated" else mode
 
-    def _prepare_network(self, engine: engines.Engine) -> str | None:
+    def _prepare_network(self, engine: engines.Engine, network: str) -> str | None:
         """Create the isolated network if needed; return the address a container reaches us at."""
         client = engine.client
-        mode = self.network_mode()
+        mode = self.network_mode(network)
         if mode in ("host", "none"):
             return None
         from docker.errors import NotFound
@@ -123,26 +133,26 @@ class DockerSandbox(Sandbox):
         try:
             network = client.networks.get(mode)
         except NotFound:
-            if self.config.network != "isolated":
+            if network != "isolated":
                 raise engines.EngineError(f"docker network '{mode}' does not exist on {engine.name}") from None
             network = client.networks.create(ISOLATED_NETWORK, driver="bridge", internal=True, check_duplicate=True,
                                              labels={engines.MANAGED: "1", engines.RUNNER: engines.runner_label()})
         configs = (network.attrs.get("IPAM") or {}).get("Config") or []
         return next((c["Gateway"] for c in configs if c.get("Gateway")), None)
 
-    async def translate_url(self, url: str, engine_name: str) -> str:
-        """The model's base URL as a container on ``engine_name`` reaches it."""
+    async def translate_url(self, url: str, engine_name: str, network: str | None = None) -> str:
+        """The model's base URL as a container on ``engine_name`` (and ``network``) reaches it."""
         if not is_loopback(url):
             return url
         engine = self.engines[engine_name]
-        mode = self.network_mode()
+        mode = self.network_mode(network)
         if mode == "none":
             raise RuntimeError("network = \"none\" leaves the agent no way to reach its model; use \"isolated\"")
         if mode == "host":
             if engine.local:
                 return url
             return await self._tunnel(engine_name, url)
-        gateway = self.gateways.get(engine_name)
+        gateway = self.gateways.get((engine_name, mode))
         if not engine.local or not gateway:
             raise RuntimeError(f"the model at {url} is on this machine's loopback, which containers on "
                                f"{engine_name} ({mode}) cannot reach; use network = \"host\" for remote engines")
@@ -214,6 +224,7 @@ class DockerSession(SandboxSession):
         self.agent: DockerAgent | None = None
         self.host_files: LocalSession | None = None  # bind mode: the folder mounted at /agentmeter
         self.contract: ImageContract | None = None  # a Harbor task: its image's WORKDIR and ENV
+        self.network: str | None = None  # None: the suite's network
         self.uid = self.config.uid
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -228,6 +239,9 @@ class DockerSession(SandboxSession):
             bind_root = str(self.host_files.root)
         name = f"agentmeter-t{self.trial_id}-{self.token[:8]}"
         shape, self.contract = await self.sandbox.contracts.shape(self.engine, image, task)
+        if shape.network:  # allow_internet = false on a suite network that has a route out
+            self.network = "isolated"
+            await self.sandbox.gateway(self.engine, self.network)
         if self.contract is not None:
             self.workspace = self.contract.workdir
             self.uid = int(run_as(self.config).split(":")[0])
@@ -271,7 +285,7 @@ class DockerSession(SandboxSession):
         _chown_tree(root, self.config.uid)
 
     async def translate_url(self, url: str) -> str:
-        return await self.sandbox.translate_url(url, self.engine.name)
+        return await self.sandbox.translate_url(url, self.engine.name, self.network)
 
     def environment(self, extra: dict[str, str], cwd: str | None = None) -> dict[str, str]:
         if self.contract is not None:
