@@ -145,7 +145,8 @@ def to_anthropic(usage: TokenUsage, output_tokens: int) -> dict[str, Any]:
         "input_tokens": usage.uncached_input,
         "cache_creation_input_tokens": usage.cache_write,
         "cache_read_input_tokens": usage.cached_input,
-        "cache_creation": {"ephemeral_5m_input_tokens": usage.cache_write, "ephemeral_1h_input_tokens": 0},
+        "cache_creation": {"ephemeral_5m_input_tokens": usage.cache_write - usage.cache_write_1h,
+                           "ephemeral_1h_input_tokens": usage.cache_write_1h},
         "output_tokens": output_tokens,
         "service_tier": "standard",
     }

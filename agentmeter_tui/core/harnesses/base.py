@@ -9,7 +9,7 @@ code alone is not trusted), and recovers usage from the CLI's session files afte
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -119,7 +119,8 @@ class StreamParser(ABC):
         if seen is None:
             self._messages[message_id] = usage
             return self.add_usage(usage, model=model, turns=1)
-        grown = TokenUsage(*(max(a, b) for a, b in zip(seen.as_tuple(), usage.as_tuple(), strict=True)))
+        grown = TokenUsage(*(max(a, b) for a, b in zip(seen.as_tuple(), usage.as_tuple(), strict=True)),
+                           cache_write_1h=max(seen.cache_write_1h, usage.cache_write_1h))
         if grown == seen:
             return None
         self._messages[message_id] = grown
@@ -132,6 +133,9 @@ class StreamParser(ABC):
         (Claude Code's per-message output count): the total is what the CLI bills, so the
         event corrects the running sum to it rather than adding the total on top.
         """
+        if not total.cache_write_1h and self.usage.cache_write_1h:
+            # a total without the 5m/1h split (modelUsage) keeps the 1-hour share counted per call
+            total = replace(total, cache_write_1h=min(self.usage.cache_write_1h, total.cache_write))
         delta = total - self.usage
         new_turns = 0 if turns is None else max(0, turns - self.turns)
         if not new_turns and not any(delta.as_tuple()):

@@ -30,6 +30,14 @@ class ScriptedUsage(_Strict):
     cache_write: NonNegativeInt = 0
     output: NonNegativeInt = 0
     reasoning: NonNegativeInt = 0
+    # the share of cache_write that goes to a 1-hour cache (sent as Anthropic's ephemeral_1h_input_tokens)
+    cache_write_1h: NonNegativeInt = 0
+
+    @model_validator(mode="after")
+    def _share(self) -> ScriptedUsage:
+        if self.cache_write_1h > self.cache_write:
+            raise ValueError("cache_write_1h is a share of cache_write: it cannot be larger")
+        return self
 
     def tokens(self) -> TokenUsage:
         return TokenUsage(**self.model_dump())
