@@ -18,6 +18,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.signal import Signal
 
+from ..core.run.control import FeedMessage
 from .palette import app_commands
 from .screens.cell import CellScreen
 from .screens.compare import CompareScreen
@@ -101,7 +102,7 @@ class AgentMeterApp(App):
 
     # -- feed ----------------------------------------------------------------------------------
 
-    def _feed_message(self, message: dict[str, Any]) -> None:
+    def _feed_message(self, message: FeedMessage) -> None:
         summary = self.session.apply(message)
         self.feed_signal.publish(summary)
 

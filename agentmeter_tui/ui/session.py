@@ -16,16 +16,16 @@ from typing import Any
 
 import orjson
 
-from ..core.run.control import ControlError, encode, open_async
+from ..core.run.control import ControlError, FeedMessage, encode, open_async
 from .data import StoreThread, SuiteOverview, grid_rows, latest_scores, overview
 from .grid_state import GridState
-from .live_state import LiveState
+from .live_state import LiveState, TickSummary
 
 RECONNECTS = 3
 
 
 class FeedClient:
-    def __init__(self, db: Path, on_message: Callable[[dict[str, Any]], None],
+    def __init__(self, db: Path, on_message: Callable[[FeedMessage], None],
                  on_end: Callable[[str, str | None], None]):
         self.db = db
         self.on_message, self.on_end = on_message, on_end
@@ -107,8 +107,8 @@ class Session:
         grid.ams = self.grid.ams
         self.grid = grid
 
-    def apply(self, message: dict[str, Any]):
-        """One feed message into both models; returns the live model's summary of it."""
+    def apply(self, message: FeedMessage) -> TickSummary:
+        """One feed message into both states (live and grid); returns the live state's summary of it."""
         if message.get("type") == "snapshot" and self.suite_id is None:
             self.suite_id = message.get("suite")
         summary = self.live.apply(message)
