@@ -143,3 +143,22 @@ async def test_the_proxy_holds_calls_over_the_cap_and_tells_the_trial(tmp_path):
         await upstream.close()
     assert statuses == [200, 200] and sink.waits == [60.0]
     assert [c.outcome for c in sink.calls] == ["completed", "completed"]
+
+
+
+def test_the_rate_limited_flag_is_set_while_waiting_and_cleared_by_a_good_call():
+    from types import SimpleNamespace
+
+    from agentmeter_tui.core.proxy.calls import ProxyCall
+    from agentmeter_tui.core.run.trial import TrialRun
+
+    changed: list = []
+    trial = SimpleNamespace(flags=set(), ctx=SimpleNamespace(trial_changed=changed.append), notes=[])
+    trial.note = lambda text, kind=None: trial.notes.append(text)
+    trial._rate_limited = lambda waiting: TrialRun._rate_limited(trial, waiting)
+    TrialRun.on_proxy_wait(trial, ProxyCall(1, "chat", "POST", "/v1/chat/completions"), 12.5)
+    assert trial.flags == {"rate-limited"} and len(changed) == 1
+    assert trial.notes == ["waiting 12.5 s for the provider's rate limit (calls per minute)"]
+    TrialRun._rate_limited(trial, True)  # already shown: no further change
+    TrialRun._rate_limited(trial, False)  # the next good call
+    assert trial.flags == set() and len(changed) == 2

@@ -192,12 +192,21 @@ class TrialRun:
 
     def on_proxy_wait(self, call: ProxyCall, seconds: float) -> None:
         self.note(f"waiting {seconds:.1f} s for the provider's rate limit (calls per minute)")
+        self._rate_limited(True)
+
+    def _rate_limited(self, waiting: bool) -> None:
+        """The live pane's `rate-limited` flag: set while the trial waits on a provider's limit
+        (the suite's cap, or a 429 the CLI is sitting out), cleared by its next good call."""
+        if waiting != ("rate-limited" in self.flags):
+            (self.flags.add if waiting else self.flags.discard)("rate-limited")
+            self.ctx.trial_changed(self)
 
     def on_proxy_call(self, call: ProxyCall) -> None:
         if call.outcome != "refused" and self.provider_errors.record(call.error) and call.error:
             wait = call.error.get("retry_after")
             self.note(f"provider error {call.error.get('status')} {call.error.get('type')}"
                       + (f": rate-limited, retry after {wait:g} s" if wait is not None else ""), EventKind.ERROR)
+        self._rate_limited(call.status == 429)
         kind = EventKind.USAGE if call.usage else EventKind.ERROR if call.outcome != "completed" or \
             call.status >= 400 else EventKind.SYSTEM
         (row,) = self.emit("proxy", [(kind, call.summary(), orjson.dumps(call.as_dict()))])

@@ -17,7 +17,8 @@ from ..live_state import TrialLive
 from .meters import TrialMeter, budget_fractions
 from .tail import TranscriptTail
 
-FLAG_TEXT = {"thrash": "↻ thrashing", "cost-divergence": "≠ cost", "usage-recovered": "↺ usage", "unpriced": "unpriced"}
+FLAG_TEXT = {"thrash": "↻ thrashing", "cost-divergence": "≠ cost", "usage-recovered": "↺ usage", "unpriced": "unpriced",
+             "rate-limited": "⏸ rate limit"}
 
 
 def status_markup(status: str, reason: str | None = None) -> str:
