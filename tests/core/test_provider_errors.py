@@ -162,3 +162,46 @@ def test_the_rate_limited_flag_is_set_while_waiting_and_cleared_by_a_good_call()
     TrialRun._rate_limited(trial, True)  # already shown: no further change
     TrialRun._rate_limited(trial, False)  # the next good call
     assert trial.flags == set() and len(changed) == 2
+
+
+def test_the_providers_charge_is_the_trials_actual_cost(tmp_path):
+    """A real runner, the reference agent behind the proxy, and a provider that answers with
+    OpenRouter's recorded stream: the trial's actual cost is OpenRouter's `usage.cost`."""
+    import http.server
+    import threading
+
+    from tests.core.test_proxy_providers import FIXTURES, RECORDINGS
+    from tests.core.test_proxy_runner import write_suite as write_paid_suite
+
+    recording = RECORDINGS["openrouter-stream-cost"]
+    body = (FIXTURES / recording.file).read_bytes()
+
+    class Replay(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", recording.content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Replay)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    db = tmp_path / "charged.db"
+    try:
+        result = agentmeter("run", str(write_paid_suite(tmp_path, f"http://127.0.0.1:{server.server_port}")),
+                            "--headless", "--db", str(db), env={"AM_TEST_PROVIDER_KEY": "sk-or-test"}, timeout=120)
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stderr
+    store = Store(db)
+    try:
+        (row,) = store.trials("planted")
+    finally:
+        store.close()
+    assert row["cost_actual_source"] == "provider" and row["cost_actual_usd"] == float(recording.cost)
+    assert (row["uncached_input"], row["output"]) == (recording.expect["uncached_input"], recording.expect["output"])
+    assert json.loads(row["extra"])["proxy"]["charged_usd"] == float(recording.cost)
