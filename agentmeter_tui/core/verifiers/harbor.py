@@ -3,8 +3,8 @@ file it writes, never by its exit code.
 
 After the agent stops, ``/tests`` and ``/logs/verifier`` are emptied (the agent cannot plant a
 reward or a test helper), the transcript goes to ``/logs/agent/trajectory.json`` (ATIF, for
-LLM-judge verifiers), the task's ``tests/`` is uploaded to ``/tests``, and ``bash
-/tests/test.sh`` runs from the image's working folder with the image's environment, as root,
+LLM-judge verifiers), the task's ``tests/`` is uploaded to ``/tests`` (all three in one exec,
+``SETUP``), and ``bash /tests/test.sh`` runs from the image's working folder with the image's environment, as root,
 under ``[verifier] timeout_sec``. The reward is ``/logs/verifier/reward.txt`` (one number) or
 ``reward.json`` (``{"reward": x}`` or several named rewards, all kept in the trial record).
 Quality R is the ``reward`` key, else the only key, else the mean of the named rewards,
@@ -15,6 +15,7 @@ clamped to [0, 1]; the trial passes when that reward reaches the suite's ``pass_
 from __future__ import annotations
 
 import math
+import secrets
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -27,8 +28,14 @@ if TYPE_CHECKING:
     from ..sandboxes.base import SandboxSession
 
 TESTS, LOGS = "/tests", "/logs"
-# Emptied by root before the tests go in: whatever the agent left there is gone.
-RESET = f"rm -rf {TESTS} {LOGS}/verifier && mkdir -p {TESTS} {LOGS}/verifier {LOGS}/agent"
+RESET_FAILED = 199  # the exit code of the verifier's exec when /tests could not be set up
+# One exec, as root, from the WORKDIR: whatever the agent left in /tests and /logs/verifier is
+# removed, the staged tests (and transcript) move in, then test.sh runs. Staging in our scratch
+# folder and one exec instead of three cuts the engine round trips of a verdict from five to three.
+SETUP = (f"rm -rf {TESTS} {LOGS}/verifier && mkdir -p {LOGS}/verifier {LOGS}/agent && mv \"$1/tests\" {TESTS} && "
+         f"{{ [ ! -f \"$1/trajectory.json\" ] || mv -f \"$1/trajectory.json\" {LOGS}/agent/trajectory.json; }} "
+         f"|| {{ echo 'agentmeter: could not set up {TESTS} and {LOGS}' >&2; exit {RESET_FAILED}; }}; "
+         f"exec bash {TESTS}/test.sh")
 
 
 class HarborSettings(BaseModel):
@@ -91,16 +98,17 @@ class HarborVerifier(Verifier):
         tests = self.task.tests_dir
         if tests is None or not (tests / "test.sh").is_file():
             return self._failed(f"{self.task.path.name}/tests/test.sh is missing", "", None)
-        reset = await session.exec(["sh", "-c", RESET], cwd="/", timeout=60)
-        if reset.exit_code != 0:
-            return VerifierResult(False, 0.0, infra_error="could not empty /tests and /logs/verifier: "
-                                  + (reset.stdout + reset.stderr).decode("utf-8", "replace")[-500:])
+        stage = f"harbor-{secrets.token_hex(6)}"  # a fresh name: nothing the agent left can be in it
+        files = {f"{stage}/tests/{p.relative_to(tests)}": p.read_bytes() for p in sorted(tests.rglob("*"))
+                 if p.is_file()}
         if self.trajectory is not None:
-            await session.write_files(f"{LOGS}/agent", {"trajectory.json": self.trajectory})
-        await session.write_files(TESTS, {str(p.relative_to(tests)): p.read_bytes()
-                                          for p in sorted(tests.rglob("*")) if p.is_file()})
-        result = await session.exec(["bash", f"{TESTS}/test.sh"], timeout=timeout)
+            files[f"{stage}/trajectory.json"] = self.trajectory
+        await session.write_files("scratch", files)
+        result = await session.exec(["sh", "-c", SETUP, "harbor", f"{session.scratch}/{stage}"], timeout=timeout)
         output = (result.stdout + result.stderr)[-MAX_OUTPUT:].decode("utf-8", "replace")
+        if result.exit_code == RESET_FAILED and b"agentmeter: could not set up" in result.stderr:
+            return VerifierResult(False, 0.0, output, infra_error=f"could not set up {TESTS} and {LOGS}: "
+                                  + output[-500:])
         found = await session.fetch_files(f"{LOGS}/verifier", ["reward.txt", "reward.json"])
         details: dict[str, Any] = {"contract": "harbor", "threshold": self.pass_threshold,
                                    "test_exit_code": result.exit_code}
@@ -116,6 +124,7 @@ class HarborVerifier(Verifier):
             return self._failed(str(exc), output, result.exit_code, details)
         reward = headline(rewards)
         details.update(rewards=rewards, reward_file=source, reward=reward)
+        output += f"\n[{source}: " + ", ".join(f"{name} = {value:g}" for name, value in rewards.items()) + "]"
         quality = min(1.0, max(0.0, reward))
         if quality != reward:
             output += f"\n[reward {reward:g} is outside [0, 1]: quality {quality:g}]"
