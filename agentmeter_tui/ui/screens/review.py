@@ -27,7 +27,7 @@ from textual.markup import escape
 from textual.widgets import DataTable, Input, Static
 
 from .. import format as fmt
-from ..data import TrialDetail, event_index, event_text, review_queue, search_events, trial_detail
+from ..data import TrialDetail, event_index, event_text, latest_scores, review_queue, search_events, trial_detail
 from ..review_data import (
     adjudication_ids,
     blind_detail,
@@ -275,8 +275,8 @@ class ReviewScreen(SessionScreen):
             self._show_detail()
             return
         self.saving = None
-        if not blind:
-            self.session.scores[trial_id] = score
+        # The grid and cell show the agreed score (several reviewers, adjudication), not this one.
+        self.session.scores = await store.call(latest_scores, self.session.suite_id)
         self.queue = [(i, scored or i == trial_id) for i, scored in self.queue]
         if self.trial_id == trial_id:
             self.detail = detail
