@@ -164,6 +164,10 @@ async def main_async(db: Path, out: Path) -> list[Path]:
     review_trial = next(store.db.query("select id from trials where model = 'parrot' and trial_index = 1 "
                                        "order by id limit 1"))["id"]
     pair = compare_pair(store)
+    # Two reviewers have scored the first round; a third review is wanted, so the blind queue has trials.
+    suite = store.suite_row()
+    if suite is not None:
+        store.set_review_plan(suite["id"], 3, None, "screenshots")
     store.close()
     made = []
     for theme in THEMES:

@@ -34,7 +34,7 @@ def suite_masker(store: Store, suite_id: str | None) -> Masker:
     return masker_for(store, suite_id) if suite_id else Masker([])
 
 
-HIDDEN_KINDS = frozenset({"usage"})  # token counts per call: blind mode hides tokens
+HIDDEN_KINDS = frozenset({"usage", "status"})  # token counts; the runner's notes (flags, kills, budgets)
 
 
 def masked_event_index(store: Store, trial_id: int, masker: Masker) -> EventIndex:
