@@ -21,6 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="0 refused/unusable, 1 partial, 2 passed with one loss, 3 passed all checks first time")
     parser.add_argument("--note", metavar="TEXT", help="why; kept with the score")
     parser.add_argument("--by", metavar="NAME", help="reviewer (default: $AGENTMETER_REVIEWER, else the login name)")
+    parser.add_argument("--final", action="store_true",
+                        help="an adjudication: this score becomes the trial's final score, over its reviewers'")
     add_db_argument(parser)
     parser.set_defaults(handler=score_command)
 
@@ -41,10 +43,11 @@ def score_command(args: argparse.Namespace) -> int:
             print(f"agentmeter score: no trial {args.trial_id} in {db}", file=sys.stderr)
             return 1
         history = store.score_history(args.trial_id)
-        row = store.add_score(args.trial_id, args.score, reviewer, args.note)
+        row = store.add_score(args.trial_id, args.score, reviewer, args.note,
+                              role="adjudication" if args.final else None)
     finally:
         store.close()
     was = f" (was {history[-1].score} by {history[-1].reviewer})" if history else ""
     print(f"trial {row.trial_id} [{trial['task_id']} {trial['model']}/{trial['cli']} #{trial['trial_index']}, "
-          f"{trial['status']}]: score {row.score} by {row.reviewer}{was}")
+          f"{trial['status']}]: {'final score' if args.final else 'score'} {row.score} by {row.reviewer}{was}")
     return 0

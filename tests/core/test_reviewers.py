@@ -25,6 +25,7 @@ from agentmeter_tui.core.reviewing import (
     blind_queue,
 )
 from agentmeter_tui.core.scores_io import export_csv, import_csv, merge_store
+from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.tomlerrors import InputError
 from tests.sample_data import build_sample_store
 
@@ -244,3 +245,27 @@ def test_review_plan_from_suite_toml_and_store(store, tmp_path):
     (folder / "suite.toml").write_text("[suite]\nid = 'sample'\n\n[review]\nreviews = 0\n")
     with pytest.raises(InputError, match="review.reviews"):
         review_plan(store, "sample")
+
+
+def test_score_final_and_review_plan_and_compare_commands(tmp_path, capsys):
+    import argparse
+
+    from agentmeter_tui.commands.ui import _set_plan
+
+    db = tmp_path / "s.db"
+    build_sample_store(db, events_per_trial=2, scores=False).close()
+    assert main(["score", "1", "0", "--by", "ana", "--db", str(db)]) == 0
+    assert main(["score", "1", "3", "--by", "bo", "--db", str(db)]) == 0
+    assert main(["score", "1", "2", "--by", "judge", "--final", "--note", "tests pass, output padded",
+                 "--db", str(db)]) == 0
+    assert "final score 2 by judge" in capsys.readouterr().out
+    args = argparse.Namespace(suite=None, reviews=2, disagreement=3)
+    assert _set_plan(db, args) == 0
+    store = Store(db)
+    try:
+        assert agreed_scores(store, "sample") == {1: 2.0}
+        assert store.review_plan("sample") == {"reviews": 2, "disagreement": 3}
+    finally:
+        store.close()
+    assert main(["compare", "1", "9999", "--db", str(db)]) == 1
+    assert "no trial 9999" in capsys.readouterr().err
