@@ -107,16 +107,13 @@ class TrialRun:
 
     # -- output handling (event loop, hot path) ------------------------------------------------
 
-    def emit(self, stream: str, events: list[tuple[EventKind, str, bytes | None]]) -> list[tuple]:
+    def emit(self, stream: str, events: list[tuple[ParsedEvent, bytes | None]]) -> list[tuple]:
         """Every event of the trial goes out here: one time stamp for the batch, the next seq
         numbers, and the same rows ``(trial_id, seq, ts, kind, stream, text, data)`` to the
-        store writer and to the sink."""
+        store writer and to the sink. ``data`` is the raw line an event came from, if any."""
         ts = time.time()
         trial_id, seq = self.id, self.seq
-        rows = []
-        for kind, text, data in events:
-            seq += 1
-            rows.append((trial_id, seq, ts, kind, stream, text, data))
+        rows = [(trial_id, (seq := seq + 1), ts, event.kind, stream, event.text, data) for event, data in events]
         self.seq = seq
         self.ctx.writer.add_events(rows)
         self.ctx.sink.trial_events(self, rows)
@@ -124,18 +121,19 @@ class TrialRun:
 
     def on_output(self, stream: str, lines: list[bytes]) -> None:
         feed = self.parser.feed
-        parsed: list[ParsedEvent] = []
-        out: list[tuple[EventKind, str, bytes | None]] = []
+        events: list[tuple[ParsedEvent, bytes | None]] = []
+        metered: list[int] = []  # indexes of events that carry usage or a tool call
         for line in lines:
             data: bytes | None = line
             for event in feed(stream, line):
-                parsed.append(event)
-                out.append((event.kind, event.text, data))
+                if event.usage is not None or event.tool_key is not None:
+                    metered.append(len(events))
+                events.append((event, data))
                 data = None  # the raw line is stored once, with the first event it produced
-        rows = self.emit(stream, out)
-        for event, row in zip(parsed, rows, strict=True):
-            if event.usage is not None or event.tool_key is not None:
-                self._account(event, row[1])
+        first = self.seq + 1
+        self.emit(stream, events)
+        for index in metered:
+            self._account(events[index][0], first + index)
         self._check_budgets()
 
     def _account(self, event: ParsedEvent, seq: int) -> None:
@@ -209,7 +207,7 @@ class TrialRun:
         self._rate_limited(call.status == 429)
         kind = EventKind.USAGE if call.usage else EventKind.ERROR if call.outcome != "completed" or \
             call.status >= 400 else EventKind.SYSTEM
-        (row,) = self.emit("proxy", [(kind, call.summary(), orjson.dumps(call.as_dict()))])
+        (row,) = self.emit("proxy", [(ParsedEvent(kind, call.summary()), orjson.dumps(call.as_dict()))])
         if call.usage:
             cost = self.ctx.price(self.plan.config.model, call.usage)
             self.ctx.writer.add_usage((self.id, row[1], "proxy", call.model, *call.usage.as_tuple(),
@@ -217,7 +215,7 @@ class TrialRun:
 
     def note(self, text: str, kind: EventKind = EventKind.STATUS) -> None:
         """A runner-side event in the transcript (state changes, kills, flags)."""
-        self.emit("runner", [(kind, text, None)])
+        self.emit("runner", [(ParsedEvent(kind, text), None)])
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -329,7 +327,7 @@ class TrialRun:
         event = self.parser.absorb(recovery) if recovery is not None else None
         if event is None:
             return False
-        (row,) = self.emit("runner", [(EventKind.USAGE, event.text, None)])
+        (row,) = self.emit("runner", [(ParsedEvent(EventKind.USAGE, event.text), None)])
         self._account(event, row[1])
         return bool(event.usage)
 
