@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import tomllib
 from datetime import datetime
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def one_round(folder: Path) -> tuple[float, float]:
                 total += sum(row[c] for c in TOKEN_CLASSES)
                 crossed_at = ts if total >= 20000 else None
         burner_s = datetime.fromisoformat(burner["finished_at"]).timestamp() - crossed_at
-        wall = 4.0  # the suite's wall_seconds
+        wall = float(tomllib.loads((RUNAWAY / "suite.toml").read_text())["budgets"]["default"]["wall_seconds"])
         sleeper_s = (datetime.fromisoformat(sleeper["finished_at"]) -
                      datetime.fromisoformat(sleeper["started_at"])).total_seconds() - wall
         return burner_s, sleeper_s

@@ -49,7 +49,7 @@ def test_raise_a_running_trials_budget_then_kill_it(db, tmp_path):
                            'usage = { uncached_input = 100, output = 10 }\n' + burner_file.read_text()
                            .replace('description = "leaves a setsid background job behind, then burns tokens forever"',
                                     ""))
-    (suite / "suite.toml").write_text((suite / "suite.toml").read_text().replace("wall_seconds = 4",
+    (suite / "suite.toml").write_text((suite / "suite.toml").read_text().replace("wall_seconds = 20",
                                                                                  "wall_seconds = 3600"))
     agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
     store = Store(db)

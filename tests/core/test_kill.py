@@ -60,7 +60,7 @@ def test_budgets_kill_runaways_and_leave_no_process(db):
 def test_operator_kill_over_the_control_socket(db, tmp_path):
     suite = tmp_path / "runaway"
     shutil.copytree(RUNAWAY, suite)  # no time budget: only the operator stops the sleeper
-    (suite / "suite.toml").write_text((suite / "suite.toml").read_text().replace("wall_seconds = 4",
+    (suite / "suite.toml").write_text((suite / "suite.toml").read_text().replace("wall_seconds = 20",
                                                                                  "wall_seconds = 3600"))
     agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
     store = Store(db)

@@ -44,9 +44,11 @@ def test_smoke_suite_runs_as_swarm_jobs(tmp_path, db, swarm):
 
 def test_a_budget_kill_removes_the_job(tmp_path, db, swarm):
     suite_id = unique_id("swarm-runaway")
+    # A swarm job's clock starts when it is submitted: scheduling and the start of a half-core
+    # container count against it, so the burner gets room to meet its token budget first.
     suite = suite_copy(RUNAWAY, tmp_path / "suite", 'kind = "swarm"\ncpus = 0.5\nmemory = "256m"',
-                       suite_id=suite_id)
-    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=300)
+                       suite_id=suite_id, replace={"wall_seconds = 20": "wall_seconds = 90"})
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=900)
     assert result.returncode == 0, result.stderr + result.stdout
     # Removing the service stops its container wherever it runs; on this node SIGINT goes first.
     assert_runaways_killed(Store(db), suite_id)

@@ -97,6 +97,21 @@ async def settle(pilot, screen=None) -> None:
     await pilot.pause()
 
 
+def notifications_of(app) -> list[str]:
+    """Every message ``app`` notifies from now on. Read this rather than the app's list of
+    notifications: a notification leaves that list when its timeout runs out, however slowly
+    a loaded machine got to the assertion."""
+    told: list[str] = []
+    notify = app.notify
+
+    def recording(message, *args, **kwargs):
+        told.append(str(message))
+        return notify(message, *args, **kwargs)
+
+    app.notify = recording
+    return told
+
+
 def text_of(widget) -> str:
     """What a widget shows, as plain text (for renderables that are not markup)."""
     return "\n".join(strip.text for strip in widget.render_lines(widget.region.reset_offset))

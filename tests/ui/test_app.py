@@ -20,7 +20,7 @@ from agentmeter_tui.ui.session import FeedClient, Session
 from agentmeter_tui.ui.settings import UiSettings
 from tests.sample_data import sample_feed
 
-from .conftest import SIZE, make_app, settle
+from .conftest import SIZE, make_app, notifications_of, settle
 
 
 async def test_screen_keys_switch_screens(sample_db):
@@ -101,10 +101,11 @@ async def test_themes_load_from_files_and_ctrl_t_toggles(sample_db):
 
 async def test_an_unknown_theme_falls_back_and_says_so(sample_db):
     app = make_app(sample_db, theme="no-such-theme")
+    told = notifications_of(app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.theme == "agentmeter-dark"
-        assert any("no-such-theme" in n.message for n in app._notifications)
+        assert any("no-such-theme" in message for message in told)
 
 
 async def test_the_palette_offers_the_screens_actions(sample_db):
@@ -191,8 +192,8 @@ async def test_a_broken_theme_file_is_reported_and_the_app_falls_back(sample_db,
     folder.mkdir(parents=True)
     (folder / "mine.toml").write_text('name = "mine"\nprimary = "bogus"\n')
     app = make_app(sample_db, theme="mine")
+    messages = notifications_of(app)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.theme == "agentmeter-dark"
-        messages = [n.message for n in app._notifications]
         assert any("mine.toml:2" in m and "primary" in m for m in messages)
