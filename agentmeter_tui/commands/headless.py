@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from ..core.inert import inert
 from ..core.run.control import ControlClient, ControlError
 
 STATUS_STYLE = {"passed": "green", "failed": "yellow", "killed": "magenta", "errored": "red",
@@ -26,7 +27,7 @@ def trial_line(meter: dict) -> Text:
     line.append(f"{status:<13}", style=STATUS_STYLE.get(status, ""))
     line.append(f" {raw:>9,} tok  {usd:>10}")
     if meter.get("reason"):
-        line.append(f"  {meter['reason']}", style="dim")
+        line.append(f"  {inert(meter['reason'])}", style="dim")  # a reason can quote agent output
     flags = [f for f in meter.get("flags") or [] if f != "unpriced"]
     if flags:
         line.append(f"  [{', '.join(flags)}]", style="bold")

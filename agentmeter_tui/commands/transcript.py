@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..core.harnesses import ADAPTERS, get_adapter
+from ..core.inert import inert
 from ..core.harnesses.summary import TranscriptSummary, session_files, summarize
 from ..core.registry import UnknownName
 from ..core.usage import TOKEN_CLASSES
@@ -88,7 +89,7 @@ def render(summary: TranscriptSummary, merged: dict[str, str], session_count: in
         out.append(f"  ({summary.cli} cannot tell {names[source]} apart: counted as {names[target]})")
     cost = "none" if summary.reported_cost_usd is None else f"${summary.reported_cost_usd:.6f}"
     out.append(f"turns {summary.turns}, tool calls {summary.tool_calls}, reported cost {cost}")
-    status = f"error: {summary.outcome.error}" if summary.outcome.errored else "ok"
+    status = f"error: {inert(summary.outcome.error or '')}" if summary.outcome.errored else "ok"
     out.append(f"final record {'seen' if summary.final_seen else 'missing'}; {status}")
     out.append("events: " + (", ".join(f"{k} {v}" for k, v in sorted(summary.events.items())) or "none"))
     return "\n".join(out)

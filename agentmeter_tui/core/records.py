@@ -14,6 +14,7 @@ from typing import IO, Any
 
 import orjson
 
+from .inert import inert_json_bytes
 from .usage import TOKEN_CLASSES, TokenUsage
 from .vocab import TrialStatus
 
@@ -150,7 +151,7 @@ def read_records(stream: IO[bytes] | IO[str], source: str) -> Iterator[TrialReco
 def write_records(records: Iterable[TrialRecord], stream: IO[bytes]) -> int:
     count = 0
     for record in records:
-        stream.write(orjson.dumps(record.to_json()) + b"\n")
+        stream.write(inert_json_bytes(orjson.dumps(record.to_json())) + b"\n")  # safe to cat to a terminal
         count += 1
     return count
 

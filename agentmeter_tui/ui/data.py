@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from ..core.inert import inert
 from ..core.run.control import LIVE_TEXT
 from ..core.store import Store
 from ..core.vocab import FINAL_STATUSES
@@ -215,20 +216,24 @@ def event_index(store: Store, trial_id: int) -> EventIndex:
         text = text or ""
         if (kind == "assistant" and kinds and kinds[-1] == "assistant" and full[-1]
                 and len(texts[-1]) + len(text) <= KEEP_CHARS):
-            texts[-1] = join_fragments(texts[-1], text)
+            texts[-1] = join_fragments(texts[-1], inert(text))
             continue
         seqs.append(seq)
         kinds.append(kind)
         if len(text) > KEEP_CHARS:
-            texts.append(text[:KEEP_CHARS])
+            texts.append(inert(text[:KEEP_CHARS]))
             full.append(False)
         else:
-            texts.append(text)
+            texts.append(inert(text))
             full.append(True)
     failed_seqs = store.failure_seqs(trial_id)
     failures = {i for i, seq in enumerate(seqs) if seq in failed_seqs} if failed_seqs else set()
     return EventIndex(seqs, kinds, texts, full, failures)
 
 
-event_text = Store.event_text
+def event_text(store: Store, trial_id: int, seq: int) -> str:
+    """The whole text of one event, inert (agent output is shown, never obeyed by the terminal)."""
+    return inert(store.event_text(trial_id, seq) or "")
+
+
 search_events = Store.search_events

@@ -6,6 +6,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -22,8 +23,15 @@ class TmuxSession:
         self.name = f"agentmeter-test-{uuid.uuid4().hex[:8]}"
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         # `exec` so the pane's process is the TUI itself (the attach test kills it by pid).
-        shell = f"cd {shlex.quote(str(ROOT))} && exec env {exports} {shlex.join(command)}"
-        self.tmux("new-session", "-d", "-s", self.name, "-x", str(size[0]), "-y", str(size[1]), shell, check=True)
+        # No COLUMNS or LINES from the test process: the TUI takes its size from the pane.
+        shell = f"cd {shlex.quote(str(ROOT))} && exec env -u COLUMNS -u LINES {exports} {shlex.join(command)}"
+        # set-clipboard on: OSC 52 from the application fills tmux's paste buffer (and reaches the
+        # outer terminal's clipboard), as with many operators' configurations; the hostile-output
+        # tests check that nothing gets there.
+        config = Path(tempfile.gettempdir()) / "agentmeter-test-tmux.conf"
+        config.write_text("set -s set-clipboard on\n")
+        subprocess.run(["tmux", "-L", self.name, "-f", str(config), "new-session", "-d", "-s", self.name,
+                        "-x", str(size[0]), "-y", str(size[1]), shell], capture_output=True, text=True, check=True)
 
     def tmux(self, *args: str, check: bool = False) -> subprocess.CompletedProcess:
         return subprocess.run(["tmux", "-L", self.name, *args], capture_output=True, text=True, check=check)

@@ -15,6 +15,7 @@ from textual.markup import escape
 from textual.widgets import Static
 
 from ...core.compare import Comparison, TrialSteps
+from ...core.inert import inert
 from .. import format as fmt
 from ..review_data import compare
 from ..widgets.compare_view import CompareView
@@ -39,7 +40,7 @@ def side_summary(side: TrialSteps) -> str:
 
 def outcome_markup(side: TrialSteps) -> str:
     row = side.trial
-    lines = (row.get("verifier_output") or "").rstrip().splitlines()
+    lines = inert((row.get("verifier_output") or "").rstrip()).splitlines()
     shown = "\n".join(escape(line) for line in lines[:VERIFIER_LINES])
     more = f"\n[$text-muted]… {len(lines) - VERIFIER_LINES} more lines[/]" if len(lines) > VERIFIER_LINES else ""
     verdict = "no verifier verdict" if row.get("verifier_exit") is None else f"verifier exit {row['verifier_exit']}"

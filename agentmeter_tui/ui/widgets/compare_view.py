@@ -17,6 +17,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...core.compare import Comparison, Step
+from ...core.inert import inert
 from .. import format as fmt
 
 NUMBER = 6  # "  123 "
@@ -91,7 +92,8 @@ class CompareView(ScrollView, can_focus=True):
             marks.append((f" read ×{step.read_repeat}", "cv--reread"))
         mark_text = "".join(text for text, _ in marks)
         room = max(1, width - NUMBER - FIGURES - len(mark_text))
-        label = step.label if len(step.label) <= room else step.label[:room - 1] + "…"
+        label = inert(step.label)  # a tool call's command, as the agent wrote it
+        label = label if len(label) <= room else label[:room - 1] + "…"
         figures = f"{fmt.tokens(step.tokens) if step.tokens else '':>7} {fmt.tokens(step.total):>7} "
         segments = [Segment(f"{number + 1:>5} ", base + self.get_component_rich_style("cv--number")),
                     Segment(label.ljust(room), base + label_style)]

@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.markup import escape
 from textual.widgets import Static
 
+from ...core.inert import inert
 from ...core.metrics.rubric import RUBRIC
 from ...core.usage import TOKEN_CLASSES
 from .. import format as fmt
@@ -106,7 +107,7 @@ def verdict_renderable(detail: TrialDetail):
     funnel = detail.extra.get("verifier")
     if isinstance(funnel, dict) and "scores" in funnel and "classes" in funnel:
         return funnel_renderable(funnel)
-    output = (row.get("verifier_output") or "").rstrip()
+    output = inert((row.get("verifier_output") or "").rstrip())  # the task's tests can echo agent output
     if not output and row.get("verifier_exit") is None:
         return Text("no verifier verdict (the trial did not reach verification)", style="dim")
     lines = output.splitlines()
@@ -147,8 +148,8 @@ def funnel_renderable(details: dict[str, Any]):
         table.add_column(f"oracle (exit {case['oracle'].get('exit_code')})", ratio=1, overflow="fold")
         candidate = case.get("candidate") or {}
         table.add_column(f"candidate (exit {candidate.get('exit_code')})", ratio=1, overflow="fold")
-        table.add_row(Text((case["oracle"].get("stdout") or "").rstrip()[:600] or "(empty)"),
-                      Text((candidate.get("stdout") or "").rstrip()[:600] or "(empty)"))
+        table.add_row(Text(inert((case["oracle"].get("stdout") or "").rstrip()[:600]) or "(empty)"),
+                      Text(inert((candidate.get("stdout") or "").rstrip()[:600]) or "(empty)"))
         parts.append(table)
     return Group(*parts)
 

@@ -19,6 +19,7 @@ from textual.cache import LRUCache
 from textual.strip import Strip
 from textual.widget import Widget
 
+from ...core.inert import inert
 from ..data import join_fragments
 from ..format import KIND_GLYPH, event_summary
 from .styling import ComponentStyles
@@ -67,7 +68,7 @@ class TranscriptTail(ComponentStyles, Widget, can_focus=False):
         added = 0
         merged = False
         for row in rows:
-            kind, text = row[2], row[4] or ""
+            kind, text = row[2], inert(row[4] or "")  # agent output: shown, never obeyed
             if kind == "assistant" and self._open_text is not None and len(self._open_text[1]) < LINE_CHARS * 4:
                 # A streamed message arrives as deltas: grow its lines instead of adding a line each.
                 start, previous = self._open_text

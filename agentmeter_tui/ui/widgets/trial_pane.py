@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.markup import escape
 
+from ...core.inert import inert
 from ...core.run.control import LiveEvent
 from .. import format as fmt
 from ..live_state import TrialLive
@@ -26,7 +27,7 @@ def status_markup(status: str, reason: str | None = None) -> str:
     glyph = fmt.STATUS_GLYPH.get(status, "?")
     text = f"[b ${var}]{glyph} {status}[/]"
     if reason:
-        text += f" [$text-muted]{escape(reason)}[/]"
+        text += f" [$text-muted]{escape(inert(reason))}[/]"  # a reason can quote agent output
     return text
 
 
