@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from agentmeter_tui.core.inert import inert, inert_json_bytes
+from agentmeter_tui.core.run.control import ControlClient
 from agentmeter_tui.core.store import Store
 from tests.conftest import FIXTURES, agentmeter
 from tests.waiting import wait_for
@@ -56,10 +57,16 @@ def hostile_run(tmp_path_factory):
                                 str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: db.exists() and Store(db).trials("hostile", "status = 'running'"), "the hostile trial")
+        wait_for(lambda: _subscribers(db), "the printer to follow the run")
     finally:
         gate.touch()
     stdout, stderr = printer.communicate(timeout=600)
     return db, subprocess.CompletedProcess(printer.args, printer.returncode, stdout, stderr)
+
+
+def _subscribers(db) -> int:
+    with ControlClient(db) as client:
+        return client.request("status")["subscribers"]
 
 
 def test_store_keeps_every_byte_verbatim(hostile_run):

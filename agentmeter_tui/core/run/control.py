@@ -77,6 +77,7 @@ class Snapshot(TypedDict):
     started: float
     progress: Progress
     running: list[Meter]
+    subscribers: int  # clients following the feed now (the headless printer, TUIs)
 
 
 class Tick(TypedDict, total=False):

@@ -89,7 +89,7 @@ class Feed:
         running = [t.meter() for t in scheduler.running.values() if t.id is not None] if scheduler else []
         return {"type": "snapshot", "run_id": self.runner.run_id, "suite": self.runner.suite.id,
                 "db": str(self.runner.db), "pid": os.getpid(), "started": self.runner.started,
-                "progress": self.progress(), "running": running}
+                "progress": self.progress(), "running": running, "subscribers": len(self.subscribers)}
 
     # -- delivery ---------------------------------------------------------------------------
 
