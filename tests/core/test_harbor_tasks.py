@@ -17,6 +17,7 @@ from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TOKEN_CLASSES
 from tests.conftest import FIXTURES, agentmeter
 from tests.core.sandbox_support import docker_engine_fixture, leftovers, unique_id  # noqa: F401 - a fixture
+from tests.core.test_sandbox_docker_ssh import remote_engine_toml, sshd  # noqa: F401 - sshd is a fixture
 from tests.interop.support import harbor_validate
 
 pytestmark = pytest.mark.docker
@@ -147,6 +148,7 @@ async def test_no_internet_narrows_a_suite_network_that_has_a_route_out(tmp_path
             try:
                 attrs = docker_engine.api.inspect_container(session.container)
                 networks[task_id] = sorted(attrs["NetworkSettings"]["Networks"])
+                networks[task_id + " limits"] = (attrs["HostConfig"]["NanoCpus"], attrs["HostConfig"]["Memory"])
                 if task_id == "greet":
                     networks["greet url"] = await session.translate_url("http://127.0.0.1:9/v1")
             finally:
@@ -154,5 +156,21 @@ async def test_no_internet_narrows_a_suite_network_that_has_a_route_out(tmp_path
     finally:
         await sandbox.close()
     assert networks["greet"] == ["agentmeter-isolated"] and networks["count"] == ["bridge"]
+    # greet's [environment] cpus = 1 and memory_mb = 512 are the container's limits.
+    assert networks["greet limits"] == (1_000_000_000, 512 * 1024 * 1024)
     isolated = docker_engine.networks.get("agentmeter-isolated").attrs["IPAM"]["Config"][0]["Gateway"]
     assert networks["greet url"].startswith(f"http://{isolated}:")  # the relay on the isolated network
+
+
+@pytest.mark.ssh
+def test_oracle_on_a_remote_engine_over_ssh(tmp_path, db, docker_engine, sshd):  # noqa: F811 - a fixture
+    """The same code path on a remote engine (``ssh://``, the loopback sshd standing in): the
+    task images are built there, the contract and the verifier hold."""
+    suite, suite_id = harbor_suite(tmp_path, "oracle")
+    toml = suite / "suite.toml"
+    text = toml.read_text().replace('kind = "docker"', remote_engine_toml(sshd, sshd.trust()))
+    toml.write_text(text.replace('tasks_dir = "../tasks"', 'tasks_dir = "../tasks"\ninclude = ["probe", "count"]'))
+    trials = run(suite, db)
+    assert {k: t["status"] for k, t in trials.items()} == {("count", "oracle"): "passed", ("probe", "oracle"): "passed"}
+    assert all(t["host"] == f"ssh://root@127.0.0.1:{sshd.port}" for t in trials.values())
+    assert leftovers(docker_engine, suite_id, db) == {}
