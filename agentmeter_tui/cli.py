@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "suite",
     "control",
     "trials",
+    "interop",
     "prices",
     "mockllm",
     "transcript",

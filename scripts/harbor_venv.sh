@@ -2,10 +2,11 @@
 # Harbor (PyPI `harbor`, pinned) in its own venv under .clis/harbor: the tests validate our
 # ATIF files against Harbor's own trajectory model and scripts/harbor_fixtures.sh drives
 # `harbor run`. Harbor needs Python >= 3.12; the project's venv may be older. Safe to rerun.
+# AGENTMETER_HARBOR_VENV=DIR puts it elsewhere (the tests and the fixture script read it too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=${HARBOR_VERSION:-0.26.0}
-VENV=.clis/harbor
+VENV=${AGENTMETER_HARBOR_VENV:-.clis/harbor}
 if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import harbor.models.trajectories" 2>/dev/null; then
   exit 0
 fi
@@ -21,6 +22,11 @@ if [ -z "$PY" ]; then
   echo "harbor_venv: no Python >= 3.12 found (set HARBOR_PYTHON)" >&2
   exit 1
 fi
-mkdir -p .clis
-"$PY" -m venv "$VENV"
+mkdir -p "$(dirname "$VENV")"
+exec 9>"$VENV.lock"  # two runs at once would install over each other
+flock 9
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import harbor.models.trajectories" 2>/dev/null; then
+  exit 0
+fi
+"$PY" -m venv --clear "$VENV"
 "$VENV/bin/pip" install --quiet --disable-pip-version-check "harbor==$VERSION"

@@ -10,6 +10,7 @@ makes under .clis/harbor) over files we wrote.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -41,7 +42,8 @@ def stream_rows(cli: str, scenario: str) -> tuple[list[tuple], dict[int, dict]]:
 
 
 def harbor_python() -> Path:
-    python = default_clis_root() / "harbor" / "bin" / "python"
+    venv = os.environ.get("AGENTMETER_HARBOR_VENV")
+    python = (Path(venv) if venv else default_clis_root() / "harbor") / "bin" / "python"
     ready = python.exists() and subprocess.run([str(python), "-c", "import harbor.models.trajectories"],
                                                check=False, capture_output=True).returncode == 0
     need(ready, "Harbor is not installed (bash scripts/harbor_venv.sh)")

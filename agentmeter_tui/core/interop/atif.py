@@ -29,7 +29,7 @@ import orjson
 from ..harnesses.jsonl import tool_text
 from ..usage import TokenUsage
 from ..vocab import EventKind, ParsedEvent
-from .atif_read import ImportedEvent, events_from_trajectory, trajectory_totals, usage_text
+from .atif_read import ImportedEvent, events_from_trajectory, split_tool_key, trajectory_totals, usage_text
 from .atif_schema import (
     LATEST,
     Agent,
@@ -150,13 +150,7 @@ def _take(event: StoredEvent, item: ParsedEvent) -> None:
         event.model = item.model
     event.is_error = event.is_error or item.is_error
     if item.kind == EventKind.TOOL_CALL and item.tool_key:
-        name, _, arguments = item.tool_key.partition(":")
-        event.tool_name = item.tool_name or name
-        try:
-            value = orjson.loads(arguments)
-        except orjson.JSONDecodeError:
-            value = arguments
-        event.arguments = value if isinstance(value, dict) else {"input": value}
+        event.tool_name, event.arguments = split_tool_key(item.tool_key, item.tool_name)
 
 
 def _iso(ts: float | None) -> str | None:

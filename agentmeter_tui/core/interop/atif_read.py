@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from ..harnesses.jsonl import tool_text
 from ..usage import TokenUsage
 from ..vocab import EventKind
@@ -19,6 +21,16 @@ from .atif_schema import Metrics, Trajectory, content_text
 
 CACHE_WRITE_KEYS = ("cache_creation_input_tokens", "cache_write_input_tokens", "cache_write_tokens")
 REASONING_KEYS = ("reasoning_output_tokens", "reasoning_tokens", "thoughts_tokens")
+
+
+def split_tool_key(tool_key: str, tool_name: str | None = None) -> tuple[str, dict[str, Any]]:
+    """Name and arguments of a tool call from its thrash key (``name:canonical-json``)."""
+    name, _, arguments = tool_key.partition(":")
+    try:
+        value = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        value = arguments
+    return tool_name or name, value if isinstance(value, dict) else {"input": value}
 
 
 def usage_text(u: TokenUsage) -> str:

@@ -93,6 +93,9 @@ class Turn(_Strict):
 class Scenario(_Strict):
     description: str = ""
     turns: list[Turn] = []
+    # Agents that offer the model no tools and read commands out of its text (Harbor's
+    # terminus-2): every call of theirs is a scripted turn, not a side call.
+    toolless_turns: bool = False
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -74,7 +74,7 @@ class Session:
         """Take the answer for the next model call and record it as served (not yet completed)."""
         number = len(self.calls) + 1
         call_id = f"call_{self.label}_{number}"
-        if not tools:
+        if not tools and not self.scenario.toolless_turns:
             # Side calls (titles, summaries, a loop check) offer no tools; they must not shift the
             # script. One that asks for structured output gets JSON that fits its schema.
             text = "Scripted session" if wanted_json is None else orjson.dumps(sample_json(wanted_json)).decode()

@@ -3,7 +3,8 @@
 Every query and transaction of the project is a named method here: :class:`Store` holds the
 suite, trial, event and score basics, and takes the rest from one class per kind of caller
 (``runs`` for the run engine, ``views`` for the screens and doctor, ``reports`` for reports and
-trial records). Nothing outside this package writes SQL or touches the connection.
+trial records, ``imports`` for trials imported from elsewhere). Nothing outside this package
+writes SQL or touches the connection.
 
 Writers: the runner process owns trial and event writes (through :class:`StoreWriter`, in
 ``writer``, the single writer thread); reviewers' scores and notes are short append-only
@@ -22,6 +23,7 @@ from typing import Any
 
 import sqlite_utils
 
+from .imports import ImportQueries
 from .migrations import migrate
 from .reports import ReportQueries
 from .reviews import ReviewQueries, ScoreRow
@@ -63,7 +65,7 @@ class SeedHashChanged(Exception):
         )
 
 
-class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries):
+class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries):
     """Typed access to the store. Cheap to open; every logical write is one transaction."""
 
     def __init__(self, path: str | Path = DEFAULT_DB, *, readonly: bool = False):

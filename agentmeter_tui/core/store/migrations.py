@@ -97,7 +97,17 @@ def m003_14_cache_write_1h(db: sqlite_utils.Database) -> None:
             db[table].add_column("cache_write_1h", int)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial, m002_15_reviews, m003_14_cache_write_1h]
+def m004_13_import_source(db: sqlite_utils.Database) -> None:
+    """Where an imported trial came from (issue 13): ``source`` (harbor, atif, session:CLI, record)
+    and ``import_key``, unique per imported item so importing it again adds nothing. Native
+    trials keep both NULL."""
+    db["trials"].add_column("source", str)
+    db["trials"].add_column("import_key", str)
+    db["trials"].create_index(["import_key"], unique=True, index_name="trials_import_key")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial, m002_15_reviews, m003_14_cache_write_1h,
+                                                           m004_13_import_source]
 
 
 def migrate(db: sqlite_utils.Database) -> list[str]:

@@ -1,0 +1,218 @@
+"""A Harbor job folder (``harbor run -o jobs``) as trials of a suite.
+
+Per trial folder (``TASK__ID/``): ``result.json`` gives task, agent, model, usage, cost,
+rewards, exception and timings; the transcript is ``agent/trajectory.json`` (ATIF), else the
+CLI's own log in ``agent/`` read through our adapter's parser; ``verifier/test-stdout.txt``
+is the verifier's output. Multi-step trials keep theirs under ``steps/NAME/``.
+
+Mapping (docs/import-export.md has the table):
+
+- agent -> CLI: Harbor's names onto our adapters where one matches (``qwen-coder`` is our
+  ``qwen-code``); other agents (``oracle``, ``terminus-2``, ...) keep their own name.
+- reward -> quality (the ``reward`` key, else the mean of the named rewards, clamped to
+  [0, 1]); passed when it reaches the pass threshold of Harbor tasks run here (1.0).
+- tokens: ``n_input_tokens`` includes the cache, so uncached = input - cache; Harbor records
+  no cache writes and no reasoning count, so those stay 0 (reasoning inside output) unless
+  the trial's ATIF trajectory states them and agrees with the totals.
+- ``cost_usd`` -> the actual cost, source ``harbor``; the comparable cost comes from a price
+  snapshot when one is given.
+- exception -> status by type: environment, sandbox and provider failures are
+  ``infra-invalid``; a verifier that wrote no usable reward is ``failed``; an agent timeout
+  is ``killed`` (budget:time, as a time budget here); anything else is ``errored``.
+- a trial without a finished ``result.json`` is still running: left for a later import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..usage import TokenUsage
+from ..vocab import EventKind
+from .atif_read import ImportedEvent, events_from_trajectory, trajectory_totals
+from .atif_schema import AtifError, load_trajectory
+from .cli_logs import has_parser, parse_log, total
+from .harbor_models import JobConfig, TrialResult
+from .trials import ImportedTrial, Skipped
+
+PASS_THRESHOLD = 1.0  # Harbor tasks run here pass at reward >= 1.0 unless the suite says otherwise
+AGENT_NAMES = {"claude-code": "claude-code", "codex": "codex", "gemini-cli": "gemini-cli", "qwen-coder": "qwen-code",
+               "opencode": "opencode", "kimi-cli": "kimi-cli"}
+OUTPUT_LIMIT = 64 * 1024  # verifier output kept per trial (its head and tail)
+
+INFRA_EXCEPTIONS = frozenset({
+    # the environment, sandbox or harness failed before or around the agent
+    "EnvironmentStartTimeoutError", "SandboxBuildFailedError", "AgentSetupTimeoutError", "HealthcheckError",
+    "SandboxLikelyOutOfMemoryError", "MemoryLimitExceededError", "SSHAccessError", "GKEExecStreamClosedError",
+    "GKEPodNotFoundError", "RuntimeRequestError", "AddTestsDirError", "DownloadVerifierDirError", "CancelledError",
+    # the model provider failed (the SPEC: a trial stopped by a provider error is infra-invalid)
+    "ApiError", "ApiRateLimitError", "ApiInternalServerError", "ApiOverloadedError", "ApiConnectionClosedError",
+    "ApiResponseStalledError", "UnknownApiError", "NetworkConnectionError", "ApiConnectionError", "RateLimitError",
+    "InternalServerError", "ServiceUnavailableError", "APIConnectionError", "Timeout",
+})
+VERIFIER_EXCEPTIONS = frozenset({"VerifierTimeoutError", "RewardFileNotFoundError", "RewardFileEmptyError",
+                                 "VerifierOutputParseError"})
+TIMEOUT_EXCEPTIONS = frozenset({"AgentTimeoutError"})
+
+
+def cli_name(agent: str) -> str:
+    return AGENT_NAMES.get(agent, agent)
+
+
+def job_name(job_dir: Path) -> str:
+    try:
+        config = JobConfig.model_validate_json((job_dir / "config.json").read_bytes())
+    except (OSError, ValidationError):
+        return job_dir.name
+    return config.job_name or job_dir.name
+
+
+def trial_dirs(job_dir: Path) -> list[Path]:
+    """Trial folders: every subfolder with a trial ``config.json`` or ``result.json``."""
+    return sorted(p for p in job_dir.iterdir() if p.is_dir() and ((p / "config.json").exists()
+                                                                   or (p / "result.json").exists()))
+
+
+def read_job(job_dir: Path, suite: str | None = None, threshold: float = PASS_THRESHOLD,
+             known: set[str] | None = None) -> Iterator[ImportedTrial | Skipped | str | None]:
+    """Each finished trial of the job, a :class:`Skipped` for a bad one, None for one still running,
+    and the key of one imported before (in ``known``: not read again)."""
+    suite = suite or f"harbor-{job_name(job_dir)}"
+    for folder in trial_dirs(job_dir):
+        path = folder / "result.json"
+        if not path.exists():
+            yield None
+            continue
+        try:
+            result = TrialResult.model_validate_json(path.read_bytes())
+        except OSError as exc:
+            yield Skipped(str(path), exc.strerror or str(exc))
+            continue
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "<root>"
+            yield Skipped(str(path), f"field '{where}': {first['msg']}")
+            continue
+        if not result.finished_at:
+            yield None
+            continue
+        key = f"harbor:{result.id or job_name(job_dir) + '/' + result.trial_name}"
+        if known is not None and key in known:
+            yield key
+            continue
+        try:
+            yield trial_from_result(result, folder, suite, key, threshold)
+        except AtifError as exc:
+            yield Skipped(exc.source, str(exc).removeprefix(exc.source + ": "))
+
+
+def trial_from_result(result: TrialResult, folder: Path, suite: str, key: str, threshold: float) -> ImportedTrial:
+    cli = cli_name(result.agent_info.name)
+    trial = ImportedTrial("harbor", key, suite, result.task_name, result.model_name or "none", cli, "failed",
+                          cli_version=result.agent_info.version, started_at=result.started_at,
+                          finished_at=result.finished_at)
+    trial.events, atif_tokens = _transcript(folder, result, cli)
+    trial.tokens, trial.usage_source = _tokens(result, atif_tokens, trial.events)
+    costs = [c.cost_usd for c in result.contexts() if c.cost_usd is not None]
+    if costs:
+        trial.cost_actual_usd, trial.cost_actual_source = sum(costs), "harbor"
+    rewards = result.rewards()
+    quality = None
+    if rewards:
+        quality = rewards["reward"] if "reward" in rewards else sum(rewards.values()) / len(rewards)
+        trial.quality = min(1.0, max(0.0, quality))
+    _status(trial, result, quality, threshold)
+    trial.verifier_output = _verifier_output(folder)
+    trial.extra = {"harbor": {"trial_name": result.trial_name, "agent": result.agent_info.name,
+                              "rewards": rewards, "source": result.source,
+                              "timings": {name: t.model_dump() for name in ("environment_setup", "agent_setup",
+                                                                             "agent_execution", "verifier")
+                                          if (t := getattr(result, name)) is not None}}}
+    trial.count_events()
+    return trial
+
+
+def _status(trial: ImportedTrial, result: TrialResult, quality: float | None, threshold: float) -> None:
+    exceptions = result.exceptions()
+    first = exceptions[0] if exceptions else None
+    if first is not None:
+        trial.error = f"{first.exception_type}: {first.exception_message}"[:2000]
+    if first is None or first.exception_type in VERIFIER_EXCEPTIONS:
+        if quality is None:
+            trial.status, trial.reason = "failed", first.exception_type if first else "no reward"
+        else:
+            trial.passed = quality >= threshold - 1e-9
+            trial.status = "passed" if trial.passed else "failed"
+    elif first.exception_type in TIMEOUT_EXCEPTIONS:
+        trial.status, trial.reason = "killed", f"budget:time ({first.exception_type})"
+    elif first.exception_type in INFRA_EXCEPTIONS:
+        trial.status, trial.reason = "infra-invalid", first.exception_type
+    else:
+        trial.status, trial.reason = "errored", first.exception_type
+
+
+def _tokens(result: TrialResult, atif: TokenUsage | None, events: list[ImportedEvent]) -> tuple[TokenUsage, str]:
+    contexts = result.contexts()
+    n_in = sum(c.n_input_tokens or 0 for c in contexts)
+    n_cache = sum(c.n_cache_tokens or 0 for c in contexts)
+    n_out = sum(c.n_output_tokens or 0 for c in contexts)
+    recorded = any(c.n_input_tokens is not None or c.n_output_tokens is not None for c in contexts)
+    harbor = TokenUsage(uncached_input=max(0, n_in - n_cache), cached_input=n_cache, output=n_out)
+    if atif is not None and atif.raw == harbor.raw and atif.cached_input == harbor.cached_input:
+        return atif, "harbor+atif"  # the trajectory agrees and may split cache writes and reasoning out
+    if recorded:
+        return harbor, "harbor"
+    logged = total(events)
+    if logged:
+        return logged, "harbor:agent-log"
+    return TokenUsage(), "harbor:none"
+
+
+def _transcript(folder: Path, result: TrialResult, cli: str) -> tuple[list[ImportedEvent], TokenUsage | None]:
+    steps = [s.step_name for s in result.step_results or []] if result.agent_result is None else []
+    agent_dirs = [(None, folder / "agent")] + [(name, folder / "steps" / name / "agent") for name in steps]
+    events: list[ImportedEvent] = []
+    atif_total: TokenUsage | None = None
+    for step, agent_dir in agent_dirs:
+        found = _agent_events(agent_dir, result, cli)
+        if found is None:
+            continue
+        if step is not None:
+            events.append(ImportedEvent(EventKind.SYSTEM, f"step {step}"))
+        step_events, step_total = found
+        events.extend(step_events)
+        if step_total is not None:
+            atif_total = step_total if atif_total is None else atif_total + step_total
+    return events, atif_total
+
+
+def _agent_events(agent_dir: Path, result: TrialResult, cli: str) -> tuple[list[ImportedEvent], TokenUsage | None] | None:
+    if not agent_dir.is_dir():
+        return None
+    trajectory = agent_dir / "trajectory.json"
+    if trajectory.exists():
+        parsed = load_trajectory(trajectory)
+        return events_from_trajectory(parsed), trajectory_totals(parsed)[0]
+    for name in (f"{result.agent_info.name}.txt", f"{cli}.txt"):
+        log = agent_dir / name
+        if log.exists() and has_parser(cli):
+            events, _parser = parse_log(cli, log.read_bytes().splitlines())
+            return events, None
+    for log in sorted(agent_dir.glob("*.txt")):  # oracle.txt and the like: the agent's plain output
+        text = log.read_bytes().decode("utf-8", "replace")
+        return [ImportedEvent(EventKind.SYSTEM, f"{log.name}:\n{text[:OUTPUT_LIMIT]}")], None
+    return None
+
+
+def _verifier_output(folder: Path) -> str | None:
+    parts = []
+    for name in ("test-stdout.txt", "reward.txt", "reward.json"):
+        path = folder / "verifier" / name
+        if path.exists():
+            text = path.read_bytes().decode("utf-8", "replace")
+            if len(text) > OUTPUT_LIMIT:
+                text = text[:OUTPUT_LIMIT // 2] + "\n[...]\n" + text[-OUTPUT_LIMIT // 2:]
+            parts.append(text if name == "test-stdout.txt" else f"{name}: {text.strip()}")
+    return "\n".join(parts) or None

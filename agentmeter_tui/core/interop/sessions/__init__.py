@@ -1,0 +1,75 @@
+"""The six agent CLIs' own session stores as trials (``agentmeter import sessions``).
+
+One reader per CLI, looked up by the adapter's name and imported lazily. A session becomes one
+trial of the suite ``sessions-CLI-HOST``: its project folder's name is the task, the transcript
+and the five token classes come from the CLI's files, and the status is ``failed`` with reason
+``unverified`` (a session has no verifier; a reviewer scores it 0-3), or ``errored`` when the
+session ended on an API error. ``--since`` and ``--project`` filter; a session imported before
+is not read again.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+from ...registry import LazyRegistry
+from ..trials import ImportedTrial, Skipped
+from .base import BadSession, SessionReader, parse_ts
+
+READERS: LazyRegistry[SessionReader] = LazyRegistry("session reader", {
+    "claude-code": "agentmeter_tui.core.interop.sessions.claude:ClaudeSessions",
+    "codex": "agentmeter_tui.core.interop.sessions.codex:CodexSessions",
+    "gemini-cli": "agentmeter_tui.core.interop.sessions.gemini:GeminiSessions",
+    "qwen-code": "agentmeter_tui.core.interop.sessions.qwen:QwenSessions",
+    "kimi-cli": "agentmeter_tui.core.interop.sessions.kimi:KimiSessions",
+    "opencode": "agentmeter_tui.core.interop.sessions.opencode:OpencodeSessions",
+})
+
+
+def default_path(cli: str, home: Path | None = None) -> Path:
+    """The CLI's store under ``home`` (default: the user's home; Codex honours ``$CODEX_HOME``)."""
+    import os
+
+    reader = READERS.get(cli)
+    if cli == "codex" and home is None and os.environ.get("CODEX_HOME"):
+        return Path(os.environ["CODEX_HOME"]) / "sessions"
+    return (home or Path.home()) / reader.home_path
+
+
+def default_suite(cli: str) -> str:
+    return f"sessions-{cli}-{socket.gethostname().split('.')[0]}"
+
+
+def read_sessions(cli: str, root: Path, suite: str | None = None, since: datetime | None = None,
+                  project: str | None = None, known: set[str] | None = None
+                  ) -> Iterator[ImportedTrial | Skipped | str]:
+    reader = READERS.get(cli)()
+    suite = suite or default_suite(cli)
+    wanted = str(Path(project).resolve()) if project else None
+    cutoff = since.timestamp() if since else None
+    try:
+        sources = list(reader.sources(root))
+    except BadSession as exc:
+        yield Skipped(exc.where, exc.why)
+        return
+    for source in sources:
+        key = f"session:{cli}:{source.id}"
+        if known is not None and key in known:
+            yield key
+            continue
+        try:
+            trial = reader.trial(source, suite)
+        except BadSession as exc:
+            yield Skipped(exc.where, exc.why)
+            continue
+        except OSError as exc:
+            yield Skipped(str(source.files[0]), exc.strerror or str(exc))
+            continue
+        if cutoff is not None and (parse_ts(trial.started_at) or 0) < cutoff:
+            continue
+        if wanted is not None and str(trial.extra["session"]["project"] or "").rstrip("/") != wanted:
+            continue
+        yield trial

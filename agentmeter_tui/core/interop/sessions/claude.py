@@ -1,0 +1,57 @@
+"""Claude Code's session store: ``~/.claude/projects/<cwd-slug>/<session>.jsonl``, one JSON
+record per line (``user``, ``assistant``, and bookkeeping records we skip), subagents in
+``<session>/subagents/*.jsonl``. An API call's assistant message is written once per content
+block, each copy with the call's usage: the call counts once (its message id)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ...harnesses.claude_code import SYNTHETIC, ClaudeCodeParser, block_events, user_events
+from ...vocab import EventKind
+from ...wireusage import from_anthropic
+from ..cli_logs import imported
+from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
+
+
+class ClaudeSessions(SessionReader):
+    cli = "claude-code"
+    home_path = ".claude/projects"
+
+    def sources(self, root: Path) -> Iterator[SessionSource]:
+        for path in sorted(root.glob("*/*.jsonl")):
+            subagents = sorted((path.parent / path.stem / "subagents").glob("*.jsonl"))
+            yield SessionSource(path.stem, [path, *subagents], root)
+
+    def read(self, source: SessionSource) -> Session:
+        session = Session()
+        counter = ClaudeCodeParser()  # counts tool calls for block_events
+        for path in source.files:
+            for _number, line, obj in read_lines(path):
+                if obj is None:
+                    session.add(EventKind.RAW, line.decode("utf-8", "replace")[:2000])
+                    continue
+                kind, ts = obj.get("type"), parse_ts(obj.get("timestamp"))
+                if kind not in ("user", "assistant"):
+                    continue
+                session.seen(ts)
+                session.project = session.project or obj.get("cwd")
+                session.version = session.version or obj.get("version")
+                message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+                if kind == "user":
+                    for event in user_events(obj):
+                        session.events.append(imported(event, ts))
+                    continue
+                model = message.get("model")
+                if model and model != SYNTHETIC:
+                    session.model = session.model or model
+                for event in block_events(counter, message.get("content"), model):
+                    session.events.append(imported(event, ts))
+                if obj.get("error") or model == SYNTHETIC:
+                    session.add(EventKind.ERROR, f"API error: {obj.get('error') or 'synthetic message'}", ts)
+                    session.errors.append(str(obj.get("error") or "API error"))
+                usage = message.get("usage")
+                if isinstance(usage, dict) and message.get("id") and model != SYNTHETIC:
+                    session.call(str(message["id"]), from_anthropic(usage), ts, model)
+        return session

@@ -1,0 +1,175 @@
+"""What every importer produces: trials with their transcripts, and the items it skipped.
+
+An importer never stops at a bad item: it names the file (and line) in a :class:`Skipped`,
+goes on with the rest, and the command exits non-zero with the count at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from ..pricing import PriceSnapshot
+from ..usage import TokenUsage
+from .atif_read import ImportedEvent
+
+UTF8_LINE_LIMIT = 8 * 1024 * 1024  # a longer line in a session file is refused, not read into memory
+
+
+@dataclass(slots=True)
+class ImportedTrial:
+    """One finished run from elsewhere, ready for the store (``Store.add_imported``)."""
+
+    source: str  # "harbor", "atif", "session:claude-code", ...
+    key: str  # unique per item: importing it again adds nothing
+    suite: str
+    task: str
+    model: str
+    cli: str
+    status: str
+    passed: bool = False
+    quality: float = 0.0
+    tokens: TokenUsage = field(default_factory=TokenUsage)
+    turns: int = 0
+    tool_calls: int = 0
+    cost_usd: float | None = None  # comparable: from a price snapshot
+    cost_source: str | None = None
+    cost_actual_usd: float | None = None  # what the source says was spent
+    cost_actual_source: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    reason: str | None = None
+    error: str | None = None
+    verifier_output: str | None = None
+    verifier_exit: int | None = None
+    cli_version: str | None = None
+    usage_source: str | None = None
+    tier: str | None = None
+    flags: list[str] = field(default_factory=list)
+    events: list[ImportedEvent] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def count_events(self) -> None:
+        """Turns and tool calls from the transcript, where the source gave no totals."""
+        if not self.turns:
+            self.turns = sum(1 for e in self.events if e.usage is not None)
+        if not self.tool_calls:
+            self.tool_calls = sum(1 for e in self.events if e.kind == "tool_call")
+
+    def price(self, prices: PriceSnapshot | None, label: str) -> None:
+        """The comparable cost at ``prices`` (per usage event, so tiered prices see each call's
+        input); unpriced (None, flagged) when the model has no entry."""
+        if prices is None:
+            return
+        calls = [e.usage for e in self.events if e.usage is not None] or [self.tokens]
+        if sum(calls, TokenUsage()) != self.tokens:
+            calls = [self.tokens]  # the transcript misses calls the totals count: price the totals
+        total = Decimal(0)
+        for usage in calls:
+            cost = prices.cost_usd(self.model, usage)
+            if cost is None:
+                self.flags.append("unpriced")
+                self.cost_usd, self.cost_source = None, None
+                return
+            total += cost
+        self.cost_usd, self.cost_source = float(total), label
+
+
+@dataclass(slots=True)
+class Skipped:
+    where: str  # file, and ":line" when there is one
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.why}"
+
+
+@dataclass
+class ImportOutcome:
+    added: int = 0
+    already: int = 0  # imported before: nothing added
+    unfinished: int = 0  # still running at the source: left for a later import
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def summary(self, what: str) -> str:
+        parts = [f"imported {self.added} {what}"]
+        if self.already:
+            parts.append(f"{self.already} already in the store")
+        if self.unfinished:
+            parts.append(f"{self.unfinished} not finished yet")
+        if self.skipped:
+            parts.append(f"skipped {len(self.skipped)} bad item(s)")
+        return ", ".join(parts)
+
+
+class Pricer:
+    """Comparable costs for imported trials: a given snapshot file, else one drafted from the
+    bundled genai-prices data as of today for each model met (never from the network)."""
+
+    def __init__(self, snapshot: PriceSnapshot | None = None):
+        self.snapshot = snapshot
+        self.label = f"snapshot {snapshot.path.name} sha256:{snapshot.sha256[:12]}" if snapshot and snapshot.path \
+            and snapshot.sha256 else None
+        self._drafted: dict[str, PriceSnapshot | None] = {}
+
+    def for_model(self, model: str) -> tuple[PriceSnapshot | None, str | None]:
+        if self.snapshot is not None:
+            return self.snapshot, self.label
+        if model not in self._drafted:
+            self._drafted[model] = _draft(model)
+        drafted = self._drafted[model]
+        return drafted, drafted and f"genai-prices as of {drafted.spec.as_of}"
+
+    def price(self, trial: ImportedTrial) -> None:
+        snapshot, label = self.for_model(trial.model)
+        if snapshot is None or snapshot.find(trial.model) is None:
+            trial.flags.append("unpriced")
+            return
+        trial.price(snapshot, "snapshot")
+        if trial.cost_usd is not None:
+            trial.extra["price_snapshot"] = label
+
+
+def _draft(model: str) -> PriceSnapshot | None:
+    import tomllib
+
+    from ..pricing import SnapshotFile, draft_snapshot, now_utc
+
+    if not model or model in ("none", "unknown"):
+        return None
+    text, missing = draft_snapshot([model], now_utc())
+    if missing:
+        return None
+    return PriceSnapshot(SnapshotFile.model_validate(tomllib.loads(text)))
+
+
+def store_all(store: Any, items: Iterable[ImportedTrial | Skipped | str | None], pricer: Pricer | None = None,
+              batch: int = 500) -> ImportOutcome:
+    """Write what an importer yields, ``batch`` trials per transaction; count the rest."""
+    outcome = ImportOutcome()
+    pending: list[ImportedTrial] = []
+
+    def flush() -> None:
+        added = len(store.add_imported(pending))  # a key imported meanwhile is skipped there
+        outcome.added += added
+        outcome.already += len(pending) - added
+        pending.clear()
+
+    for item in items:
+        if item is None:
+            outcome.unfinished += 1
+        elif isinstance(item, str):
+            outcome.already += 1
+        elif isinstance(item, Skipped):
+            outcome.skipped.append(item)
+        else:
+            if pricer is not None and item.cost_usd is None:
+                pricer.price(item)
+            pending.append(item)
+            if len(pending) >= batch:
+                flush()
+    if pending:
+        flush()
+    return outcome

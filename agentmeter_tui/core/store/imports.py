@@ -1,0 +1,93 @@
+"""Imported trials (Harbor jobs, ATIF files, CLI session stores): written in batches, each
+batch one transaction with its trials, events and usage rows, so a store never holds an
+imported trial without its transcript. ``import_key`` is unique: an item imported before is
+left alone, which makes every import idempotent and lets a re-import add only what is new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import orjson
+import sqlite_utils
+
+from .tx import immediate
+
+if TYPE_CHECKING:
+    from ..interop.trials import ImportedTrial
+
+EVENT_SQL = "insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, ?, ?, ?, ?, ?)"
+USAGE_SQL = ("insert into usage (trial_id, seq, source, model, uncached_input, cached_input, cache_write, output, "
+             "reasoning, cost_usd, reported_cost_usd) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+class ImportQueries:
+    db: sqlite_utils.Database
+
+    def import_keys(self, prefix: str) -> set[str]:
+        """Keys of the items already imported whose key starts with ``prefix``."""
+        return {r[0] for r in self.db.execute("select import_key from trials where import_key like ? escape '\\'",
+                                              [prefix.replace("\\", "\\\\").replace("%", "\\%")
+                                               .replace("_", "\\_") + "%"])}
+
+    def add_imported(self, trials: Iterable[ImportedTrial]) -> list[int]:
+        """Insert the trials not imported before, in one transaction; their new ids."""
+        ids: list[int] = []
+        with immediate(self.db):
+            known_suites = {r[0] for r in self.db.execute("select id from suites")}
+            known_tasks: set[tuple[str, str]] = set()
+            configs: dict[tuple[str, str, str], int] = {}
+            for trial in trials:
+                if self.db.execute("select 1 from trials where import_key = ?", [trial.key]).fetchone():
+                    continue
+                if trial.suite not in known_suites:
+                    self.db["suites"].insert({"id": trial.suite, "name": trial.suite, "own": trial.source,
+                                              "created_at": trial.finished_at or trial.started_at}, ignore=True)
+                    known_suites.add(trial.suite)
+                if (trial.suite, trial.task) not in known_tasks:
+                    self.db["tasks"].insert({"suite_id": trial.suite, "task_id": trial.task, "tier": trial.tier,
+                                             "position": 0}, pk=("suite_id", "task_id"), ignore=True)
+                    known_tasks.add((trial.suite, trial.task))
+                config_key = (trial.suite, trial.model, trial.cli)
+                if config_key not in configs:
+                    configs[config_key] = self.ensure_configuration(  # type: ignore[attr-defined]
+                        trial.suite, trial.model, trial.cli, cli_version=trial.cli_version)
+                ids.append(self._insert(trial, configs[config_key]))
+        return ids
+
+    def _insert(self, trial: ImportedTrial, config_id: int) -> int:
+        index = self.db.execute("select coalesce(max(trial_index), -1) + 1 from trials where suite_id = ? and "
+                                "task_id = ? and config_id = ?", [trial.suite, trial.task, config_id]).fetchone()[0]
+        row = {
+            "suite_id": trial.suite, "task_id": trial.task, "tier": trial.tier, "config_id": config_id,
+            "model": trial.model, "cli": trial.cli, "trial_index": index, "attempt": 0, "status": trial.status,
+            "reason": trial.reason, "passed": int(trial.passed), "quality": trial.quality, **trial.tokens.as_dict(),
+            "turns": trial.turns, "tool_calls": trial.tool_calls, "cost_usd": trial.cost_usd,
+            "cost_source": trial.cost_source, "cost_actual_usd": trial.cost_actual_usd,
+            "cost_actual_source": trial.cost_actual_source,
+            "flags": orjson.dumps(sorted(set(trial.flags))).decode() if trial.flags else None,
+            "usage_source": trial.usage_source, "cli_version": trial.cli_version,
+            "verifier_exit": trial.verifier_exit, "verifier_output": trial.verifier_output, "error": trial.error,
+            "imported": 1, "source": trial.source, "import_key": trial.key,
+            "extra": orjson.dumps(trial.extra).decode() if trial.extra else None,
+            "started_at": trial.started_at, "finished_at": trial.finished_at,
+        }
+        trial_id = self.db["trials"].insert(row).last_pk
+        events, usage = [], []
+        for seq, event in enumerate(trial.events, start=1):
+            data = orjson.dumps(event.meta) if event.meta else None
+            events.append((trial_id, seq, event.ts, str(event.kind), trial.source, event.text, data))
+            if event.usage is not None:
+                usage.append((trial_id, seq, trial.source, event.model or trial.model, *event.usage.as_tuple(),
+                              event.cost_usd, None))
+        self.db.conn.executemany(EVENT_SQL, events)
+        if usage:
+            self.db.conn.executemany(USAGE_SQL, usage)
+        return trial_id
+
+    def source_counts(self, suite_id: str) -> dict[str, int]:
+        """How many trials of a suite came from each source (``agentmeter`` for our own runs)."""
+        rows = self.db.execute("select coalesce(source, case when imported = 1 then 'record' else 'agentmeter' end), "
+                               "count(*) from trials where suite_id = ? group by 1 order by 1", [suite_id])
+        return dict(rows.fetchall())
