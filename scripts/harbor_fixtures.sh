@@ -6,12 +6,15 @@
 # 3.9 (docker-compose 1.29.2 does not build on newer ones; set PY39) and ~10 minutes.
 #
 #   oracle-mixed    oracle on hello (reward 1), half (reward.json 0.5), slow (AgentTimeoutError)
+#   oracle-errored  oracle on a task without solution/solve.sh: the agent raises (FileNotFoundError)
 #   nop-fail        nop agent on hello: reward 0
 #   broken-env      a Dockerfile whose RUN fails: an environment exception, no reward
 #   terminus-solve  terminus-2 (model openai/gpt-4o-mini, so litellm prices it) solves hello:
 #                   ATIF trajectory with per-step metrics, tokens and cost_usd in result.json
 #   terminus-wrong  terminus-2 writes the wrong answer: reward 0, tokens kept
 #   in-progress     a copy of a job folder taken while its second trial was still running
+#
+# Usage: harbor_fixtures.sh [JOB...]  (default: every job; only the named ones are replaced)
 #
 # Paths of the machine that ran it are replaced (/harbor-fixtures, /venv, /python) so no
 # machine path is committed; nothing else is edited.
@@ -50,17 +53,22 @@ start_mock() {  # the scripted model server playing $1 for every key
 }
 stop_mock() { kill "$MOCK_PID"; wait "$MOCK_PID" 2>/dev/null || true; MOCK_PID=""; }
 
-harbor -i hello -i half -i slow -a oracle -n 3 --job-name oracle-mixed
-harbor -i hello -a nop --job-name nop-fail
-harbor -i broken -a oracle --job-name broken-env
+ALL="oracle-mixed oracle-errored nop-fail broken-env terminus-solve terminus-wrong in-progress"
+JOBS=${*:-$ALL}
+want() { case " $JOBS " in *" $1 "*) return 0;; *) return 1;; esac; }
+want oracle-mixed && harbor -i hello -i half -i slow -a oracle -n 3 --job-name oracle-mixed
+want oracle-errored && harbor -i no-solution -a oracle --job-name oracle-errored
+want nop-fail && harbor -i hello -a nop --job-name nop-fail
+want broken-env && harbor -i broken -a oracle --job-name broken-env
 for case in solve wrong; do
+  want "terminus-$case" || continue
   start_mock "$FIX/scenarios/$case.toml"
   OPENAI_API_KEY=fixture-key harbor -i hello -a terminus-2 -m openai/gpt-4o-mini --ak "api_base=$MOCK_URL/v1" \
     --job-name "terminus-$case"
   stop_mock
 done
 # A job still running: copy its folder once the first trial has finished and the second not.
-"$HARBOR_VENV/bin/harbor" run -p tasks -o jobs -y -q -i hello -i slow -a oracle -n 1 --job-name running \
+want in-progress && { "$HARBOR_VENV/bin/harbor" run -p tasks -o jobs -y -q -i hello -i slow -a oracle -n 1 --job-name running \
   > "$WORK/running.txt" 2>&1 &
 RUN_PID=$!
 until "$PYTHON" - <<'PY'
@@ -74,10 +82,11 @@ do sleep 0.3; done
 cp -r jobs/running jobs/in-progress
 wait "$RUN_PID"
 rm -rf jobs/running
+}
 
 PYBASE=$("$HARBOR_VENV/bin/python" -c 'import sys; print(sys.base_prefix)')
 "$PYTHON" - "$WORK" "$HARBOR_VENV" "$PYBASE" "$ROOT" <<'PY'
-import pathlib, sys
+import pathlib, re, sys
 work, venv, base, root = sys.argv[1:]
 swaps = [(work, "/harbor-fixtures"), (venv, "/venv"), (base, "/python"), (root, "/repo")]
 for path in pathlib.Path(work, "jobs").rglob("*"):
@@ -85,9 +94,16 @@ for path in pathlib.Path(work, "jobs").rglob("*"):
         data = path.read_bytes()
         for old, new in swaps:
             data = data.replace(old.encode(), new.encode())
+        data = re.sub(rb"/tmp/tmp\w+", b"/harbor-tmp", data)  # Harbor's temporary compose files
         path.write_bytes(data)
 PY
-if grep -rlE '/(work|root|tmp)/' jobs; then echo "machine paths left in the files above" >&2; exit 1; fi
-rm -rf "$FIX/jobs"
-cp -r jobs "$FIX/jobs"
-echo "wrote $(ls "$FIX/jobs" | wc -l) job folders to tests/fixtures/harbor-jobs/jobs"
+if grep -rlE '/(work|root|tmp)/' jobs; then
+  trap - EXIT; echo "machine paths left in the files above (kept $WORK)" >&2; exit 1
+fi
+mkdir -p "$FIX/jobs"
+for job in jobs/*/; do
+  name=$(basename "$job")
+  rm -rf "${FIX:?}/jobs/$name"
+  cp -r "$job" "$FIX/jobs/$name"
+done
+echo "wrote $(ls jobs | wc -l) job folder(s) to tests/fixtures/harbor-jobs/jobs"

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from ..core.interop.trials import source_label
 from ..core.run.control import Meter
 from ..core.usage import TOKEN_CLASSES
 from ..core.vocab import ACTIVE_STATUSES, COUNTABLE_STATUSES
@@ -32,6 +33,7 @@ class TrialSummary:
     raw: int
     cost: float | None
     flags: tuple[str, ...] = ()
+    source: str | None = None  # where an imported trial came from (None: run here)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> TrialSummary:
@@ -43,7 +45,7 @@ class TrialSummary:
                 flags = [flags]
         return cls(row["id"], row["model"], row["cli"], row["task_id"], row["trial_index"], row["status"],
                    row.get("reason"), sum(int(row.get(c) or 0) for c in TOKEN_CLASSES), row.get("cost_usd"),
-                   tuple(flags or ()))
+                   tuple(flags or ()), source_label(row))
 
     @classmethod
     def from_meter(cls, meter: Meter) -> TrialSummary:
@@ -65,6 +67,7 @@ class CellStats:
     errored: int = 0
     invalid: int = 0
     thrash: int = 0
+    imported: int = 0
     ams: float | None = None
 
     @property
@@ -129,6 +132,8 @@ class GridState:
                 stats.usd += trial.cost
             if "thrash" in trial.flags:
                 stats.thrash += 1
+            if trial.source is not None:
+                stats.imported += 1
             if status in COUNTABLE_STATUSES:
                 stats.done += 1
                 stats.passes += status == "passed"
@@ -149,7 +154,7 @@ class GridState:
         for config in list(self.by_cell):
             cell = self.cell(config)
             for name in ("done", "running", "passes", "raw", "usd", "unpriced", "killed", "errored", "invalid",
-                         "thrash"):
+                         "thrash", "imported"):
                 setattr(total, name, getattr(total, name) + getattr(cell, name))
         total.total = self.per_cell_total * len(self.models) * len(self.clis)
         return total

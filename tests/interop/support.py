@@ -71,3 +71,20 @@ def harbor_validate(paths: list[Path]) -> dict[str, str | None]:
                             text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+def cli(*args: str) -> tuple[int, str]:
+    """Run an ``agentmeter`` command in this process (the machine is shared: no interpreter
+    start per call); its exit code and what it printed on stderr."""
+    import contextlib
+    import io
+
+    from agentmeter_tui.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, err.getvalue()
+
+
+HARBOR_JOBS = FIXTURES / "harbor-jobs" / "jobs"

@@ -61,7 +61,9 @@ def trial_from_trajectory(trajectory: Trajectory, path: Path, key: str, suite: s
         quality=float(ours.get("quality") or 0.0), tokens=tokens, cli_version=trajectory.agent.version,
         reason=ours.get("reason") if ours else "unverified", usage_source=source,
         started_at=ours.get("started_at"), finished_at=ours.get("finished_at"), tier=ours.get("tier"),
-        turns=int(ours.get("turns") or 0), tool_calls=int(ours.get("tool_calls") or 0))
+        turns=int(ours.get("turns") or 0), tool_calls=int(ours.get("tool_calls") or 0),
+        trial_index=ours.get("trial_index") if isinstance(ours.get("trial_index"), int) else None,
+        attempt=int(ours.get("attempt") or 0))
     if ours:
         trial.cost_usd, trial.cost_source = ours.get("cost_usd"), ours.get("cost_source")
         trial.cost_actual_usd, trial.cost_actual_source = ours.get("cost_actual_usd"), ours.get("cost_actual_source")

@@ -47,6 +47,8 @@ class ImportedTrial:
     cli_version: str | None = None
     usage_source: str | None = None
     tier: str | None = None
+    trial_index: int | None = None  # kept when the source numbers its trials (our own ATIF files)
+    attempt: int = 0
     flags: list[str] = field(default_factory=list)
     events: list[ImportedEvent] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -84,6 +86,14 @@ class Skipped:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.why}"
+
+
+def source_label(row: Any) -> str | None:
+    """Where a stored trial came from, for the screens and the report: None for a trial run
+    here; ``harbor``, ``atif``, ``session:CLI``, or ``record`` (``import-trials``)."""
+    if not row.get("imported"):
+        return None
+    return row.get("source") or "record"
 
 
 @dataclass

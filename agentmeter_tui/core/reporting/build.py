@@ -226,6 +226,9 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
                           subset=subset, subset_source=subset_source)
     report.notes[:0] = notes
     report.notes += cost_notes(store.cost_checks(suite_id))
+    sources = store.source_counts(suite_id, STATUSES)
+    if set(sources) - {"agentmeter"}:  # imported trials: say how many of each source the report counts
+        report.notes.append("trials by source: " + ", ".join(f"{name} {n}" for name, n in sources.items()))
     if agreement:
         from ..reviewing import agreement_from_store
 

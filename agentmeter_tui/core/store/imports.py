@@ -57,11 +57,13 @@ class ImportQueries:
         return ids
 
     def _insert(self, trial: ImportedTrial, config_id: int) -> int:
-        index = self.db.execute("select coalesce(max(trial_index), -1) + 1 from trials where suite_id = ? and "
-                                "task_id = ? and config_id = ?", [trial.suite, trial.task, config_id]).fetchone()[0]
+        index = trial.trial_index
+        if index is None:  # the next free number in the cell
+            index = self.db.execute("select coalesce(max(trial_index), -1) + 1 from trials where suite_id = ? and "
+                                    "task_id = ? and config_id = ?", [trial.suite, trial.task, config_id]).fetchone()[0]
         row = {
             "suite_id": trial.suite, "task_id": trial.task, "tier": trial.tier, "config_id": config_id,
-            "model": trial.model, "cli": trial.cli, "trial_index": index, "attempt": 0, "status": trial.status,
+            "model": trial.model, "cli": trial.cli, "trial_index": index, "attempt": trial.attempt, "status": trial.status,
             "reason": trial.reason, "passed": int(trial.passed), "quality": trial.quality, **trial.tokens.as_dict(),
             "turns": trial.turns, "tool_calls": trial.tool_calls, "cost_usd": trial.cost_usd,
             "cost_source": trial.cost_source, "cost_actual_usd": trial.cost_actual_usd,
@@ -86,8 +88,12 @@ class ImportQueries:
             self.db.conn.executemany(USAGE_SQL, usage)
         return trial_id
 
-    def source_counts(self, suite_id: str) -> dict[str, int]:
-        """How many trials of a suite came from each source (``agentmeter`` for our own runs)."""
-        rows = self.db.execute("select coalesce(source, case when imported = 1 then 'record' else 'agentmeter' end), "
-                               "count(*) from trials where suite_id = ? group by 1 order by 1", [suite_id])
+    def source_counts(self, suite_id: str, statuses: Iterable[str]) -> dict[str, int]:
+        """How many trials of a suite in one of ``statuses`` came from each source (``agentmeter``:
+        run here; ``record``: ``import-trials``)."""
+        statuses = sorted(str(s) for s in statuses)
+        rows = self.db.execute(
+            "select coalesce(source, case when imported = 1 then 'record' else 'agentmeter' end), count(*) "
+            f"from trials where suite_id = ? and status in ({','.join('?' * len(statuses))}) group by 1 order by 1",
+            [suite_id, *statuses])
         return dict(rows.fetchall())

@@ -104,7 +104,8 @@ class GridTable(ComponentStyles, DataTable):
         else:
             text.append("AMS —", style("grid--muted"))
         for count, glyph, name in ((cell.killed, "☠", "grid--killed"), (cell.errored, "!", "grid--errored"),
-                                   (cell.thrash, "↻", "grid--thrash"), (cell.invalid, "⊘", "grid--invalid")):
+                                   (cell.thrash, "↻", "grid--thrash"), (cell.invalid, "⊘", "grid--invalid"),
+                                   (cell.imported, "⇣", "grid--muted")):
             if count:
                 text.append(f" {glyph}{count}", style(name))
         return text

@@ -18,6 +18,7 @@ from textual.markup import escape
 from textual.widgets import Static
 
 from ...core.inert import inert
+from ...core.interop.trials import source_label
 from ...core.metrics.rubric import RUBRIC
 from ...core.usage import TOKEN_CLASSES
 from .. import format as fmt
@@ -89,7 +90,7 @@ def usage_markup(detail: TrialDetail) -> str:
                  f"  [$text-muted]events[/] {detail.events:,}  [$text-muted]exit[/] {row.get('exit_code')}")
     if row.get("cli_version") or row.get("imported"):
         lines.append(f"[$text-muted]{escape(row.get('cli') or '')} {escape(row.get('cli_version') or '')}"
-                     + (" · imported" if row.get("imported") else "") + "[/]")
+                     + (f" · imported from {escape(source_label(row) or '')}" if row.get("imported") else "") + "[/]")
     return "\n".join(lines)
 
 

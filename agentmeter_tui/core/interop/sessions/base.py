@@ -41,6 +41,7 @@ class SessionSource:
     id: str
     files: list[Path]  # the main file first, then its subagents' files
     root: Path
+    data: dict[Path, bytes] = field(default_factory=dict)  # files as read, for the adapter's recovery
 
 
 @dataclass
@@ -95,31 +96,31 @@ def iso(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
 
 
-def read_lines(path: Path) -> Iterator[tuple[int, bytes, dict | None]]:
-    """``(line number, raw line, object or None)``; :class:`BadSession` at the first line that is
-    not UTF-8 or is longer than :data:`LINE_LIMIT`. A line that is not a JSON object gives None
-    (kept as a raw event: a killed CLI's last line is often cut short)."""
-    with open(path, "rb") as handle:
-        number = 0
-        while True:
-            line = handle.readline(LINE_LIMIT + 1)
-            if not line:
-                return
-            number += 1
-            if len(line) > LINE_LIMIT:
-                raise BadSession(f"{path}:{number}", f"line longer than {LINE_LIMIT // (1024 * 1024)} MiB")
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise BadSession(f"{path}:{number}", f"not UTF-8 (byte {exc.start})") from None
-            stripped = line.strip()
-            if not stripped:
-                continue
-            try:
-                value = orjson.loads(stripped)
-            except orjson.JSONDecodeError:
-                value = None
-            yield number, stripped, value if isinstance(value, dict) else None
+def read_lines(path: Path, keep: dict[Path, bytes] | None = None) -> Iterator[tuple[int, bytes, dict | None]]:
+    """``(line number, raw line, object or None)``; :class:`BadSession` names the first line that
+    is not UTF-8 or is longer than :data:`LINE_LIMIT`. A line that is not a JSON object gives None
+    (kept as a raw event: a killed CLI's last line is often cut short). The file is read once;
+    with ``keep`` its bytes are left there for the adapter's recovery to read."""
+    data = path.read_bytes()
+    if keep is not None:
+        keep[path] = data
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
+        raise BadSession(f"{path}:{line}", f"not UTF-8 (byte {column} of the line)") from None
+    loads, decode_error = orjson.loads, orjson.JSONDecodeError
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if len(line) > LINE_LIMIT:
+            raise BadSession(f"{path}:{number}", f"line longer than {LINE_LIMIT // (1024 * 1024)} MiB")
+        if not line or line.isspace():
+            continue
+        try:
+            value = loads(line)
+        except decode_error:
+            value = None
+        yield number, line, value if type(value) is dict else None
 
 
 class SessionReader(ABC):
@@ -134,7 +135,7 @@ class SessionReader(ABC):
 
     def file_bytes(self, source: SessionSource) -> dict[str, bytes]:
         """The session's files as the adapter's ``recover`` takes them (name -> bytes)."""
-        return {str(p.relative_to(source.root)): p.read_bytes() for p in source.files}
+        return {str(p.relative_to(source.root)): source.data.get(p) or p.read_bytes() for p in source.files}
 
     def totals(self, source: SessionSource, session: Session) -> tuple[TokenUsage, int]:
         recovery = get_adapter(self.cli).recover(self.file_bytes(source))
@@ -143,6 +144,7 @@ class SessionReader(ABC):
     def trial(self, source: SessionSource, suite: str) -> ImportedTrial:
         session = self.read(source)
         tokens, turns = self.totals(source, session)
+        source.data.clear()  # the files' bytes are not needed past this point
         shown = sum((e.usage for e in session.events if e.usage is not None), TokenUsage())
         if shown != tokens:
             delta = tokens - shown

@@ -27,8 +27,9 @@ class ClaudeSessions(SessionReader):
     def read(self, source: SessionSource) -> Session:
         session = Session()
         counter = ClaudeCodeParser()  # counts tool calls for block_events
+        last_usage: dict[str, dict] = {}  # message id -> the usage record last read (copies repeat it)
         for path in source.files:
-            for _number, line, obj in read_lines(path):
+            for _number, line, obj in read_lines(path, source.data):
                 if obj is None:
                     session.add(EventKind.RAW, line.decode("utf-8", "replace")[:2000])
                     continue
@@ -51,7 +52,8 @@ class ClaudeSessions(SessionReader):
                 if obj.get("error") or model == SYNTHETIC:
                     session.add(EventKind.ERROR, f"API error: {obj.get('error') or 'synthetic message'}", ts)
                     session.errors.append(str(obj.get("error") or "API error"))
-                usage = message.get("usage")
-                if isinstance(usage, dict) and message.get("id") and model != SYNTHETIC:
-                    session.call(str(message["id"]), from_anthropic(usage), ts, model)
+                usage, message_id = message.get("usage"), message.get("id")
+                if isinstance(usage, dict) and message_id and model != SYNTHETIC and last_usage.get(message_id) != usage:
+                    last_usage[message_id] = usage
+                    session.call(str(message_id), from_anthropic(usage), ts, model)
         return session

@@ -28,7 +28,7 @@ class CodexSessions(SessionReader):
     def read(self, source: SessionSource) -> Session:
         session = Session()
         model = None
-        for _number, line, obj in read_lines(source.files[0]):
+        for _number, line, obj in read_lines(source.files[0], source.data):
             if obj is None:
                 session.add(EventKind.RAW, line.decode("utf-8", "replace")[:2000])
                 continue

@@ -34,7 +34,7 @@ class GeminiSessions(SessionReader):
         projects = data.get("projects") if isinstance(data, dict) else None
         return {str(name): str(path) for path, name in (projects or {}).items()}
 
-    def _records(self, path: Path) -> Iterator[tuple[dict | None, bytes]]:
+    def _records(self, path: Path, keep: dict[Path, bytes]) -> Iterator[tuple[dict | None, bytes]]:
         if path.suffix == ".json":
             try:
                 data = orjson.loads(path.read_bytes())
@@ -43,7 +43,7 @@ class GeminiSessions(SessionReader):
             for record in (data.get("messages") if isinstance(data, dict) else None) or []:
                 yield (record if isinstance(record, dict) else None), b""
             return
-        for _number, line, obj in read_lines(path):
+        for _number, line, obj in read_lines(path, keep):
             if obj is not None and isinstance(obj.get("$set"), dict):
                 for record in obj["$set"].get("messages") or []:
                     yield (record if isinstance(record, dict) else None), b""
@@ -55,7 +55,7 @@ class GeminiSessions(SessionReader):
         path = source.files[0]
         session.project = self._projects(source.root).get(path.parent.parent.name, path.parent.parent.name)
         records: dict[str, dict | str] = {}  # id -> last copy, in first-seen order; a raw line as text
-        for obj, line in self._records(path):
+        for obj, line in self._records(path, source.data):
             if obj is None:
                 if line:
                     records[f"#raw{len(records)}"] = line.decode("utf-8", "replace")[:2000]

@@ -51,7 +51,7 @@ class KimiSessions(SessionReader):
         dirs, model = self._home_facts(source.root)
         path = source.files[0]
         session = Session(project=dirs.get(path.parent.parent.name), model=model)
-        for _number, line, obj in read_lines(path):
+        for _number, line, obj in read_lines(path, source.data):
             message = obj.get("message") if obj is not None and isinstance(obj.get("message"), dict) else None
             if message is None:  # not JSON (kept raw), or the protocol header line
                 if obj is None:

@@ -52,7 +52,7 @@ class QwenSessions(SessionReader):
     def read(self, source: SessionSource) -> Session:
         session = Session()
         for path in source.files:
-            for _number, line, obj in read_lines(path):
+            for _number, line, obj in read_lines(path, source.data):
                 if obj is None:
                     session.add(EventKind.RAW, line.decode("utf-8", "replace")[:2000])
                     continue
