@@ -69,10 +69,15 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def _pricer(args: argparse.Namespace):
+    """The pricer for ``--prices``; a bad snapshot file raises ``SystemExit`` with its message."""
     from ..core.interop.trials import Pricer
     from ..core.pricing import PriceSnapshot
+    from ..core.tomlerrors import InputError
 
-    return Pricer(PriceSnapshot.load(args.prices) if args.prices else None)
+    try:
+        return Pricer(PriceSnapshot.load(args.prices) if args.prices else None)
+    except (InputError, OSError) as exc:
+        raise SystemExit(_fail(f"--prices: {exc}")) from None
 
 
 def _finish(outcome, what: str, db: str) -> int:
@@ -94,9 +99,10 @@ def import_harbor(args: argparse.Namespace) -> int:
         return _fail(f"{args.job_dir}: not a folder")
     threshold = PASS_THRESHOLD if args.pass_threshold is None else args.pass_threshold
     suite = args.suite or f"harbor-{job_name(args.job_dir)}"
+    pricer = _pricer(args)
     store = Store(args.db)
     items = read_job(args.job_dir, suite, threshold, known=store.import_keys("harbor:"))
-    return _finish(store_all(store, items, _pricer(args)), "trial(s)", args.db)
+    return _finish(store_all(store, items, pricer), "trial(s)", args.db)
 
 
 def import_atif(args: argparse.Namespace) -> int:
@@ -104,9 +110,10 @@ def import_atif(args: argparse.Namespace) -> int:
     from ..core.interop.trials import store_all
     from ..core.store import Store
 
+    pricer = _pricer(args)
     store = Store(args.db)
     items = read_files(args.files, args.suite, known=store.import_keys("atif:"))
-    return _finish(store_all(store, items, _pricer(args)), "trajectory(ies)", args.db)
+    return _finish(store_all(store, items, pricer), "trajectory(ies)", args.db)
 
 
 def import_sessions(args: argparse.Namespace) -> int:
@@ -126,10 +133,11 @@ def import_sessions(args: argparse.Namespace) -> int:
     root = args.path or default_path(args.cli)
     if not root.exists():
         return _fail(f"{root}: no such folder (the {args.cli} session store)")
+    pricer = _pricer(args)
     store = Store(args.db)
     items = read_sessions(args.cli, root, suite=args.suite, since=since, project=args.project,
                           known=store.import_keys(f"session:{args.cli}:"))
-    return _finish(store_all(store, items, _pricer(args)), "session(s)", args.db)
+    return _finish(store_all(store, items, pricer), "session(s)", args.db)
 
 
 def export_atif(args: argparse.Namespace) -> int:

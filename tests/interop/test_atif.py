@@ -90,3 +90,59 @@ def test_unknown_fields_are_kept_and_a_wrong_schema_is_named():
         parse_trajectory({**doc, "schema_version": "2.0"}, "f.json")
     with pytest.raises(AtifError, match="field 'steps.0.source'"):
         parse_trajectory({**doc, "steps": [{"step_id": 1, "source": "robot", "message": ""}]})
+
+
+def version_documents() -> dict[str, dict]:
+    """One document per ATIF version, each using what its version added (RFC 0001's version
+    history); Harbor's own model accepts every one of them (checked below)."""
+    base = {"session_id": "s-1", "agent": {"name": "some-agent", "version": "1.0", "model_name": "m"},
+            "steps": [{"step_id": 1, "source": "user", "message": "Do the task."},
+                      {"step_id": 2, "source": "agent", "message": "Done.", "reasoning_content": "easy",
+                       "tool_calls": [{"tool_call_id": "c1", "function_name": "bash", "arguments": {"cmd": "ls"}}],
+                       "observation": {"results": [{"source_call_id": "c1", "content": "a.txt"}]},
+                       "metrics": {"prompt_tokens": 120, "completion_tokens": 30, "cached_tokens": 100}}],
+            "final_metrics": {"total_prompt_tokens": 120, "total_completion_tokens": 30, "total_cached_tokens": 100}}
+    added = {
+        1: {"extra": {"run": "r"}},
+        2: {"steps": [{"step_id": 3, "source": "system", "message": "reset",
+                       "observation": {"results": [{"content": "environment reset"}]}}]},
+        3: {"metrics": {"completion_token_ids": [1, 2]}},
+        4: {"metrics": {"prompt_token_ids": [3, 4]}},
+        5: {"agent": {"tool_definitions": [{"type": "function", "function": {"name": "bash"}}]},
+            "steps": [{"step_id": 3, "source": "user", "message": "again", "is_copied_context": True}]},
+        6: {"steps": [{"step_id": 3, "source": "user", "message": [{"type": "text", "text": "look"}, {
+            "type": "image", "source": {"media_type": "image/png", "path": "https://example.org/a.png"}}]}]},
+        7: {"trajectory_id": "t-1", "steps": [{"step_id": 3, "source": "agent", "message": "dispatch",
+                                              "llm_call_count": 0}]},
+        8: {"steps": [{"step_id": 3, "source": "user", "message": [{"type": "audio", "source": {
+            "media_type": "audio/wav", "path": "https://example.org/a.wav"}}]}]},
+    }
+    docs = {}
+    for minor in range(9):
+        doc = json.loads(json.dumps(base))
+        doc["schema_version"] = f"ATIF-v1.{minor}"
+        for version in range(1, minor + 1):
+            change = added[version]
+            doc.update({k: v for k, v in change.items() if k not in ("steps", "agent", "metrics")})
+            doc["agent"].update(change.get("agent", {}))
+            doc["steps"][1]["metrics"].update(change.get("metrics", {}))
+        if minor in added and "steps" in added[minor]:
+            doc["steps"] = doc["steps"][:2] + added[minor]["steps"]
+        docs[doc["schema_version"]] = doc
+    return docs
+
+
+def test_every_version_from_1_0_reads(tmp_path):
+    docs = version_documents()
+    paths = []
+    for version, doc in docs.items():
+        paths.append(tmp_path / f"{version}.json")
+        paths[-1].write_text(json.dumps(doc))
+    assert {p: e for p, e in harbor_validate(paths).items() if e} == {}  # valid ATIF of their version
+    for version, doc in docs.items():
+        trajectory = parse_trajectory(doc)
+        events = events_from_trajectory(trajectory)
+        assert [(e.kind, e.text) for e in events[:5]] == [
+            (EventKind.SYSTEM, "user: Do the task."), (EventKind.REASONING, "easy"), (EventKind.ASSISTANT, "Done."),
+            (EventKind.USAGE, "in 20 cached 100 write 0 out 30 reasoning 0"), (EventKind.TOOL_CALL, "ls")]  # the shell command shows
+        assert trajectory_totals(trajectory)[0] == TokenUsage(uncached_input=20, cached_input=100, output=30), version
