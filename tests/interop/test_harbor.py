@@ -61,6 +61,7 @@ def test_failing_and_errored_trials(harbor_jobs, db):
     errored = imported(db, harbor_jobs / "oracle-errored")["no-solution"]
     assert (errored["status"], errored["reason"]) == ("errored", "FileNotFoundError")
     assert errored["error"].startswith("FileNotFoundError: Solution script not found")
+    # The image build failed (RUN exit 3): Harbor says RuntimeError, before the agent started.
     broken = imported(db, harbor_jobs / "broken-env")["broken"]
     exception = trial_result(harbor_jobs / "broken-env", "broken")["exception_info"]["exception_type"]
     assert (broken["status"], broken["reason"]) == ("infra-invalid", exception)

@@ -16,8 +16,8 @@ Mapping (docs/import-export.md has the table):
   the trial's ATIF trajectory states them and agrees with the totals.
 - ``cost_usd`` -> the actual cost, source ``harbor``; the comparable cost comes from a price
   snapshot when one is given.
-- exception -> status by type: environment, sandbox and provider failures are
-  ``infra-invalid``; a verifier that wrote no usable reward is ``failed``; an agent timeout
+- exception -> status by type: environment, sandbox and provider failures, and any exception
+  raised before the agent started, are ``infra-invalid``; a verifier that wrote no usable reward is ``failed``; an agent timeout
   is ``killed`` (budget:time, as a time budget here); anything else is ``errored``.
 - a trial without a finished ``result.json`` is still running: left for a later import.
 """
@@ -147,7 +147,10 @@ def _status(trial: ImportedTrial, result: TrialResult, quality: float | None, th
             trial.status = "passed" if trial.passed else "failed"
     elif first.exception_type in TIMEOUT_EXCEPTIONS:
         trial.status, trial.reason = "killed", f"budget:time ({first.exception_type})"
-    elif first.exception_type in INFRA_EXCEPTIONS:
+    elif first.exception_type in INFRA_EXCEPTIONS or not (result.agent_execution and
+                                                           result.agent_execution.started_at):
+        # Also any exception before the agent started: the environment failed, not the agent
+        # (Harbor 0.26 reports a failed image build as a plain RuntimeError).
         trial.status, trial.reason = "infra-invalid", first.exception_type
     else:
         trial.status, trial.reason = "errored", first.exception_type

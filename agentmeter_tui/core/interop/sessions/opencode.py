@@ -50,7 +50,8 @@ class OpencodeSessions(SessionReader):
 
     def totals(self, source: SessionSource, session: Session) -> tuple[TokenUsage, int]:
         calls = [e.usage for e in session.events if e.usage is not None]
-        return sum(calls, TokenUsage()), len(calls)
+        # A step cut off by a kill is stored with zeros: not a call whose usage anyone recorded.
+        return sum(calls, TokenUsage()), sum(1 for usage in calls if usage)
 
     def read(self, source: SessionSource) -> Session:
         row = self._rows.pop(source.id)
