@@ -27,8 +27,8 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.cli import main  # noqa: E402
-from agentmeter_tui.core.store import Store  # noqa: E402
+from agentmeter_tui.cli import main
+from agentmeter_tui.core.store import Store
 
 TEMPLATE = ROOT / "tests" / "fixtures" / "streams" / "claude-code" / "write-file.session.jsonl"
 PRICES = """as_of = "2026-11-01"

@@ -89,8 +89,10 @@ def usage_markup(detail: TrialDetail) -> str:
     lines.append(f"[$text-muted]turns[/] {row.get('turns') or 0}  [$text-muted]tool calls[/] {row.get('tool_calls') or 0}"
                  f"  [$text-muted]events[/] {detail.events:,}  [$text-muted]exit[/] {row.get('exit_code')}")
     if row.get("cli_version") or row.get("imported"):
-        lines.append(f"[$text-muted]{escape(row.get('cli') or '')} {escape(row.get('cli_version') or '')}"
-                     + (f" · imported from {escape(source_label(row) or '')}" if row.get("imported") else "") + "[/]")
+        # an imported trial's CLI name and version come from someone else's files: shown inert
+        lines.append(f"[$text-muted]{escape(inert(row.get('cli') or ''))} {escape(inert(row.get('cli_version') or ''))}"
+                     + (f" · imported from {escape(inert(source_label(row) or ''))}" if row.get("imported") else "")
+                     + "[/]")
     return "\n".join(lines)
 
 
