@@ -79,9 +79,13 @@ class CompareView(ScrollView, can_focus=True):
         super().notify_style_update()
         self.refresh()
 
+    def _style(self, component: str, row_bg: Style) -> Style:
+        """A component's style with the row's background (cursor, divergence) laid over its own."""
+        return self.get_component_rich_style(component) + row_bg
+
     def _side(self, step: Step | None, number: int, width: int, base: Style) -> list[Segment]:
         if step is None:
-            return [Segment(" " * width, base + self.get_component_rich_style("cv--empty"))]
+            return [Segment(" " * width, self._style("cv--empty", base))]
         label_style = self.get_component_rich_style(
             "cv--error" if step.kind == "error" else "cv--message" if step.kind == "message" else
             "cv--failed" if step.failed else "cv--call")
@@ -95,10 +99,11 @@ class CompareView(ScrollView, can_focus=True):
         label = inert(step.label)  # a tool call's command, as the agent wrote it
         label = label if len(label) <= room else label[:room - 1] + "…"
         figures = f"{fmt.tokens(step.tokens) if step.tokens else '':>7} {fmt.tokens(step.total):>7} "
-        segments = [Segment(f"{number + 1:>5} ", base + self.get_component_rich_style("cv--number")),
-                    Segment(label.ljust(room), base + label_style)]
-        segments += [Segment(text, base + self.get_component_rich_style(cls)) for text, cls in marks]
-        segments.append(Segment(figures.rjust(FIGURES), base + self.get_component_rich_style("cv--figures")))
+        segments = [Segment(f"{number + 1:>5} ", self._style("cv--number", base)),
+                    Segment(label.ljust(room), label_style + base)]
+        # The repeat marks keep their own background: they must stand out on any row.
+        segments += [Segment(text, self.get_component_rich_style(cls)) for text, cls in marks]
+        segments.append(Segment(figures.rjust(FIGURES), self._style("cv--figures", base)))
         return segments
 
     def render_line(self, y: int) -> Strip:
@@ -107,16 +112,16 @@ class CompareView(ScrollView, can_focus=True):
         row = int(self.scroll_offset.y) + y
         if comparison is None or row >= comparison.rows:
             return Strip.blank(width, self.rich_style)
-        base = self.rich_style
-        if row == self.cursor:
-            base = base + Style(bgcolor=self.get_component_rich_style("cv--cursor").bgcolor)
+        base = Style()  # the row's background: none, the cursor's, or the divergence's
         if comparison.divergence == row:
-            base = base + self.get_component_rich_style("cv--divergence")
+            base = Style(bgcolor=self.get_component_rich_style("cv--divergence").bgcolor)
+        if row == self.cursor:
+            base = Style(bgcolor=self.get_component_rich_style("cv--cursor").bgcolor)
         half = max(10, (width - MIDDLE) // 2)
         left = comparison.left.steps[row] if row < len(comparison.left.steps) else None
         right = comparison.right.steps[row] if row < len(comparison.right.steps) else None
         rule = "▶" if comparison.divergence == row else "│"
         segments = self._side(left, row, half, base)
-        segments.append(Segment(f" {rule} ", base + self.get_component_rich_style("cv--rule")))
+        segments.append(Segment(f" {rule} ", self._style("cv--rule", base)))
         segments += self._side(right, row, width - half - MIDDLE, base)
-        return Strip(segments).crop_extend(0, width, base)
+        return Strip(segments).crop_extend(0, width, self.rich_style + base)
