@@ -153,6 +153,6 @@ async def trajectory_of(trial: Any) -> bytes | None:
             model_name=trial.plan.config.model.id if trial.adapter.needs_model else None,
             cost_usd=None if trial.cost is None else float(trial.cost))
         return trajectory.to_json()
-    except Exception as exc:  # judges that need the transcript will say it is missing
+    except Exception as exc:  # noqa: BLE001 - judges that need the transcript will say it is missing
         trial.note(f"no /logs/agent/trajectory.json: the ATIF export failed: {exc!r}")
         return None
