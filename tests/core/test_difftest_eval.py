@@ -244,3 +244,29 @@ async def test_a_missing_program_is_exit_127_not_a_crash(tmp_path):
     report = await judge(ORACLE, command=command)
     assert all(v.oracle.exit_code == 127 for v in report.verdicts)
     assert not any(c.positives for c in report.classes)
+
+
+async def test_batches_judge_like_single_cases_and_share_the_oracle_in_flight(tmp_path):
+    """The batched path a container side takes (``batch_size = 0``: cases split over the jobs),
+    on this machine: the same verdicts as case by case, the oracle's runs still shared."""
+    clear_oracle_cache()
+    runs = {"oracle": 0, "candidate": 0}
+    batches: list[int] = []
+
+    class Batched(counting_executor(runs)):
+        batch_size = 0
+
+        async def run_batch(self, items):
+            batches.append(len(items))
+            return await super().run_batch(items)
+
+    reworded = candidate(tmp_path, ("{len(matched)} files (", "{len(matched)} file(s) ("))
+    single = await judge(reworded)
+    batched, again = await asyncio.gather(*(judge(folder, executor=Batched, use_cache=True, jobs=2)
+                                            for folder in (reworded, reworded)))
+    assert runs == {"oracle": 8, "candidate": 16}
+    assert sorted(batches) == [2] * 12  # 8 cases over 2 jobs, two batches a job: 4 per side and trial
+    for report in (batched, again):
+        assert report.as_dict()["classes"] == single.as_dict()["classes"]
+        assert [v.case_id for v in report.verdicts] == [v.case_id for v in single.verdicts]
+    clear_oracle_cache()

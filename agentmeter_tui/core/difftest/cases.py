@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..tomlerrors import InputError, validate
+from . import batchrun
 
 FORMAT = "agentmeter-difftest-cases/1"
 Intent = Literal["common", "boundary", "error", "manual"]
@@ -100,16 +100,4 @@ def save_cases(cases: CaseFile, path: Path) -> None:
 
 def place_files(root: Path, files: list[FileSpec], now: float | None = None) -> None:
     """Write ``files`` under ``root``; a path that leaves ``root`` is refused."""
-    now = time.time() if now is None else now
-    resolved_root = root.resolve()
-    for spec in files:
-        target = (root / spec.path).resolve()
-        if resolved_root not in target.parents:
-            raise ValueError(f"case file path '{spec.path}' leaves the workspace")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(spec.text, encoding="utf-8")
-        if spec.executable:
-            target.chmod(0o755)
-        if spec.age_days is not None:
-            stamp = now - spec.age_days * 86400
-            os.utime(target, (stamp, stamp))
+    batchrun.place_files(root, [spec.model_dump() for spec in files], now)

@@ -1,8 +1,9 @@
 """Differential evaluation: build both sides, run every case on each, judge, and score the funnel.
 
-The oracle's side is shared between the trials of a task (:mod:`.oracle`). Cases run
-concurrently (``jobs`` at a time); each case's oracle and candidate runs are made back to back
-so both see the same load, which keeps the runtime ratio honest.
+The oracle's side is shared between the trials of a task (:mod:`.oracle`). Cases go to the
+executors in batches (one case per batch on this machine, dozens in a container), ``jobs``
+batches at a time; each batch runs on the oracle and then on the candidate back to back, so
+both see the same load, which keeps the runtime ratio honest.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .funnel import CaseVerdict, FunnelReport, class_scores, judge_case
 from .oracle import shared_oracle
 
 ExecutorFactory = Callable[[Path, ToolCommand], CaseExecutor]
+MAX_BATCH = 64  # cases per batch at most: a batch's results come back (and are judged) together
 
 
 class OracleError(RuntimeError):
@@ -57,6 +59,14 @@ def default_jobs() -> int:
     return max(2, min(8, (os.cpu_count() or 2) * 2))  # case runs mostly wait on process start-up
 
 
+def batch_size(executor: CaseExecutor, cases: int, jobs: int) -> int:
+    """Cases per ``run_batch`` call: the executor's own size, or (0) the cases split evenly over
+    the jobs, a few batches per job so that the last ones do not leave the others idle."""
+    if executor.batch_size:
+        return executor.batch_size
+    return max(1, min(MAX_BATCH, -(-cases // (jobs * 2))))
+
+
 async def evaluate(cases: CaseFile, oracle_src: Path, candidate_src: Path, command: ToolCommand, *,
                    metric: str = "fuzzy", fuzzy_threshold: float = 0.8,
                    judge: Callable | None = None, jobs: int | None = None,
@@ -74,19 +84,23 @@ async def evaluate(cases: CaseFile, oracle_src: Path, candidate_src: Path, comma
                                   f"{oracle_build.output.strip()[-500:]}")
             verdicts: list[CaseVerdict] = []  # Build failed: every score is 0, nothing else to learn
             if candidate_build.ok:
-                async def one(class_id: str, case: Case) -> CaseVerdict:
-                    files = cases.files_for(case)
+                async def batch(items: list[tuple[str, Case]]) -> list[CaseVerdict]:
+                    pairs = [(case, cases.files_for(case)) for _, case in items]
                     async with limit:
-                        oracle_run = await oracle_side.run(case, files)
-                        candidate_run = await candidate_side.run(case, files)
-                    verdict = judge_case(class_id, case.id, case.argv, case.stdin, oracle_run, candidate_run,
+                        oracle_runs = await oracle_side.run_batch(pairs)
+                        candidate_runs = await candidate_side.run_batch(pairs)
+                    judged = [judge_case(class_id, case.id, case.argv, case.stdin, oracle_run, candidate_run,
                                          fuzzy_threshold, case.oracle_exit)
-                    if judge is not None and verdict.valid:
-                        await _semantic(verdict, judge, limit)
-                    return verdict
+                              for (class_id, case), oracle_run, candidate_run
+                              in zip(items, oracle_runs, candidate_runs, strict=True)]
+                    if judge is not None:
+                        await asyncio.gather(*(_semantic(v, judge, limit) for v in judged if v.valid))
+                    return judged
 
-                verdicts = list(await asyncio.gather(*(one(cls.id, case) for cls in cases.classes
-                                                       for case in cls.cases)))
+                every = [(cls.id, case) for cls in cases.classes for case in cls.cases]
+                size = batch_size(candidate_side, len(every), jobs or default_jobs())
+                batches = [every[start:start + size] for start in range(0, len(every), size)]
+                verdicts = [v for done in await asyncio.gather(*map(batch, batches)) for v in done]
     finally:
         await candidate_side.close()
         shutil.rmtree(root, ignore_errors=True)

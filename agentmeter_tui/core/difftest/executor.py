@@ -7,7 +7,7 @@ time and the side effects on the workspace. Both sides of a test get executors m
 same settings, so they differ only in the tool they run.
 
 :class:`LocalExecutor` runs on this machine, each case in a new temporary folder. A docker-backed
-executor implements the same three methods with a container per side.
+executor (:mod:`.dockerside`) builds and runs each side in containers of the trial's image.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..procs import OWN_CHILDREN
+from ..registry import LazyRegistry
 from .cases import Case, FileSpec, place_files
 from .snapshot import SideEffects, snapshot
 
@@ -68,18 +69,42 @@ class ToolCommand:
     case_timeout: float = 10.0
     build_timeout: float = 300.0
 
-    def fill(self, template: str, tool: Path) -> str:
-        return template.replace("{tool}", shlex.quote(str(tool))).replace("{python}", shlex.quote(sys.executable))
+    def fill(self, template: str, tool: Path, python: str = sys.executable) -> str:
+        """``{python}``: the interpreter running agentmeter here, the image's ``python3`` in a sandbox."""
+        return template.replace("{tool}", shlex.quote(str(tool))).replace("{python}", shlex.quote(python))
+
+
+class SideError(RuntimeError):
+    """A side could not run its cases (its container or batch runner failed): our failure."""
+
+
+def case_env(path: str, extra: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """The environment of every case on both sides, but HOME and TMPDIR (each case's own)."""
+    env = {"PATH": path, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", "PYTHONHASHSEED": "0",
+           "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1", "TERM": "dumb"}
+    env.update(dict(extra))
+    return env
 
 
 class CaseExecutor(ABC):
-    """One side of a differential test."""
+    """One side of a differential test.
+
+    ``batch_size`` is how many cases the evaluator hands ``run_batch`` at once: 1 where a case
+    is cheapest on its own (this machine), more where each call has a fixed cost (an exec in
+    a container); 0 means "split the cases evenly over the jobs".
+    """
+
+    batch_size: int = 1
 
     @abstractmethod
     async def build(self, source: Path) -> BuildResult: ...
 
     @abstractmethod
     async def run(self, case: Case, files: list[FileSpec]) -> CaseRun: ...
+
+    async def run_batch(self, items: list[tuple[Case, list[FileSpec]]]) -> list[CaseRun]:
+        """Run cases one after another; the evaluator runs several batches at once."""
+        return [await self.run(case, files) for case, files in items]
 
     async def close(self) -> None:
         """Release what the side holds (temporary folders, a container)."""
@@ -163,11 +188,8 @@ class LocalExecutor(CaseExecutor):
         self._numbers = count()
 
     def _env(self, home: Path, tmp: Path) -> dict[str, str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TMPDIR": str(tmp),
-               "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", "PYTHONHASHSEED": "0",
-               "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1", "TERM": "dumb"}
-        env.update(dict(self.command.env))
-        return env
+        return {**case_env(os.environ.get("PATH", "/usr/bin:/bin"), self.command.env), "HOME": str(home),
+                "TMPDIR": str(tmp)}
 
     async def build(self, source: Path) -> BuildResult:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -212,3 +234,18 @@ class LocalExecutor(CaseExecutor):
 
     async def close(self) -> None:
         await asyncio.to_thread(shutil.rmtree, self.root, True)
+
+    @classmethod
+    async def for_session(cls, session: Any) -> type[LocalExecutor]:
+        """The sides of a trial judged on this machine (a local trial, or ``run_on = "runner"``)."""
+        return cls
+
+
+# Where a trial's sides run, by the name of its sandbox: each entry's ``for_session(session)``
+# gives the executor factory. A sandbox missing here has no executor of its own, and its trials'
+# tools are never run on this machine instead unless the task says ``run_on = "runner"``.
+EXECUTORS: LazyRegistry[Any] = LazyRegistry("differential executor", {
+    "local": "agentmeter_tui.core.difftest.executor:LocalExecutor",
+    "docker": "agentmeter_tui.core.difftest.dockerside:DockerSides",
+    "swarm": "agentmeter_tui.core.difftest.dockerside:DockerSides",
+})

@@ -45,6 +45,7 @@ class OracleSide:
         self.root: Path | None = None
         self._build: asyncio.Future[BuildResult] | None = None
         self._runs: dict[str, asyncio.Future[CaseRun]] = {}
+        self._batches: list[asyncio.Future[list[CaseRun]]] = []
         if done is not None:
             loop = asyncio.get_running_loop()
             self._build = loop.create_future()
@@ -59,9 +60,18 @@ class OracleSide:
         return await asyncio.shield(self._build)  # one user's cancellation leaves the others' build
 
     async def run(self, case: Case, files: list[FileSpec]) -> CaseRun:
-        if case.id not in self._runs:
-            self._runs[case.id] = asyncio.ensure_future(self.executor.run(case, files))
-        return await asyncio.shield(self._runs[case.id])
+        return (await self.run_batch([(case, files)]))[0]
+
+    async def run_batch(self, items: list[tuple[Case, list[FileSpec]]]) -> list[CaseRun]:
+        """The runs of ``items``: those nobody asked for yet go to the executor as one batch."""
+        missing = [(case, files) for case, files in items if case.id not in self._runs]
+        if missing:
+            batch = asyncio.ensure_future(self.executor.run_batch(missing))
+            self._batches.append(batch)
+            for index, (case, _) in enumerate(missing):
+                self._runs[case.id] = asyncio.ensure_future(_nth(batch, index))
+        # Shielded: one user's cancellation leaves the runs the other users wait for.
+        return [await asyncio.shield(self._runs[case.id]) for case, _ in items]
 
     def complete(self, case_ids: list[str]) -> tuple[BuildResult, dict[str, CaseRun]] | None:
         """The results, if the build and every case finished without an error."""
@@ -71,10 +81,20 @@ class OracleSide:
         return self._build.result(), {c: self._runs[c].result() for c in case_ids}
 
     async def close(self) -> None:
-        for future in (self._build, *self._runs.values()):
+        for future in (self._build, *self._batches, *self._runs.values()):
             if future is not None and not future.done():
                 future.cancel()
         await self.executor.close()
+
+
+async def _nth(batch: asyncio.Future[list[CaseRun]], index: int) -> CaseRun:
+    return (await asyncio.shield(batch))[index]
+
+
+def executor_key(executor: Callable[[Path, ToolCommand], CaseExecutor]) -> str:
+    """What besides the oracle and the cases decides its results: the executor kind, and for a
+    sandbox the image and limits it runs in (``cache_key``)."""
+    return getattr(executor, "cache_key", None) or getattr(executor, "__name__", None) or repr(executor)
 
 
 @asynccontextmanager
@@ -82,7 +102,7 @@ async def shared_oracle(source: Path, cases: CaseFile, command: ToolCommand,
                         executor: Callable[[Path, ToolCommand], CaseExecutor],
                         use_cache: bool = True) -> AsyncIterator[OracleSide]:
     """The oracle side for one evaluation: shared and cached unless ``use_cache`` is off."""
-    key = oracle_key(source, cases, command, getattr(executor, "__name__", str(executor)))
+    key = oracle_key(source, cases, command, executor_key(executor))
     live_key = (id(asyncio.get_running_loop()), key if use_cache else object())
     side = _LIVE.get(live_key)
     if side is None:

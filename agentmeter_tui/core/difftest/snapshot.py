@@ -9,52 +9,14 @@ side effect: what was created, modified and deleted, compared by content, never 
 
 from __future__ import annotations
 
-import hashlib
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-DIR = "<dir>"
+# One implementation wherever a case runs: the batch runner a sandbox executes is stdlib-only,
+# so the fingerprinting lives there and this module re-exports it.
+from .batchrun import DIR, is_hidden, snapshot
 
-
-def is_hidden(relpath: str) -> bool:
-    return any(part.startswith(".") for part in Path(relpath).parts)
-
-
-def _file_digest(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 16), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """Relative POSIX path -> fingerprint for everything visible under ``root``."""
-    entries: dict[str, str] = {}
-    root_str = str(root)
-    for folder, dirs, files in os.walk(root_str):
-        # Prune hidden folders here so a tool's big cache is never even read.
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        rel_folder = os.path.relpath(folder, root_str)
-        for name in dirs:
-            full = os.path.join(folder, name)
-            rel = name if rel_folder == "." else f"{rel_folder}/{name}"
-            entries[rel] = f"<link>{os.readlink(full)}" if os.path.islink(full) else DIR
-        for name in sorted(files):
-            if name.startswith("."):
-                continue
-            full = os.path.join(folder, name)
-            rel = name if rel_folder == "." else f"{rel_folder}/{name}"
-            if os.path.islink(full):
-                entries[rel] = f"<link>{os.readlink(full)}"
-            else:
-                try:
-                    entries[rel] = _file_digest(full)
-                except OSError as exc:  # a fifo or a file we may not read: fingerprint the failure
-                    entries[rel] = f"<unreadable:{exc.errno}>"
-    return entries
+__all__ = ["DIR", "SideEffects", "is_hidden", "snapshot"]
 
 
 @dataclass

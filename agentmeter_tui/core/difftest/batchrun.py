@@ -1,0 +1,194 @@
+"""Run a batch of differential test cases in one process: the batch runner a sandbox executes.
+
+This file is both a module (the runner's own snapshot and file placement come from here, so a
+side effect means the same thing wherever a case runs) and a script copied into a sandbox and
+run there with that sandbox's ``python3 -I -S``: it imports the standard library only.
+
+    python3 -I -S batchrun.py SPEC.json     # prints one JSON document: a result per case, CPU time
+
+The spec: ``{"run": [argv prefix], "root": folder for the case folders, "tool": the installed
+tool's folder, "env": {...}, "timeout": seconds per case, "limit": bytes of stdout/stderr kept,
+"cases": [{"id", "argv", "stdin", "files": [{"path", "text", "age_days", "executable"}]}]}``.
+Each case runs as :class:`..executor.LocalExecutor` runs one: a fresh workspace, HOME and
+TMPDIR, the files placed, a snapshot, the tool in its own session (the group killed at the
+timeout), a second snapshot, the folder removed. A result: ``{"id", "exit_code" (null: timed
+out), "stdout", "stderr", "duration", "before", "after"}`` with the two snapshots, from which
+the caller derives the side effects exactly as it does for a local run. ``cpu`` is the CPU
+seconds the cases' processes used (for benchmarks: wall times on a shared machine vary).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+DIR = "<dir>"
+
+
+def is_hidden(relpath: str) -> bool:
+    return any(part.startswith(".") for part in relpath.replace(os.sep, "/").split("/") if part)
+
+
+def _file_digest(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 16), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def snapshot(root) -> dict:
+    """Relative POSIX path -> fingerprint for everything visible under ``root``."""
+    entries = {}
+    root_str = str(root)
+    for folder, dirs, files in os.walk(root_str):
+        # Prune hidden folders here so a tool's big cache is never even read.
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        rel_folder = os.path.relpath(folder, root_str)
+        for name in dirs:
+            full = os.path.join(folder, name)
+            rel = name if rel_folder == "." else f"{rel_folder}/{name}"
+            entries[rel] = f"<link>{os.readlink(full)}" if os.path.islink(full) else DIR
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            full = os.path.join(folder, name)
+            rel = name if rel_folder == "." else f"{rel_folder}/{name}"
+            if os.path.islink(full):
+                entries[rel] = f"<link>{os.readlink(full)}"
+            else:
+                try:
+                    entries[rel] = _file_digest(full)
+                except OSError as exc:  # a fifo or a file we may not read: fingerprint the failure
+                    entries[rel] = f"<unreadable:{exc.errno}>"
+    return entries
+
+
+def place_files(root, files: list, now: float | None = None) -> None:
+    """Write ``files`` (dicts: path, text, age_days, executable) under ``root``; a path that
+    leaves ``root`` is refused."""
+    now = time.time() if now is None else now
+    resolved_root = os.path.realpath(str(root))
+    for spec in files:
+        target = os.path.realpath(os.path.join(resolved_root, spec["path"]))
+        if not target.startswith(resolved_root + os.sep):
+            raise ValueError(f"case file path '{spec['path']}' leaves the workspace")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write(spec.get("text") or "")
+        if spec.get("executable"):
+            os.chmod(target, 0o755)
+        if spec.get("age_days") is not None:
+            stamp = now - spec["age_days"] * 86400
+            os.utime(target, (stamp, stamp))
+
+
+def run_process(argv: list, cwd: str, env: dict, stdin, timeout: float, limit: int):
+    """(exit code or None on timeout, stdout, stderr, seconds): the tool in its own session,
+    output cut at ``limit`` bytes, the whole group killed at the timeout."""
+    started = time.perf_counter()
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except (FileNotFoundError, PermissionError) as exc:
+        return 127, b"", f"{exc}\n".encode(), time.perf_counter() - started
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    kept = {out_fd: bytearray(), err_fd: bytearray()}
+    pending = memoryview(stdin or b"")
+    selector = selectors.DefaultSelector()
+    for stream in (proc.stdout, proc.stderr):
+        selector.register(stream, selectors.EVENT_READ)
+    if pending:
+        os.set_blocking(proc.stdin.fileno(), False)
+        selector.register(proc.stdin, selectors.EVENT_WRITE)
+    else:
+        proc.stdin.close()
+    deadline = started + timeout
+    timed_out = False
+    while selector.get_map():
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            timed_out = True
+            break
+        for key, _ in selector.select(left):
+            if key.fileobj is proc.stdin:
+                try:
+                    pending = pending[os.write(proc.stdin.fileno(), pending[:1 << 16]):]
+                except (BrokenPipeError, ConnectionResetError):
+                    pending = pending[:0]  # the tool did not read its input: that is its business
+                if not pending:
+                    selector.unregister(proc.stdin)
+                    proc.stdin.close()
+                continue
+            chunk = os.read(key.fd, 1 << 16)
+            if not chunk:
+                selector.unregister(key.fileobj)
+                continue
+            buffer = kept[key.fd]
+            if len(buffer) < limit:
+                buffer += chunk[: limit - len(buffer)]
+    if not timed_out:
+        try:
+            proc.wait(max(0.0, deadline - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    if timed_out:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+    elapsed = time.perf_counter() - started
+    selector.close()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if not stream.closed:
+            stream.close()
+    if timed_out:
+        return None, b"", b"timed out\n", elapsed
+    return proc.returncode, bytes(kept[out_fd]), bytes(kept[err_fd]), elapsed
+
+
+def neutral(data: bytes, work: str, tool: str) -> str:
+    """Decode, and name the per-case folders by role: their absolute paths differ between sides."""
+    return data.decode("utf-8", "replace").replace(work, "$WORKSPACE").replace(tool, "$TOOL")
+
+
+def run_case(spec: dict, case: dict, base: str) -> dict:
+    work, home, tmp = (os.path.join(base, name) for name in ("work", "home", "tmp"))
+    for folder in (work, home, tmp):
+        os.makedirs(folder)
+    try:
+        place_files(work, case.get("files") or [])
+        before = snapshot(work)
+        env = {**spec["env"], "HOME": home, "TMPDIR": tmp}
+        stdin = case["stdin"].encode() if case.get("stdin") is not None else None
+        code, out, err, took = run_process([*spec["run"], *case["argv"]], work, env, stdin, spec["timeout"],
+                                           spec["limit"])
+        after = snapshot(work)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return {"id": case["id"], "exit_code": code, "stdout": neutral(out, work, spec["tool"]),
+            "stderr": neutral(err, work, spec["tool"]), "duration": took, "before": before, "after": after}
+
+
+def main(argv: list) -> int:
+    with open(argv[1], encoding="utf-8") as handle:
+        spec = json.load(handle)
+    results = [run_case(spec, case, os.path.join(spec["root"], str(number)))
+               for number, case in enumerate(spec["cases"])]
+    shutil.rmtree(spec["root"], ignore_errors=True)  # the spec too: the volume holds only live batches
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sys.stdout.write(json.dumps({"cases": results, "cpu": usage.ru_utime + usage.ru_stime}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
