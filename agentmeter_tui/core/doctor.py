@@ -232,7 +232,7 @@ def clean_engines(suite: Suite | None) -> list[HostCheck]:
             continue
         report = engines.clean_leftovers(url, client=client)
         removed = {kind: getattr(report, kind) for kind in ("containers", "services", "volumes", "networks",
-                                                              "configs") if getattr(report, kind, None)}
+                                                              "configs", "images") if getattr(report, kind, None)}
         text = ", ".join(f"{len(v)} {k}" for k, v in removed.items()) or "nothing left behind"
         checks.append(HostCheck(f"clean {where}", not report.errors,
                                 text + ("; " + "; ".join(report.errors) if report.errors else ""),

@@ -13,6 +13,7 @@ import pytest
 from agentmeter_tui.core.difftest.cases import CaseFile, load_cases, save_cases
 from agentmeter_tui.core.difftest.schema import load_schema
 from agentmeter_tui.core.mockllm.scenario import load_scenario
+from agentmeter_tui.core.sandboxes.base import TrialSlot
 from agentmeter_tui.core.suites import load_suite, load_task
 from agentmeter_tui.core.tomlerrors import InputError
 from agentmeter_tui.core.verifiers import VERIFIERS
@@ -142,3 +143,27 @@ async def test_scripted_builder_passes_and_bungler_fails(tmp_path, task):
         assert scores["build"] == 0.0  # does not compile
     else:
         assert scores["exec"] > 0.9 and scores["side_effects"] < 0.9  # runs fine, leaves the wrong files
+
+
+class SlotSession(FolderSession):
+    def __init__(self, workspace: Path, sandbox: str):
+        super().__init__(workspace)
+        self.slot = TrialSlot(sandbox)
+
+
+async def test_a_sandbox_without_executor_never_runs_the_tool_here_unless_the_task_says_so(tmp_path):
+    tool = tmp_path / "ran-here"
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    # A candidate that leaves a mark on this machine if it is ever built here.
+    (workspace / "sweep.py").write_text(f"open({str(tool)!r}, 'w').close()\n")
+    task = load_task(small_task(tmp_path, per_class=1, verifier_extra=""))
+    result = await DifferentialVerifier(task).verify(SlotSession(workspace, "ssh"))
+    assert result.infra_error and 'run_on = "runner"' in result.infra_error
+    assert not tool.exists()
+    task = load_task(small_task(tmp_path / "explicit", per_class=1))
+    toml = task.path / "task.toml"
+    toml.write_text(toml.read_text().replace('kind = "differential"', 'kind = "differential"\nrun_on = "runner"'))
+    result = await DifferentialVerifier(load_task(task.path)).verify(SlotSession(workspace, "ssh"))
+    assert result.infra_error is None and not result.passed
+    assert tool.exists()  # built and run here, as the task asked

@@ -9,7 +9,10 @@ Task authors write, in ``task.toml``::
     cases = "tests/cases.json"                 # made by `agentmeter difftest gen`
     oracle = "tests/oracle"
 
-The agent's finished workspace (or its ``tool_dir``) is the candidate. Quality R is the chosen
+The agent's finished workspace (or its ``tool_dir``) is the candidate. Both sides are built
+and run by the executor of the trial's sandbox (``EXECUTORS``: on this machine for a local
+trial, in containers of the trial's image for a docker one); a sandbox without an executor
+gets an infra error unless the task says ``run_on = "runner"``. Quality R is the chosen
 funnel metric (``metric``, default Fuzzy); the trial passes when the candidate builds and R
 reaches ``pass_threshold``. ``details`` holds the whole funnel (see :mod:`..difftest.funnel`).
 """
@@ -25,6 +28,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..difftest import CommandJudge, OracleError, ToolCommand, evaluate, load_cases, render_text
+from ..difftest.evaluate import ExecutorFactory
+from ..difftest.executor import EXECUTORS, LocalExecutor, SideError
 from ..tomlerrors import InputError
 from .base import Verifier, VerifierResult
 
@@ -55,6 +60,10 @@ class DifferentialVerifier(Verifier):
         build_timeout_sec: float = Field(300, gt=0)
         jobs: int | None = Field(None, ge=1, le=64)
         env: dict[str, str] = {}
+        # Where both sides are built and run: "sandbox" = the trial's own kind of sandbox (a
+        # docker trial's tool runs in containers of its image, never here); "runner" = this
+        # machine, whatever the sandbox, which only a task that says so gets.
+        run_on: Literal["sandbox", "runner"] = "sandbox"
 
         @model_validator(mode="after")
         def _coherent(self) -> DifferentialVerifier.Settings:
@@ -74,15 +83,30 @@ class DifferentialVerifier(Verifier):
 
     async def verify(self, session: SandboxSession) -> VerifierResult:
         settings = self.settings
+        sandbox = getattr(getattr(session, "slot", None), "sandbox", "local")
+        kind = "local" if settings.run_on == "runner" else sandbox
+        if kind not in EXECUTORS:
+            message = (f"the differential verifier cannot build and run the agent's tool in a {sandbox} "
+                       f"sandbox, and runs it on the runner's machine only when the task's [verifier] "
+                       f"says run_on = \"runner\"")
+            return VerifierResult(False, 0.0, message, infra_error=message)
         scratch = Path(tempfile.mkdtemp(prefix="agentmeter-diff-"))
         try:
+            try:
+                executor = await EXECUTORS.get(kind).for_session(session)
+            except Exception as exc:  # noqa: BLE001 - an engine or its SDK failing: our side, whatever it raised
+                message = f"the differential verifier's {kind} sides could not be prepared: {exc}"
+                return VerifierResult(False, 0.0, message, infra_error=message)
+            # The candidate's files are copied here as data only: its code runs where ``executor`` puts it.
             workspace = await session.collect_workspace(scratch / "workspace")
-            return await self.judge_folder(workspace / settings.tool_dir, settings)
+            return await self.judge_folder(workspace / settings.tool_dir, settings, executor)
         finally:
             await asyncio.to_thread(shutil.rmtree, scratch, True)
 
-    async def judge_folder(self, candidate: Path, settings: Settings | None = None) -> VerifierResult:
-        """The verdict on a candidate tool folder on this machine (the verifier minus the sandbox)."""
+    async def judge_folder(self, candidate: Path, settings: Settings | None = None,
+                           executor: ExecutorFactory = LocalExecutor) -> VerifierResult:
+        """The verdict on a candidate tool folder (the verifier minus the sandbox); ``executor``
+        says where both sides run (default: this machine)."""
         settings = settings or self.settings
         try:
             cases = load_cases(self.task.path / settings.cases)
@@ -93,9 +117,9 @@ class DifferentialVerifier(Verifier):
             report = await asyncio.wait_for(
                 evaluate(cases, self.task.path / settings.oracle, candidate, settings.tool_command(),
                          metric=settings.metric, fuzzy_threshold=settings.fuzzy_threshold, judge=judge,
-                         jobs=settings.jobs),
+                         jobs=settings.jobs, executor=executor),
                 settings.timeout_sec)
-        except OracleError as exc:
+        except (OracleError, SideError) as exc:
             return VerifierResult(False, 0.0, str(exc), infra_error=str(exc))
         except TimeoutError:
             message = f"differential evaluation took longer than {settings.timeout_sec:g} s"

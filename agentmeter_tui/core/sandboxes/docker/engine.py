@@ -26,6 +26,7 @@ RUNNER = "agentmeter.runner"  # "<hostname>:<pid>:<start time>" of the runner th
 TRIAL = "agentmeter.trial"  # the trial's token
 TRIAL_ID = "agentmeter.trial-id"
 SUITE = "agentmeter.suite"
+DIFFTEST = "agentmeter.difftest"  # a differential test side's container or committed image (difftest/dockerside.py)
 API_VERSION = "1.41"  # Docker 20.10, the oldest engine we promise to drive
 POOL = 64
 
@@ -145,11 +146,13 @@ class CleanReport:
     volumes: list[str] = field(default_factory=list)
     networks: list[str] = field(default_factory=list)
     configs: list[str] = field(default_factory=list)
+    images: list[str] = field(default_factory=list)  # differential sides' committed images only
     errors: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> int:
-        return len(self.containers) + len(self.services) + len(self.volumes) + len(self.networks) + len(self.configs)
+        return (len(self.containers) + len(self.services) + len(self.volumes) + len(self.networks)
+                + len(self.configs) + len(self.images))
 
 
 def _orphaned(labels: dict[str, str] | None, include_live: bool) -> bool:
@@ -170,8 +173,8 @@ def _orphaned(labels: dict[str, str] | None, include_live: bool) -> bool:
 
 def clean_leftovers(url: str | None = None, *, dry_run: bool = False, include_live: bool = False,
                     client: Any = None) -> CleanReport:
-    """Remove containers, swarm services and configs, volumes and networks labelled
-    ``agentmeter.managed`` whose runner is gone (``agentmeter doctor --clean``). Blocking."""
+    """Remove containers, swarm services and configs, volumes, networks and differential sides'
+    images labelled ``agentmeter.managed`` whose runner is gone (``agentmeter doctor --clean``). Blocking."""
     client = client or connect(url)
     report = CleanReport()
     selector = {"label": MANAGED}
@@ -183,6 +186,9 @@ def clean_leftovers(url: str | None = None, *, dry_run: bool = False, include_li
         ("configs", lambda: client.configs.list(filters=selector) if swarm else [], lambda o: o.remove()),
         ("volumes", lambda: client.volumes.list(filters=selector), lambda o: o.remove(force=True)),
         ("networks", lambda: client.networks.list(filters=selector), lambda o: o.remove()),
+        # Other images are caches and stay; a side's snapshot is made for one evaluation.
+        ("images", lambda: client.images.list(filters={"label": DIFFTEST}),
+         lambda o: client.images.remove(o.id, force=True)),
     ]
     for kind, lister, remover in groups:
         try:
@@ -195,7 +201,7 @@ def clean_leftovers(url: str | None = None, *, dry_run: bool = False, include_li
                 (obj.attrs.get("Config") or {}).get("Labels")
             if not _orphaned(labels, include_live):
                 continue
-            name = obj.name if hasattr(obj, "name") else obj.id
+            name = getattr(obj, "name", None) or (getattr(obj, "tags", None) or [obj.id])[0]
             getattr(report, kind).append(name)
             if dry_run:
                 continue

@@ -222,6 +222,7 @@ class DockerSession(SandboxSession):
         self.slot = TrialSlot("docker", engine.name)
         self.container: str | None = None
         self.agent: DockerAgent | None = None
+        self.image: str | None = None  # the task's image: the differential verifier's sides start from it
         self.host_files: LocalSession | None = None  # bind mode: the folder mounted at /agentmeter
         self.contract: ImageContract | None = None  # a Harbor task: its image's WORKDIR and ENV
         self.network: str | None = None  # None: the suite's network
@@ -238,6 +239,7 @@ class DockerSession(SandboxSession):
             await asyncio.to_thread(self._prepare_host_root, Path(self.host_files.root))
             bind_root = str(self.host_files.root)
         name = f"agentmeter-t{self.trial_id}-{self.token[:8]}"
+        self.image = image
         shape, self.contract = await self.sandbox.contracts.shape(self.engine, image, task)
         if shape.network:  # allow_internet = false on a suite network that has a route out
             self.network = "isolated"
