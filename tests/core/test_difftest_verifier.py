@@ -158,12 +158,12 @@ async def test_a_sandbox_without_executor_never_runs_the_tool_here_unless_the_ta
     # A candidate that leaves a mark on this machine if it is ever built here.
     (workspace / "sweep.py").write_text(f"open({str(tool)!r}, 'w').close()\n")
     task = load_task(small_task(tmp_path, per_class=1, verifier_extra=""))
-    result = await DifferentialVerifier(task).verify(SlotSession(workspace, "ssh"))
+    result = await DifferentialVerifier(task).verify(SlotSession(workspace, "vm"))
     assert result.infra_error and 'run_on = "runner"' in result.infra_error
     assert not tool.exists()
     task = load_task(small_task(tmp_path / "explicit", per_class=1))
     toml = task.path / "task.toml"
     toml.write_text(toml.read_text().replace('kind = "differential"', 'kind = "differential"\nrun_on = "runner"'))
-    result = await DifferentialVerifier(load_task(task.path)).verify(SlotSession(workspace, "ssh"))
+    result = await DifferentialVerifier(load_task(task.path)).verify(SlotSession(workspace, "vm"))
     assert result.infra_error is None and not result.passed
     assert tool.exists()  # built and run here, as the task asked

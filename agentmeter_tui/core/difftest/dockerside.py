@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import shlex
 import uuid
 from dataclasses import dataclass
 from itertools import count
@@ -43,8 +42,16 @@ from ..sandboxes.docker.exec import run_exec
 from ..sandboxes.docker.rootfs import PATH
 from . import batchrun
 from .cases import Case, FileSpec
-from .executor import OUTPUT_LIMIT, BuildResult, CaseExecutor, CaseRun, SideError, ToolCommand, case_env
-from .snapshot import SideEffects
+from .executor import (
+    BuildResult,
+    CaseExecutor,
+    CaseRun,
+    SideError,
+    ToolCommand,
+    batch_results,
+    batch_spec,
+    case_env,
+)
 
 if TYPE_CHECKING:
     from ..sandboxes.docker.engine import Engine
@@ -187,13 +194,7 @@ class DockerExecutor(CaseExecutor):
         if self.container is None or self.snapshot_image is None:
             raise SideError("cases asked of a side that did not build")
         folder = f"b{next(self._batches)}"
-        spec = {
-            "run": shlex.split(self.command.fill(self.command.run, Path(TOOL), self.limits.python)),
-            "root": f"{RUN}/{folder}", "tool": TOOL, "env": case_env(PATH, self.command.env),
-            "timeout": self.command.case_timeout, "limit": OUTPUT_LIMIT,
-            "cases": [{"id": case.id, "argv": list(case.argv), "stdin": case.stdin,
-                       "files": [f.model_dump() for f in files]} for case, files in items],
-        }
+        spec = batch_spec(self.command, TOOL, self.limits.python, PATH, f"{RUN}/{folder}", items)
         tar = TarWriter(uid=self.limits.uid)
         tar.data(f"{folder}/spec.json", json.dumps(spec).encode())
         api, call = self.engine.client.api, self.engine.call
@@ -209,12 +210,9 @@ class DockerExecutor(CaseExecutor):
         if done.exit_code != 0:
             raise SideError(f"the batch runner failed in its container (exit {done.exit_code}): "
                             f"{done.stderr.decode('utf-8', 'replace').strip()[-500:]}")
-        try:
-            results = json.loads(done.stdout)
-            self.sides.cpu_seconds += results["cpu"]
-            return [_case_run(r) for r in results["cases"]]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise SideError(f"the batch runner's results do not parse: {exc!r}") from None
+        runs, cpu = batch_results(done.stdout)
+        self.sides.cpu_seconds += cpu
+        return runs
 
     # -- cleanup ------------------------------------------------------------------------------
 
@@ -232,8 +230,3 @@ class DockerExecutor(CaseExecutor):
             with contextlib.suppress(*engine_errors()):
                 await self.engine.call(self.engine.client.api.remove_image, image, force=True)
 
-
-def _case_run(result: dict[str, Any]) -> CaseRun:
-    code = result["exit_code"]
-    return CaseRun(exit_code=code, stdout=result["stdout"], stderr=result["stderr"], duration=result["duration"],
-                   side_effects=SideEffects.between(result["before"], result["after"]), timed_out=code is None)

@@ -23,7 +23,7 @@ from .funnel import CaseVerdict, FunnelReport, class_scores, judge_case
 from .oracle import shared_oracle
 
 ExecutorFactory = Callable[[Path, ToolCommand], CaseExecutor]
-MAX_BATCH = 64  # cases per batch at most: a batch's results come back (and are judged) together
+MAX_BATCH = 32  # cases per batch at most: a batch's results come back (and are judged) together
 
 
 class OracleError(RuntimeError):

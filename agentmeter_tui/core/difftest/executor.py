@@ -13,6 +13,7 @@ executor (:mod:`.dockerside`) builds and runs each side in containers of the tri
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import shutil
@@ -177,6 +178,30 @@ async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes | None, ti
         return None, b"", b"timed out\n", elapsed
 
 
+def batch_spec(command: ToolCommand, tool: str, python: str, path: str, root: str,
+               items: list[tuple[Case, list[FileSpec]]]) -> dict[str, Any]:
+    """What the batch runner (``batchrun.py``) of a sandbox gets: its cases, and how to run them."""
+    return {
+        "run": shlex.split(command.fill(command.run, Path(tool), python)), "root": root, "tool": tool,
+        "env": case_env(path, command.env), "timeout": command.case_timeout, "limit": OUTPUT_LIMIT,
+        "cases": [{"id": case.id, "argv": list(case.argv), "stdin": case.stdin,
+                   "files": [f.model_dump() for f in files]} for case, files in items],
+    }
+
+
+def batch_results(stdout: bytes) -> tuple[list[CaseRun], float]:
+    """The batch runner's answer: each case's run (side effects from its two snapshots), and
+    the CPU seconds its cases used."""
+    try:
+        answer = json.loads(stdout)
+        runs = [CaseRun(exit_code=r["exit_code"], stdout=r["stdout"], stderr=r["stderr"], duration=r["duration"],
+                        side_effects=SideEffects.between(r["before"], r["after"]), timed_out=r["exit_code"] is None)
+                for r in answer["cases"]]
+        return runs, float(answer["cpu"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SideError(f"the batch runner's results do not parse: {exc!r}") from None
+
+
 class LocalExecutor(CaseExecutor):
     """Runs a side on this machine under ``root``: the installed tool in ``root/tool``, each case
     in ``root/cases/N`` (its workspace, HOME and TMPDIR), removed when the case ends."""
@@ -248,4 +273,5 @@ EXECUTORS: LazyRegistry[Any] = LazyRegistry("differential executor", {
     "local": "agentmeter_tui.core.difftest.executor:LocalExecutor",
     "docker": "agentmeter_tui.core.difftest.dockerside:DockerSides",
     "swarm": "agentmeter_tui.core.difftest.dockerside:DockerSides",
+    "ssh": "agentmeter_tui.core.difftest.sshside:SshSides",
 })
