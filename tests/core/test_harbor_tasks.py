@@ -174,3 +174,31 @@ def test_oracle_on_a_remote_engine_over_ssh(tmp_path, db, docker_engine, sshd): 
     assert {k: t["status"] for k, t in trials.items()} == {("count", "oracle"): "passed", ("probe", "oracle"): "passed"}
     assert all(t["host"] == f"ssh://root@127.0.0.1:{sshd.port}" for t in trials.values())
     assert leftovers(docker_engine, suite_id, db) == {}
+
+
+async def test_the_suite_threshold_decides_the_pass(tmp_path, docker_engine):
+    """An off-by-one count earns reward 0.5: failed under the default threshold 1.0, passed under
+    ``pass_threshold = 0.5``; the quality is 0.5 either way (the real verifier in a real container)."""
+    from agentmeter_tui.core.sandboxes.base import LaunchSpec
+    from agentmeter_tui.core.sandboxes.docker.sandbox import DockerSandbox
+    from agentmeter_tui.core.suites import load_suite
+    from agentmeter_tui.core.verifiers.harbor import HarborVerifier
+
+    suite_dir, _ = harbor_suite(tmp_path, "agents")
+    suite = load_suite(suite_dir)
+    sandbox = DockerSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+    verdicts = {}
+    try:
+        for index, threshold in enumerate((1.0, 0.5), start=1):
+            session = await sandbox.open(suite.task("count"), index, f"threshold{index:07d}")
+            try:
+                agent = await session.start(LaunchSpec(["sh", "-c", "wc -l < data.csv > count.txt"], {}),
+                                            lambda stream, batch: None)
+                assert await agent.wait() == 0
+                verdicts[threshold] = await HarborVerifier(suite.task("count"), pass_threshold=threshold).verify(session)
+            finally:
+                await session.cleanup()
+    finally:
+        await sandbox.close()
+    assert (verdicts[1.0].passed, verdicts[1.0].quality, verdicts[1.0].reason) == (False, 0.5, "reward 0.5 < threshold 1")
+    assert (verdicts[0.5].passed, verdicts[0.5].quality, verdicts[0.5].reason) == (True, 0.5, None)
