@@ -25,7 +25,7 @@ from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.suites import load_task
 from agentmeter_tui.core.verifiers.differential import DifferentialVerifier
 from tests.conftest import agentmeter
-from tests.core.sandbox_support import docker_engine_fixture, leftovers, unique_id  # noqa: F401
+from tests.core.sandbox_support import docker_engine_fixture, leftovers, swarm_client, unique_id  # noqa: F401
 from tests.core.test_difftest_verifier import SUITE, TASKS, scenario_tool
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -47,20 +47,23 @@ def left_on_engine(client, suite_id: str) -> dict[str, list[str]]:
     return found
 
 
-def test_cli_tools_in_docker_judge_like_this_machine(tmp_path, db, docker_engine):
-    """The whole suite (cases trimmed to 6 a class) in the docker sandbox: every trial's funnel,
-    class by class, equals the same scripted tool judged by the local executor."""
-    suite_id = unique_id("difftest-docker")
+def judged_like_this_machine(tmp_path: Path, db: Path, sandbox: str, tasks: tuple[str, ...], per_class: int,
+                             sandbox_kind: str) -> str:
+    """Run the cli-tools suite (``tasks``, cases trimmed to ``per_class`` a class) in ``sandbox``;
+    check every trial's funnel, class by class, equals the same scripted tool judged by the local
+    executor. Returns the suite id (its objects on an engine carry it)."""
+    suite_id = unique_id(f"difftest-{sandbox_kind}")
     suite = tmp_path / "suite"
     shutil.copytree(SUITE, suite)
-    for task in TASKS:
-        trim_cases(suite / task, 6)
+    for task in tasks:
+        trim_cases(suite / task, per_class)
     text = re.sub(r'(?m)^id = "cli-tools"', f'id = "{suite_id}"', (suite / "suite.toml").read_text(), count=1)
-    (suite / "suite.toml").write_text(text + '\n[sandbox]\nkind = "docker"\n')
+    text = re.sub(r"(?m)^tasks = .*$", f"tasks = {json.dumps(list(tasks))}", text, count=1)
+    (suite / "suite.toml").write_text(text + f"\n[sandbox]\n{sandbox}\n")
     result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=1200)
     assert result.returncode == 0, result.stderr + result.stdout
     trials = Store(db).trials(suite_id)
-    assert len(trials) == 6 and {t["sandbox"] for t in trials} == {"docker"}
+    assert len(trials) == 2 * len(tasks) and {t["sandbox"] for t in trials} == {sandbox_kind}
     clear_oracle_cache()
     for trial in trials:
         details = json.loads(trial["extra"])["verifier"]
@@ -72,7 +75,21 @@ def test_cli_tools_in_docker_judge_like_this_machine(tmp_path, db, docker_engine
         assert details["classes"] == local.details["classes"]
         assert trial["quality"] == local.quality and trial["status"] == ("passed" if local.passed else "failed")
     assert {(t["model"], t["status"]) for t in trials} == {("builder", "passed"), ("bungler", "failed")}
+    return suite_id
+
+
+def test_cli_tools_in_docker_judge_like_this_machine(tmp_path, db, docker_engine):
+    """The whole suite (6 cases a class) in the docker sandbox."""
+    suite_id = judged_like_this_machine(tmp_path, db, 'kind = "docker"', TASKS, 6, "docker")
     assert left_on_engine(docker_engine, suite_id) == {}
+
+
+def test_a_swarm_trial_is_judged_on_the_manager(tmp_path, db):
+    """A swarm trial's sides run as containers on the swarm's manager engine, from the task's image."""
+    client = swarm_client()
+    suite_id = judged_like_this_machine(tmp_path, db, 'kind = "swarm"\ncpus = 0.5\nmemory = "256m"',
+                                        ("kv-store",), 4, "swarm")
+    assert left_on_engine(client, suite_id) == {}
 
 
 # -- a candidate that tries to get out -------------------------------------------------------------
