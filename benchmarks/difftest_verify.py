@@ -9,8 +9,14 @@ first trial) and *warm* (the oracle's results come from the cache, as for every 
 Printed per row: the wall time, the cases, the time per case, the CPU seconds the cases'
 processes used (the tools, their snapshots and the batch runner; steady when the wall time is
 not), the load average when it ran (this machine is shared; figures taken under load say so),
-and whether every executor gave the same funnel. Before issue 18 a docker trial's tool was judged by the local executor, on the
-runner's machine: the *local* rows are that "before".
+and whether every executor gave the same funnel. Before issue 18 a docker trial's tool was
+judged by the local executor, on the runner's machine: the *local* rows are that "before".
+
+Reading the wall times: with cgroup v1 (``docker info``: CgroupVersion 1) every container of the
+engine shares one CPU weight (the ``/docker`` group, ``cpu.shares`` 1024), while this machine's
+own processes each compete on their own. On an idle machine the two executors' CPU seconds are
+what decides; on a busy shared one the containers get a smaller slice and their wall times
+stretch while their CPU seconds stay put.
 """
 
 from __future__ import annotations
