@@ -183,3 +183,18 @@ async def test_report_screen_shows_agreement(sample_db):
         await settle(pilot)
         text = str(pilot.app.screen.query_one("#agreement").render())
         assert "Agreement" in text and "bo × sample-reviewer" in text and "n 5" in text
+
+
+async def test_blind_search_refuses_hidden_names(sample_db):
+    async with blind_app(sample_db, "cy", seed=2).run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = pilot.app.screen
+        view = screen.query_one(TranscriptView)
+        await pilot.press("slash", *"claude", "enter")
+        await settle(pilot)
+        assert view.needle is None  # refused: a match would show where the CLI's name stands
+        search = screen.query_one("#search")
+        search.value = ""
+        await pilot.press(*"median", "enter")
+        await settle(pilot)
+        assert view.needle == "median"

@@ -384,6 +384,10 @@ class ReviewScreen(SessionScreen):
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
+        if self.session.blind and self._mask(event.value) != event.value:
+            # Search reads the stored (unmasked) text: a hidden name would find where it is.
+            self.notify("Blind review: that search names a hidden model, CLI or version.", severity="warning")
+            return
         self.query_one(TranscriptView).set_needle(event.value)
         self.action_search_next(1)
 
