@@ -27,11 +27,16 @@ from textual.markup import escape
 from textual.widgets import DataTable, Input, Static
 
 from .. import format as fmt
-from ..data import TrialDetail, event_index, event_text, latest_scores, review_queue, search_events, trial_detail
+from ..data import (
+    TrialDetail,
+    event_index,
+    event_text,
+    latest_scores,
+    search_events,
+    trial_detail,
+)
 from ..review_data import (
-    adjudication_ids,
     blind_detail,
-    blind_ids,
     masked_event_index,
     masked_event_text,
     reviewer_scores,
@@ -49,10 +54,11 @@ from ..widgets.review_panels import (
 from ..widgets.transcript_view import GUTTER, TranscriptView
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
-from .dialogs import ConfirmDialog, NoteDialog
+from .dialogs import NoteDialog
+from .review_modes import ReviewModes
 
 
-class ReviewScreen(SessionScreen):
+class ReviewScreen(ReviewModes, SessionScreen):
     REFRESH_SECONDS = 2.0
     BINDINGS = [
         *(Binding(str(n), f"score({n})", f"Score {n}", id=f"score-{n}", show=n == 0,
@@ -108,19 +114,6 @@ class ReviewScreen(SessionScreen):
     def open(self, trial_id: int | None) -> None:
         """Show ``trial_id`` (None: the first unscored trial, else the last one)."""
         self.run_worker(partial(self._open, trial_id), group="review-load", exclusive=True, exit_on_error=False)
-
-    async def _load_queue(self) -> list[tuple[int, bool]]:
-        store, session = self.session.store, self.session
-        if self.adjudicating:
-            ids, self.threshold = await store.call(adjudication_ids, session.suite_id)
-            return [(i, False) for i in ids]
-        if session.blind:
-            # The blind queue is fixed for the visit: scored trials stay in it, marked, in place.
-            done = {i for i, scored in self.queue if scored}
-            ids = await store.call(blind_ids, session.suite_id, session.reviewer, session.blind_seed)
-            kept = [(i, True) for i, _ in self.queue if i in done]
-            return kept + [(i, False) for i in ids if i not in done]
-        return await store.call(review_queue, session.suite_id)
 
     async def _open(self, trial_id: int | None) -> None:
         store, blind = self.session.store, self.session.blind
@@ -220,18 +213,6 @@ class ReviewScreen(SessionScreen):
         table = self.query_one("#siblings", TrialTable)
         table.sync(rows)
 
-    def _own(self, detail: TrialDetail) -> TrialDetail:
-        """Blind or adjudicating, the score panel shows only this reviewer's own scores (reviews are
-        independent; the others' appear in the adjudication panel)."""
-        if not (self.session.blind or self.adjudicating):
-            return detail
-        mine = [s for s in detail.scores if s.reviewer == self.session.reviewer
-                and s.adjudicated == self.adjudicating]
-        return TrialDetail(detail.row, mine, detail.notes, detail.siblings, detail.extra, detail.events)
-
-    def _mask(self, text: str | None) -> str:
-        return self.masker(text) if self.masker is not None and self.session.blind else (text or "")
-
     def on_transcript_view_text_needed(self, message: TranscriptView.TextNeeded) -> None:
         self.run_worker(self._load_text(message.index), exit_on_error=False)
 
@@ -317,52 +298,6 @@ class ReviewScreen(SessionScreen):
         ids = [i for i, _ in self.queue]
         if self.trial_id in ids and ids.index(self.trial_id) > 0:
             self.open(ids[ids.index(self.trial_id) - 1])
-
-    # -- modes -------------------------------------------------------------------------------------
-
-    def action_blind(self) -> None:
-        if not self.session.blind:
-            self.session.blind = True
-            self.masker = None
-            self.queue = []
-            self.notify("Blind review: model, CLI, tokens, cost and flags hidden; your unscored trials, shuffled.")
-            self.open(None)
-            return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.run_worker(self._unblind(), exit_on_error=False)
-
-        self.app.push_screen(ConfirmDialog(
-            "Unblind?", "Model, CLI, tokens and cost show again. The unblinding is recorded in the store "
-            "(audit) with your name and this trial.", yes="Unblind", danger=False), answered)
-
-    async def _unblind(self) -> None:
-        trial_id, reviewer = self.trial_id, self.session.reviewer
-        # Recorded (committed) before anything identifying is drawn.
-        await self.session.store.call(lambda s: s.record_unblinding(trial_id, reviewer, "review screen"))
-        self.session.blind = False
-        self.masker = None
-        self.notify("Unblinded (recorded).")
-        self.open(trial_id)
-
-    def action_adjudicate(self) -> None:
-        self.adjudicating = not self.adjudicating
-        self.queue = []
-        self.open(None if self.adjudicating else self.trial_id)
-
-    async def action_compare(self) -> None:
-        if self.session.blind:
-            self.notify("Compare shows models and tokens: unblind first (b).", severity="warning")
-            return
-        if self.trial_id is None:
-            return
-        trial_id = self.trial_id
-        partner = await self.session.store.call(lambda s: s.compare_partner(trial_id))
-        if partner is None:
-            self.notify("No other finished trial of this task to compare with.")
-            return
-        self.app.open_compare(trial_id, partner)  # type: ignore[attr-defined]
 
     # -- navigation --------------------------------------------------------------------------------
 
