@@ -18,6 +18,7 @@ import pytest
 
 from agentmeter_tui.core.difftest.cases import Case, CaseFile, CommandClass, load_cases, save_cases
 from agentmeter_tui.core.difftest.dockerside import DockerSides, Limits
+from agentmeter_tui.core.difftest.executor import ToolCommand
 from agentmeter_tui.core.difftest.oracle import clear_oracle_cache
 from agentmeter_tui.core.sandboxes.docker.engine import Engine
 from agentmeter_tui.core.sandboxes.docker.images import ensure_host_image
@@ -27,6 +28,7 @@ from agentmeter_tui.core.verifiers.differential import DifferentialVerifier
 from tests.conftest import agentmeter
 from tests.core.sandbox_support import docker_engine_fixture, leftovers, swarm_client, unique_id  # noqa: F401
 from tests.core.test_difftest_verifier import SUITE, TASKS, scenario_tool
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -213,7 +215,6 @@ async def test_case_outputs_show_the_attempts_failed(tmp_path, docker_engine):
     sides = await DockerSides.create(engine, ensure_host_image(docker_engine), Limits(),
                                      {"agentmeter.suite": suite_id})
     from agentmeter_tui.core.difftest import load_cases as load
-    from agentmeter_tui.core.difftest.executor import ToolCommand
 
     command = ToolCommand(run="{python} -S {tool}/tool.py", install="{python} -S install.py")
     side = sides(tmp_path, command)
@@ -247,3 +248,45 @@ def test_doctor_clean_removes_a_dead_runners_side_images(docker_engine):
     assert f"agentmeter-difftest:{suite_id}" in report.images
     assert left_on_engine(docker_engine, suite_id) == {}
     assert image.id not in {i.id for i in docker_engine.images.list(name="agentmeter-difftest")}
+
+
+async def test_an_evaluation_cancelled_mid_build_leaves_nothing(tmp_path, docker_engine):
+    """The verifier's timeout cancels a side while the engine is making its container or image:
+    what the engine still makes is removed once it exists."""
+    suite_id = unique_id("difftest-cancel")
+    engine = Engine("local", None, docker_engine, True)
+    sides = await DockerSides.create(engine, ensure_host_image(docker_engine), Limits(),
+                                     {"agentmeter.suite": suite_id})
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    (tool / "tool.py").write_text("print('hi')\n")
+    created = asyncio.Event()
+    side = sides(tmp_path, ToolCommand(run="{python} -S {tool}/tool.py", install="sleep 30"))
+    original = side._made
+
+    async def noted(make, *args, **kwargs):
+        created.set()
+        return await original(make, *args, **kwargs)
+
+    side._made = noted
+    orphans: list[bool] = []
+    remove_orphan = side._remove_orphan
+
+    def counted(made):
+        orphans.append(not made.cancelled() and made.exception() is None)
+        remove_orphan(made)
+
+    side._remove_orphan = counted
+    build = asyncio.ensure_future(side.build(tool))
+    await created.wait()  # the engine is making the build container now
+    build.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await build
+    await side.close()
+
+    def gone() -> bool:
+        return left_on_engine(docker_engine, suite_id) == {}
+
+    await asyncio.to_thread(wait_for, lambda: orphans, "the engine to finish the container it was making")
+    assert orphans == [True]  # it was made after the cancellation, and then removed
+    await asyncio.to_thread(wait_for, gone, "the cancelled side's container to be removed")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import uuid
 from dataclasses import dataclass
@@ -154,7 +155,7 @@ class DockerExecutor(CaseExecutor):
         if not source.is_dir():
             return BuildResult(ok=False, output=f"no tool folder: {source.name or source}")
         api, call = self.engine.client.api, self.engine.call
-        self.container = await call(self._create, self.sides.image, read_only=False, volume=False)
+        self.container = await self._made(self._create, self.sides.image, read_only=False, volume=False)
         await call(api.put_archive, self.container, "/", await asyncio.to_thread(self._seed, source))
         await call(api.start, self.container)
         result = BuildResult(ok=True)
@@ -178,11 +179,11 @@ class DockerExecutor(CaseExecutor):
         """Commit the installed container to an image and start the cases' container from it."""
         api, call = self.engine.client.api, self.engine.call
         tag = self.name
-        committed = await call(api.commit, self.container, repository=IMAGE_REPOSITORY, tag=tag,
-                               message="agentmeter differential side after install")
+        committed = await self._made(api.commit, self.container, repository=IMAGE_REPOSITORY, tag=tag,
+                                     message="agentmeter differential side after install")
         self.snapshot_image = committed["Id"]
         await self._remove_container()
-        self.container = await call(self._create, self.snapshot_image, read_only=True, volume=True)
+        self.container = await self._made(self._create, self.snapshot_image, read_only=True, volume=True)
         await call(api.start, self.container)
 
     # -- cases --------------------------------------------------------------------------------
@@ -216,6 +217,27 @@ class DockerExecutor(CaseExecutor):
 
     # -- cleanup ------------------------------------------------------------------------------
 
+    async def _made(self, make: Any, *args: Any, **kwargs: Any) -> Any:
+        """``make`` (a container or an image) on the engine's pool. Cancelled while the engine is at
+        it (the evaluation timed out), the object is still made: it is removed once it exists."""
+        call = asyncio.ensure_future(self.engine.call(make, *args, **kwargs))
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            call.add_done_callback(self._remove_orphan)
+            raise
+
+    def _remove_orphan(self, made: asyncio.Future) -> None:
+        if made.cancelled() or made.exception() is not None:
+            return
+        api = self.engine.client.api
+        result = made.result()
+        if isinstance(result, dict):  # a commit: {"Id": image}
+            remove = functools.partial(api.remove_image, result["Id"], force=True)
+        else:
+            remove = functools.partial(api.remove_container, result, force=True, v=True)
+        asyncio.ensure_future(self.engine.call(_quietly, remove))
+
     async def _remove_container(self) -> None:
         container, self.container = self.container, None
         if container is None:
@@ -230,3 +252,8 @@ class DockerExecutor(CaseExecutor):
             with contextlib.suppress(*engine_errors()):
                 await self.engine.call(self.engine.client.api.remove_image, image, force=True)
 
+
+
+def _quietly(action: Any) -> None:
+    with contextlib.suppress(*engine_errors()):
+        action()
