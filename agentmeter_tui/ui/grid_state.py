@@ -85,6 +85,7 @@ class GridState:
         self.dirty: set[Config] = set()
         self.shape_changed = False
         self.finished_version = 0  # grows whenever a trial reaches a final status (AMS must be redone)
+        self._cells: dict[Config, CellStats] = {}  # sums of cells whose trials did not change since
 
     def load(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
@@ -104,6 +105,7 @@ class GridState:
         self.trials[trial.id] = trial
         self.by_cell[config].add(trial.id)
         self.dirty.add(config)
+        self._cells.pop(config, None)
 
     def apply_meters(self, meters: list[Meter]) -> None:
         for meter in meters:
@@ -115,12 +117,21 @@ class GridState:
             if self.ams.get(config) != value:
                 self.ams[config] = value
                 self.dirty.add(config)
+                self._cells.pop(config, None)
 
     def take_dirty(self) -> set[Config]:
         dirty, self.dirty = self.dirty, set()
         return dirty
 
     def cell(self, config: Config) -> CellStats:
+        """A cell's sums (cached until one of its trials changes: the run bar sums every cell
+        several times a second, and a thousand running trials made that a visible cost)."""
+        cached = self._cells.get(config)
+        if cached is None:
+            cached = self._cells[config] = self._sum(config)
+        return cached
+
+    def _sum(self, config: Config) -> CellStats:
         stats = CellStats(total=self.per_cell_total, ams=self.ams.get(config))
         for trial_id in self.by_cell.get(config, ()):
             trial = self.trials[trial_id]

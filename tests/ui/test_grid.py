@@ -81,8 +81,8 @@ async def test_feed_updates_only_the_cells_it_touches(sample_db):
         await settle(pilot)
         screen, table = app.screen, app.screen.query_one(GridTable)
         updated: list = []
-        original = table.update_cell
-        table.update_cell = lambda *a, **k: (updated.append(a[:2]), original(*a, **k))  # type: ignore[method-assign]
+        original = table.set_cells
+        table.set_cells = lambda changes: (updated.extend(changes), original(changes))  # type: ignore[method-assign]
         await feed(app, count=2)
         screen.flush()
         running = {(m["model"], m["cli"]) for m in app.session.live.trials and
@@ -105,3 +105,28 @@ def test_cells_narrow_to_fit_many_clis_and_the_side_panel_goes_first():
     width, side = layout_for(160, seven)
     assert not side and MIN_CELL_WIDTH <= width < CELL_WIDTH
     assert 9 + 7 * (width + 2) + 4 <= 160  # every column on screen
+
+
+async def test_a_changed_cell_is_drawn_anew_and_the_others_come_from_cache(sample_db):
+    app = make_app(sample_db, live=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen, table = app.screen, app.screen.query_one(GridTable)
+        await pilot.pause()
+
+        def renders() -> dict:
+            cache = table._cell_render_cache
+            return {(key[0].value, key[1].value): id(cache.get(key)) for key in cache.keys()}
+
+        before = renders()
+        await feed(app, count=2)
+        screen.flush()
+        await pilot.pause()
+        after = renders()
+        running = {(t.meter["model"], t.meter["cli"]) for t in app.session.live.trials.values()}
+        assert running and ("dud", "claude-code") not in running
+        for model, cli in running:
+            assert "▶1" in table.get_cell(model, cli).plain
+            assert after.get((model, cli)) != before.get((model, cli))  # drawn anew...
+        assert after[("dud", "claude-code")] == before[("dud", "claude-code")]  # ...the others kept
+        assert "▶1" in app.export_screenshot()  # and the frame shows the new figures

@@ -27,6 +27,7 @@ from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
 
 AMS_EVERY = 3.0  # seconds between AMS recomputations while trials finish
+PREVIEW_EVERY = 1.0  # seconds between redraws of the highlighted cell's trial list while its trials run
 
 LEGEND = ("[$status-running]▶[/] running  [$status-passed]✓[/] passed  [$status-killed]☠[/] killed  "
           "[$status-errored]![/] errored  [$flag-thrash]↻[/] thrashing  [$status-invalid]⊘[/] infra-invalid")
@@ -40,6 +41,8 @@ class GridScreen(SessionScreen):
         self._ams_version = -1
         self._ams_at = 0.0
         self._preview: Config | None = None
+        self._preview_at = 0.0  # monotonic time the preview list was last redrawn
+        self._preview_stale = False  # its trials changed since
 
     def compose(self) -> ComposeResult:
         yield RunBar(id="run-bar")
@@ -68,7 +71,11 @@ class GridScreen(SessionScreen):
             with self.app.batch_update():
                 table.update_cells(grid, dirty)
         self.query_one(RunBar).show(session)
-        self._show_cell(table.current_config, force=bool(self._preview in dirty))
+        # The list's figures follow its trials once a second: with a thousand trials running,
+        # redrawing it on every flush was most of what a key press on this screen waited behind.
+        self._preview_stale = self._preview_stale or self._preview in dirty
+        self._show_cell(table.current_config,
+                        force=self._preview_stale and time.monotonic() - self._preview_at >= PREVIEW_EVERY)
         self._maybe_update_ams()
 
     def _reshape(self) -> None:
@@ -92,7 +99,7 @@ class GridScreen(SessionScreen):
         grid = self.session.grid
         self.query_one("#cell-detail", Static).update(cell_markup(config, grid.cell(config)), layout=False)
         if config != self._preview or force:
-            self._preview = config
+            self._preview, self._preview_at, self._preview_stale = config, time.monotonic(), False
             scores = self.session.scores
             rows = [{"id": t.id, "task": t.task, "trial": t.trial, "status": t.status, "reason": t.reason,
                      "raw": t.raw, "cost_usd": t.cost, "score": scores.get(t.id), "flags": t.flags}
@@ -103,7 +110,8 @@ class GridScreen(SessionScreen):
 
     def on_data_table_cell_highlighted(self, event: DataTable.CellHighlighted) -> None:
         if event.data_table.id == "grid":
-            self._show_cell(self.query_one(GridTable).current_config)
+            # The moved cursor is drawn first; the side panel and the trial list follow a frame later.
+            self.call_after_refresh(lambda: self._show_cell(self.query_one(GridTable).current_config))
 
     def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
         if event.data_table.id == "grid":

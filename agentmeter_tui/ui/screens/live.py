@@ -31,15 +31,15 @@ from .base import SessionScreen
 from .dialogs import BudgetDialog, ConfirmDialog
 
 PANE_MIN = (56, 13)  # columns, rows a pane needs to be readable
-NUMBERS_PHASES = 5  # each pane redraws its meters every 5th flush (1 s), panes taking turns; transcripts
-# redraw every flush. Staggering keeps each frame small: a pane's meters and border are most of its repaint.
+NUMBERS_PHASES = 10  # each pane redraws its meters every 10th flush (1 s), panes taking turns; transcripts
+# redraw every flush (as often as the feed ticks, so the panes move at 10 frames/s). Staggering keeps each frame small: a pane's meters and border are most of its repaint.
 LIST_EVERY = 1.0  # seconds between redraws of the list of trials without a pane
 LINGER = 5.0  # seconds a finished trial keeps its pane
 SEED_EVENTS = 200  # history read from the store for a pane opened mid-trial
 
 
 class LiveScreen(SessionScreen):
-    REFRESH_SECONDS = 0.2
+    REFRESH_SECONDS = 0.1  # the feed's tick: one frame per tick
     AUTO_FOCUS = ""  # nothing takes focus on its own: keys go to the selected pane (None would mean "*")
     BINDINGS = [
         Binding("k", "kill", "Kill", id="kill", tooltip="Kill the selected trial (asks first; reason: operator)"),
@@ -188,13 +188,13 @@ class LiveScreen(SessionScreen):
             return  # same trials: their numbers can wait for the next second
         self._listed, self._list_at = list(overflow), time.monotonic()
         live = self.session.live
-        rows = [dict(live.trials[i].meter) for i in overflow]
+        rows = [live.trials[i].meter for i in overflow]  # read only: no copies of a thousand meters
         title = self.query_one("#overflow-title", Static)
         table = self.query_one("#overflow", TrialTable)
         title.display = table.display = bool(rows)
         if rows:
             title.update(f"{len(rows)} more running · enter shows one in a pane")
-        table.sync(rows)
+        table.sync(rows, visible_only=True)
 
     def _show_empty(self, have_panes: bool) -> None:
         empty = self.query_one("#live-empty", Static)

@@ -17,6 +17,7 @@ from textual.widgets import DataTable
 from .. import format as fmt
 from ..grid_state import CellStats, Config, GridState
 from .styling import ComponentStyles
+from .table_cells import CellUpdates
 
 CELL_WIDTH = 24  # as wide as a cell gets
 MIN_CELL_WIDTH = 17  # "669k tok  $1.08" still fits
@@ -34,7 +35,7 @@ def layout_for(width: int, grid: GridState) -> tuple[int, bool]:
     return max(MIN_CELL_WIDTH, min(CELL_WIDTH, room // clis)), False
 
 
-class GridTable(ComponentStyles, DataTable):
+class GridTable(CellUpdates, ComponentStyles, DataTable):
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {
         "grid--model", "grid--running", "grid--passed", "grid--killed", "grid--errored", "grid--thrash",
         "grid--invalid", "grid--usd", "grid--ams", "grid--muted",
@@ -64,7 +65,7 @@ class GridTable(ComponentStyles, DataTable):
 
     def update_cells(self, grid: GridState, configs: Iterable[Config]) -> int:
         """Redraw the given cells where their text changed; returns how many changed."""
-        changed = 0
+        changes = {}
         for config in configs:
             model, cli = config
             if model not in grid.models or cli not in grid.clis:
@@ -74,9 +75,9 @@ class GridTable(ComponentStyles, DataTable):
             if self._shown.get(config) == signature:
                 continue
             self._shown[config] = signature
-            self.update_cell(model, cli, text)
-            changed += 1
-        return changed
+            changes[(model, cli)] = text
+        self.set_cells(changes)  # only these cells re-render, not the whole table
+        return len(changes)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

@@ -3,7 +3,9 @@
 Used for a cell's trials, the live screen's list of running trials that have no pane, and
 the review screen's other trials of the cell. ``sync(rows)`` adds new keys, updates only the
 cells whose text changed and removes rows that are gone (``clear`` when most are), the way
-dolphie keeps its process list cheap.
+dolphie keeps its process list cheap. With ``visible_only`` (the live screen's list of a
+thousand running trials) the figures of rows out of view are brought up to date only when
+they scroll into view: formatting every row every second was most of the live screen's time.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from textual.widgets import DataTable
 
 from .. import format as fmt
 from .styling import ComponentStyles
+from .table_cells import CellUpdates
 
 COLUMNS = (("id", "#", 6), ("task", "task", 18), ("trial", "t", 3), ("config", "model × cli", 24),
            ("status", "status", 16), ("reason", "reason", 22), ("tokens", "tokens", 8), ("usd", "USD", 9),
@@ -23,7 +26,7 @@ COLUMNS = (("id", "#", 6), ("task", "task", 18), ("trial", "t", 3), ("config", "
 STATUS_CLASS = {"infra-invalid": "trials--invalid"}
 
 
-class TrialTable(ComponentStyles, DataTable):
+class TrialTable(CellUpdates, ComponentStyles, DataTable):
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {
         "trials--queued", "trials--starting", "trials--running", "trials--verifying", "trials--passed",
         "trials--failed", "trials--killed", "trials--errored", "trials--invalid", "trials--muted", "trials--thrash",
@@ -36,6 +39,7 @@ class TrialTable(ComponentStyles, DataTable):
         self.column_keys = [c for c in columns]
         self.widths = widths or {}
         self._rows: dict[int, tuple] = {}
+        self._latest: dict[int, dict[str, Any]] = {}  # rows given but not drawn yet (out of view)
 
     def on_focus(self) -> None:
         self.show_cursor = True
@@ -73,8 +77,11 @@ class TrialTable(ComponentStyles, DataTable):
         }
         return tuple(values[key] for key in self.column_keys)
 
-    def sync(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Make the table show ``rows`` (each with an ``id``), touching only what changed."""
+    def sync(self, rows: Sequence[dict[str, Any]], visible_only: bool = False) -> None:
+        """Make the table show ``rows`` (each with an ``id``), touching only what changed.
+
+        ``visible_only``: rows already in the table but out of view keep their old figures
+        until they scroll into view (see ``watch_scroll_y``)."""
         wanted = {row["id"]: row for row in rows}
         gone = [key for key in self._rows if key not in wanted]
         if gone and len(gone) > len(self._rows) // 2:
@@ -84,16 +91,46 @@ class TrialTable(ComponentStyles, DataTable):
             for key in gone:
                 self.remove_row(str(key))
                 del self._rows[key]
+        in_view = self._in_view() if visible_only else None
+        self._latest = wanted if visible_only else {}
+        changes = {}
         for trial_id, row in wanted.items():
-            cells = self.cells(row)
             old = self._rows.get(trial_id)
             if old is None:
+                cells = self.cells(row)
                 self.add_row(*cells, key=str(trial_id))
-            elif old != cells:
-                for key, before, after in zip(self.column_keys, old, cells):
-                    if before != after:
-                        self.update_cell(str(trial_id), key, after)
-            self._rows[trial_id] = cells
+                self._rows[trial_id] = cells
+            elif in_view is None or trial_id in in_view:
+                changes.update(self._changes(trial_id, row))
+        self.set_cells(changes)
+
+    def _changes(self, trial_id: int, row: dict[str, Any]) -> dict[tuple[str, str], Any]:
+        cells = self.cells(row)
+        old = self._rows.get(trial_id)
+        self._rows[trial_id] = cells
+        if old is None or old == cells:
+            return {}
+        return {(str(trial_id), key): after for key, before, after in zip(self.column_keys, old, cells)
+                if before != after}
+
+    def _in_view(self) -> set[int]:
+        top = int(self.scroll_y)
+        ids = set()
+        for index in range(max(0, top - 1), min(self.row_count, top + self.size.height + 1)):
+            key = self._row_locations.get_key(index)
+            if key is not None and key.value is not None:
+                ids.add(int(key.value))
+        return ids
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._latest and int(old_value) != int(new_value):
+            changes = {}
+            for trial_id in self._in_view():
+                row = self._latest.get(trial_id)
+                if row is not None and trial_id in self._rows:
+                    changes.update(self._changes(trial_id, row))
+            self.set_cells(changes)
 
     @property
     def current_id(self) -> int | None:
