@@ -85,7 +85,8 @@ def test_unknown_fields_are_kept_and_a_wrong_schema_is_named():
            "steps": [{"step_id": 1, "source": "user", "message": "hi", "future_field": [1]}]}
     trajectory = parse_trajectory(doc)
     assert trajectory.agent.unknown() == {"new": 1} and trajectory.steps[0].unknown() == {"future_field": [1]}
-    assert [(e.kind, e.text) for e in events_from_trajectory(trajectory)] == [(EventKind.SYSTEM, "user: hi")]
+    (event,) = events_from_trajectory(trajectory)
+    assert (event.kind, event.text, event.meta) == (EventKind.SYSTEM, "user: hi", {"atif_step": {"future_field": [1]}})
     with pytest.raises(AtifError, match="f.json: field 'schema_version'"):
         parse_trajectory({**doc, "schema_version": "2.0"}, "f.json")
     with pytest.raises(AtifError, match="field 'steps.0.source'"):

@@ -116,3 +116,14 @@ def test_transcript_from_the_cli_log_when_there_is_no_trajectory(harbor_jobs, db
     assert (row["cli"], row["usage_source"]) == ("claude-code", "harbor:agent-log")
     assert TokenUsage.from_dict(row) == fold(TokenUsage.from_dict(expected["served"]), {"reasoning": "output"})
     assert row["tool_calls"] == 1
+
+
+def test_a_trajectory_harbor_wrote_imports_as_atif(harbor_jobs, db):
+    (path,) = (harbor_jobs / "terminus-solve").glob("hello__*/agent/trajectory.json")
+    code, err = cli("import", "atif", str(path), "--db", str(db))
+    assert code == 0, err
+    (row,) = Store(db).trials("atif")
+    assert (row["task_id"], row["cli"], row["model"]) == ("hello", "terminus-2", "openai/gpt-4o-mini")
+    assert (row["status"], row["reason"], row["source"]) == ("failed", "unverified", "atif")  # no verdict in ATIF
+    assert TokenUsage.from_dict(row) == fold(served("solve"), {"reasoning": "output"})
+    assert json.loads(row["extra"])["atif"]["schema_version"] == json.loads(path.read_text())["schema_version"]

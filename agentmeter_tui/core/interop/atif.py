@@ -211,9 +211,11 @@ class _Draft:
 
     def step(self, step_id: int) -> Step:
         if self.source != "agent":
+            extra = {"agentmeter_kind": self.first.kind}
+            if self.first.stream:
+                extra["agentmeter_stream"] = self.first.stream
             return Step(step_id=step_id, timestamp=_iso(self.first.ts), source=self.source,
-                        message=self.first.text, extra={"agentmeter_kind": self.first.kind,
-                                                        **({"stream": self.first.stream} if self.first.stream else {})})
+                        message=self.first.text, extra=extra)
         return Step(step_id=step_id, timestamp=_iso(self.first.ts), source="agent", model_name=self.model,
                     message=self.message or "", reasoning_content=self.reasoning, tool_calls=self.calls or None,
                     observation=Observation(results=self.results) if self.results else None,

@@ -65,7 +65,7 @@ def trial_from_trajectory(trajectory: Trajectory, path: Path, key: str, suite: s
         trial_index=ours.get("trial_index") if isinstance(ours.get("trial_index"), int) else None,
         attempt=int(ours.get("attempt") or 0))
     if ours:
-        trial.cost_usd, trial.cost_source = ours.get("cost_usd"), ours.get("cost_source")
+        trial.cost_usd, trial.cost_source, trial.priced = ours.get("cost_usd"), ours.get("cost_source"), True
         trial.cost_actual_usd, trial.cost_actual_source = ours.get("cost_actual_usd"), ours.get("cost_actual_source")
     elif cost is not None:
         trial.cost_actual_usd, trial.cost_actual_source = cost, "atif"

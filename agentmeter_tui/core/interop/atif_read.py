@@ -17,7 +17,7 @@ import orjson
 from ..harnesses.jsonl import tool_text
 from ..usage import TokenUsage
 from ..vocab import EventKind
-from .atif_schema import Metrics, Trajectory, content_text
+from .atif_schema import Metrics, Step, Trajectory, content_text
 
 CACHE_WRITE_KEYS = ("cache_creation_input_tokens", "cache_write_input_tokens", "cache_write_tokens")
 REASONING_KEYS = ("reasoning_output_tokens", "reasoning_tokens", "thoughts_tokens")
@@ -85,39 +85,49 @@ def parse_ts(value: str | None) -> float | None:
 def events_from_trajectory(trajectory: Trajectory) -> list[ImportedEvent]:
     """The events of a trajectory from any producer, in step order (see the module doc)."""
     out: list[ImportedEvent] = []
-    default_model = trajectory.agent.model_name
     for step in trajectory.steps:
-        ts = parse_ts(step.timestamp)
-        extra = step.extra or {}
-        text = content_text(step.message)
-        if step.source != "agent":
-            kind = _kind(extra.get("agentmeter_kind")) or EventKind.SYSTEM
-            out.append(ImportedEvent(kind, text if step.source == "system" or "agentmeter_kind" in extra
-                                     else f"user: {text}", ts))
-            for result in step.observation.results if step.observation else []:
-                out.append(ImportedEvent(EventKind.SYSTEM, content_text(result.content), ts))
-            continue
-        model = step.model_name or default_model
-        if step.reasoning_content is not None:
-            out.append(ImportedEvent(EventKind.REASONING, step.reasoning_content, ts, model=model))
-        if text or extra.get("agentmeter_empty_message"):
-            out.append(ImportedEvent(EventKind.ASSISTANT, text, ts, model=model))
-        if step.metrics is not None:
-            usage = usage_from_metrics(step.metrics)
-            label = (step.metrics.extra or {}).get("agentmeter_text")
-            out.append(ImportedEvent(EventKind.USAGE, label if isinstance(label, str) else usage_text(usage), ts,
-                                     usage=usage, cost_usd=step.metrics.cost_usd, model=model))
-        for call in step.tool_calls or []:
-            call_text = (call.extra or {}).get("agentmeter_text")
-            out.append(ImportedEvent(EventKind.TOOL_CALL, call_text if isinstance(call_text, str)
-                                     else tool_text(call.arguments), ts,
-                                     {"tool_name": call.function_name, "arguments": call.arguments,
-                                      "call_id": call.tool_call_id}, model=model))
+        events = _step_events(step, trajectory.agent.model_name)
+        # What a producer put on the step beyond what we read: kept with the step's first event.
+        kept = {**step.unknown(), **{k: v for k, v in (step.extra or {}).items() if not k.startswith("agentmeter")}}
+        if events and kept:
+            events[0].meta = {**(events[0].meta or {}), "atif_step": kept}
+        out.extend(events)
+    return out
+
+
+def _step_events(step: Step, default_model: str | None) -> list[ImportedEvent]:
+    out: list[ImportedEvent] = []
+    ts = parse_ts(step.timestamp)
+    extra = step.extra or {}
+    text = content_text(step.message)
+    if step.source != "agent":
+        kind = _kind(extra.get("agentmeter_kind")) or EventKind.SYSTEM
+        out.append(ImportedEvent(kind, text if step.source == "system" or "agentmeter_kind" in extra
+                                 else f"user: {text}", ts))
         for result in step.observation.results if step.observation else []:
-            is_error = bool((result.extra or {}).get("is_error"))
-            meta = {"call_id": result.source_call_id, "is_error": is_error} if result.source_call_id or is_error \
-                else None
-            out.append(ImportedEvent(EventKind.TOOL_RESULT, content_text(result.content), ts, meta))
+            out.append(ImportedEvent(EventKind.SYSTEM, content_text(result.content), ts))
+        return out
+    model = step.model_name or default_model
+    if step.reasoning_content is not None:
+        out.append(ImportedEvent(EventKind.REASONING, step.reasoning_content, ts, model=model))
+    if text or extra.get("agentmeter_empty_message"):
+        out.append(ImportedEvent(EventKind.ASSISTANT, text, ts, model=model))
+    if step.metrics is not None:
+        usage = usage_from_metrics(step.metrics)
+        label = (step.metrics.extra or {}).get("agentmeter_text")
+        out.append(ImportedEvent(EventKind.USAGE, label if isinstance(label, str) else usage_text(usage), ts,
+                                 usage=usage, cost_usd=step.metrics.cost_usd, model=model))
+    for call in step.tool_calls or []:
+        call_text = (call.extra or {}).get("agentmeter_text")
+        out.append(ImportedEvent(EventKind.TOOL_CALL, call_text if isinstance(call_text, str)
+                                 else tool_text(call.arguments), ts,
+                                 {"tool_name": call.function_name, "arguments": call.arguments,
+                                  "call_id": call.tool_call_id}, model=model))
+    for result in step.observation.results if step.observation else []:
+        is_error = bool((result.extra or {}).get("is_error"))
+        meta = {"call_id": result.source_call_id, "is_error": is_error} if result.source_call_id or is_error \
+            else None
+        out.append(ImportedEvent(EventKind.TOOL_RESULT, content_text(result.content), ts, meta))
     return out
 
 

@@ -49,6 +49,7 @@ class ImportedTrial:
     tier: str | None = None
     trial_index: int | None = None  # kept when the source numbers its trials (our own ATIF files)
     attempt: int = 0
+    priced: bool = False  # the source already says the comparable cost (our own files): keep it
     flags: list[str] = field(default_factory=list)
     events: list[ImportedEvent] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -175,7 +176,7 @@ def store_all(store: Any, items: Iterable[ImportedTrial | Skipped | str | None],
         elif isinstance(item, Skipped):
             outcome.skipped.append(item)
         else:
-            if pricer is not None and item.cost_usd is None:
+            if pricer is not None and not item.priced and item.cost_usd is None:
                 pricer.price(item)
             pending.append(item)
             if len(pending) >= batch:
