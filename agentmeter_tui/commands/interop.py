@@ -69,7 +69,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def _pricer(args: argparse.Namespace):
-    """The pricer for ``--prices``; a bad snapshot file raises ``SystemExit`` with its message."""
+    """The pricer for ``--prices``; None (the error said) when the snapshot file is bad."""
     from ..core.interop.trials import Pricer
     from ..core.pricing import PriceSnapshot
     from ..core.tomlerrors import InputError
@@ -77,7 +77,8 @@ def _pricer(args: argparse.Namespace):
     try:
         return Pricer(PriceSnapshot.load(args.prices) if args.prices else None)
     except (InputError, OSError) as exc:
-        raise SystemExit(_fail(f"--prices: {exc}")) from None
+        _fail(f"--prices: {exc}")
+        return None
 
 
 def _finish(outcome, what: str, db: str) -> int:
@@ -99,7 +100,8 @@ def import_harbor(args: argparse.Namespace) -> int:
         return _fail(f"{args.job_dir}: not a folder")
     threshold = PASS_THRESHOLD if args.pass_threshold is None else args.pass_threshold
     suite = args.suite or f"harbor-{job_name(args.job_dir)}"
-    pricer = _pricer(args)
+    if (pricer := _pricer(args)) is None:
+        return EXIT_USAGE
     store = Store(args.db)
     items = read_job(args.job_dir, suite, threshold, known=store.import_keys("harbor:"))
     return _finish(store_all(store, items, pricer), "trial(s)", args.db)
@@ -110,7 +112,8 @@ def import_atif(args: argparse.Namespace) -> int:
     from ..core.interop.trials import store_all
     from ..core.store import Store
 
-    pricer = _pricer(args)
+    if (pricer := _pricer(args)) is None:
+        return EXIT_USAGE
     store = Store(args.db)
     items = read_files(args.files, args.suite, known=store.import_keys("atif:"))
     return _finish(store_all(store, items, pricer), "trajectory(ies)", args.db)
@@ -122,7 +125,7 @@ def import_sessions(args: argparse.Namespace) -> int:
     from ..core.store import Store
 
     if args.cli not in READERS:
-        return _fail(f"--cli {args.cli}: no session reader for it; known: {', '.join(sorted(READERS))}")
+        return _fail(f"--cli {args.cli}: no session reader for it; known: {', '.join(READERS.names())}")
     since = None
     if args.since:
         try:
@@ -133,7 +136,8 @@ def import_sessions(args: argparse.Namespace) -> int:
     root = args.path or default_path(args.cli)
     if not root.exists():
         return _fail(f"{root}: no such folder (the {args.cli} session store)")
-    pricer = _pricer(args)
+    if (pricer := _pricer(args)) is None:
+        return EXIT_USAGE
     store = Store(args.db)
     items = read_sessions(args.cli, root, suite=args.suite, since=since, project=args.project,
                           known=store.import_keys(f"session:{args.cli}:"))

@@ -60,3 +60,15 @@ def test_harbor_truncated_result_is_named_and_the_rest_imported(tmp_path, db, ha
     assert code == 1
     assert f"skipped {cut}: " in err and "1 item(s) skipped" in err
     assert len(Store(db).trials()) == len(trials) - 1
+
+
+def test_usage_errors_exit_2_without_touching_the_store(tmp_path, db):
+    code, err = run("import", "sessions", "--cli", "nope", "--db", str(db))
+    assert code == 2 and "--cli nope: no session reader for it; known: claude-code, codex" in err
+    code, err = run("import", "sessions", "--cli", "codex", str(tmp_path / "missing"), "--db", str(db))
+    assert code == 2 and f"{tmp_path / 'missing'}: no such folder" in err
+    bad_prices = tmp_path / "prices.toml"
+    bad_prices.write_text("as_of = [\n")
+    code, err = run("import", "harbor", str(tmp_path), "--prices", str(bad_prices), "--db", str(db))
+    assert code == 2 and f"--prices: {bad_prices}" in err
+    assert not db.exists()

@@ -67,9 +67,18 @@ def test_failing_and_errored_trials(harbor_jobs, db):
     assert (broken["status"], broken["reason"]) == ("infra-invalid", exception)
 
 
+PRICES = """as_of = "2026-11-01"
+[models."openai/gpt-4o-mini"]
+input = "0.15"
+cached_input = "0.075"
+output = "0.6"
+"""
+
+
 @pytest.mark.parametrize(("job", "status"), [("terminus-solve", "passed"), ("terminus-wrong", "failed")])
-def test_terminus_tokens_cost_and_transcript(harbor_jobs, db, job, status):
-    row = imported(db, harbor_jobs / job)["hello"]
+def test_terminus_tokens_cost_and_transcript(harbor_jobs, db, job, status, tmp_path):
+    (tmp_path / "prices.toml").write_text(PRICES)
+    row = imported(db, harbor_jobs / job, "--prices", str(tmp_path / "prices.toml"))["hello"]
     assert (row["status"], row["cli"], row["model"]) == (status, "terminus-2", "openai/gpt-4o-mini")
     # Harbor records no cache writes and no reasoning count: reasoning stays inside output.
     assert TokenUsage.from_dict(row) == fold(served(job.split("-")[1]), {"reasoning": "output"})
@@ -77,6 +86,9 @@ def test_terminus_tokens_cost_and_transcript(harbor_jobs, db, job, status):
     result = trial_result(harbor_jobs / job, "hello")
     assert row["cost_actual_usd"] == pytest.approx(result["agent_result"]["cost_usd"])
     assert row["cost_actual_source"] == "harbor"
+    tokens = fold(served(job.split("-")[1]), {"reasoning": "output"})
+    comparable = (tokens.uncached_input * 0.15 + tokens.cached_input * 0.075 + tokens.output * 0.6) / 1e6
+    assert (row["cost_usd"], row["cost_source"]) == (pytest.approx(comparable), "snapshot")
     trajectory = json.loads(next((harbor_jobs / job).glob("hello__*/agent/trajectory.json")).read_text())
     calls = [c["function_name"] for s in trajectory["steps"] for c in s.get("tool_calls") or []]
     events = list(Store(db).events(row["id"]))

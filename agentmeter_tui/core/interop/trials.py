@@ -62,21 +62,24 @@ class ImportedTrial:
             self.tool_calls = sum(1 for e in self.events if e.kind == "tool_call")
 
     def price(self, prices: PriceSnapshot | None, label: str) -> None:
-        """The comparable cost at ``prices`` (per usage event, so tiered prices see each call's
-        input); unpriced (None, flagged) when the model has no entry."""
-        if prices is None:
+        """The comparable cost at ``prices``: per call when the model's price has long-context
+        tiers (each call's prompt picks its tier), else of the totals; unpriced (None, flagged)
+        when the model has no entry. No tokens cost nothing at any price (the oracle)."""
+        if not self.tokens:
+            self.cost_usd, self.cost_source = 0.0, label
             return
-        calls = [e.usage for e in self.events if e.usage is not None] or [self.tokens]
-        if sum(calls, TokenUsage()) != self.tokens:
-            calls = [self.tokens]  # the transcript misses calls the totals count: price the totals
+        found = prices.find(self.model) if prices is not None else None
+        if found is None:
+            if prices is not None:
+                self.flags.append("unpriced")
+            return
+        calls = [e.usage for e in self.events if e.usage is not None] if found[1].tiers else []
+        if not calls or sum(calls, TokenUsage()) != self.tokens:
+            calls = [self.tokens]  # no tiers, or the transcript misses calls the totals count
         total = Decimal(0)
         for usage in calls:
-            cost = prices.cost_usd(self.model, usage)
-            if cost is None:
-                self.flags.append("unpriced")
-                self.cost_usd, self.cost_source = None, None
-                return
-            total += cost
+            prompt = usage.uncached_input + usage.cached_input + usage.cache_write if len(calls) > 1 else None
+            total += prices.cost_usd(self.model, usage, call_input=prompt) or Decimal(0)
         self.cost_usd, self.cost_source = float(total), label
 
 
@@ -135,7 +138,7 @@ class Pricer:
 
     def price(self, trial: ImportedTrial) -> None:
         snapshot, label = self.for_model(trial.model)
-        if snapshot is None or snapshot.find(trial.model) is None:
+        if snapshot is None and trial.tokens:
             trial.flags.append("unpriced")
             return
         trial.price(snapshot, "snapshot")
