@@ -1,6 +1,7 @@
 """``agentmeter install-clis [--only PKG@VER] [--dir DIR]``: install every registered adapter's
 pinned agent CLI into the project-local folder (npm packages with one ``npm install``, each
-PyPI package in its own venv); what is already there at its version is left alone.
+PyPI package in its own venv); what is already there at its version is left alone. Then the
+runtime bundle that runs them inside any glibc image is assembled (``core/clisbundle.py``).
 Exit 0 when every CLI asked for is in place, 1 when an install failed, 2 on bad input.
 """
 
@@ -11,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..core import installer
+from ..core import clisbundle, installer
 from ..core.paths import default_clis_root
 
 
@@ -48,7 +49,7 @@ def install_command(args: argparse.Namespace) -> int:
             missing.append(target)
     if not missing:
         print(f"all {len(wanted)} CLI(s) in place under {root}")
-        return 0
+        return 0 if args.check else _bundle(root)
     if args.check:
         print(f"{len(missing)} CLI(s) to install: agentmeter install-clis", file=sys.stderr)
         return 1
@@ -72,4 +73,15 @@ def install_command(args: argparse.Namespace) -> int:
     if wrong:
         return 1
     print(f"installed {len(missing)} CLI(s) under {root} in {time.monotonic() - started:.0f} s")
+    return _bundle(root)
+
+
+def _bundle(root: Path) -> int:
+    """The runtime bundle that lets the CLIs run inside images without node or Python. Without
+    it the CLIs still run locally and over ssh, so a failure warns instead of failing."""
+    try:
+        clisbundle.assemble(root, log=lambda text: print(text, file=sys.stderr, flush=True))
+    except (clisbundle.BundleError, OSError) as exc:
+        print(f"agentmeter install-clis: warning: no runtime bundle for containers ({exc}); the docker "
+              f"sandbox can then run only CLIs whose runtime the task's image has", file=sys.stderr)
     return 0

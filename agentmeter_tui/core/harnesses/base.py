@@ -30,6 +30,9 @@ class InstallSpec:
     bin: str  # the executable's name
     python: str | None = None  # pypi: the interpreter the venv needs (e.g. "3.13")
     size_hint: str = ""
+    #: npm: a static binary inside the package (relative to the install root) that the launcher
+    #: script would start; containers run it directly, with no node (Codex's musl build)
+    native: str | None = None
 
     @property
     def hint(self) -> str:

@@ -134,7 +134,8 @@ def recover_codex(files: dict[str, bytes]) -> Recovery | None:
 class CodexAdapter(HarnessAdapter):
     name = "codex"
     protocol = "responses"
-    install = InstallSpec("npm", "@openai/codex", "0.169.0", "codex", size_hint="404 MB")
+    install = InstallSpec("npm", "@openai/codex", "0.169.0", "codex", size_hint="404 MB",
+                          native="node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
     session_globs: ClassVar[list[str]] = [".codex/sessions/*/*/*/rollout-*.jsonl"]
     live_session_poll = 0.5
 

@@ -4,7 +4,7 @@ and swarm configs all move files as tars.
 :class:`TarWriter` writes entries with fixed times and a chosen owner (so a non-root agent
 owns its workspace inside a container, and equal inputs give equal bytes); :func:`extract`
 unpacks with the stdlib's ``data`` filter, so an archive from a sandbox can never write
-outside the destination (absolute names, ``..`` and links pointing out are refused).
+outside the destination (absolute names, ``..`` and links pointing out are skipped).
 """
 
 from __future__ import annotations
@@ -115,5 +115,15 @@ def extract(chunks: Iterable[bytes] | bytes, dest: Path, limit_bytes: int | None
                 if limit_bytes is not None and total > limit_bytes:
                     continue
             members.append(member)
-        tar.extractall(dest, members=members, filter="data")
+        tar.extractall(dest, members=members, filter=_inside)
     return dest
+
+
+def _inside(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """The ``data`` filter, skipping what it refuses instead of failing the whole archive: a
+    CLI's HOME holds absolute symlinks of its own (Codex's ``tmp/arg0-linux/*/apply_patch``),
+    and one of them must not cost the session files beside it (live usage, recovery)."""
+    try:
+        return tarfile.data_filter(member, dest)
+    except tarfile.FilterError:
+        return None

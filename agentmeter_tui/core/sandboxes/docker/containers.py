@@ -31,11 +31,6 @@ ISOLATED_NETWORK = "agentmeter-isolated"
 # PID 2 under docker-init: ignores INT and TERM (inherited by its sleep), so the in-container
 # signal ladder reaches only the trial's processes and the container outlives it.
 KEEPALIVE = ["sh", "-c", "trap '' INT TERM HUP; while :; do sleep 3600; done"]
-# npm launchers that are node scripts -> the static binary each one would start, under the
-# CLIs root: a container needs no node for these (Codex ships a static musl build).
-NATIVE_LAUNCHERS = {
-    "node_modules/.bin/codex": "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
-}
 
 
 class EngineEntry(Settings):

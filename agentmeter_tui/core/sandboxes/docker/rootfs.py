@@ -14,6 +14,7 @@ import hashlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..archive import TarWriter
@@ -68,7 +69,7 @@ def shared_libraries(binaries: list[Path]) -> list[Path]:
     return [Path(p) for p in sorted(found)]
 
 
-def _stdlib_dir(python: Path) -> Path:
+def stdlib_dir(python: Path) -> Path:
     out = subprocess.run([str(python), "-S", "-c", "import os; print(os.path.dirname(os.__file__))"],
                          capture_output=True, text=True, check=True).stdout.strip()
     return Path(out)
@@ -119,13 +120,9 @@ def _add_binary(tar: TarWriter, binary: Path, name: str, *, have: set[str]) -> N
             tar.link(str(library), str(resolved))
 
 
-def _add_python(tar: TarWriter, python: Path) -> set[str]:
-    stdlib = _stdlib_dir(python)
-    version = stdlib.name  # "python3.11"
-    tar.file(f"usr/bin/{version}", python)
-    tar.link("usr/bin/python3", version)
-    tar.link("usr/bin/python", version)
-    extensions: list[Path] = []
+def stdlib_files(stdlib: Path) -> Iterator[tuple[Path, Path]]:
+    """(path relative to ``stdlib``, path) of the standard library files an agent may need:
+    sources, compiled files and extension modules, without tests, GUI kits and build files."""
     for folder, subdirs, files in os.walk(stdlib):
         rel = Path(folder).relative_to(stdlib)
         subdirs[:] = sorted(d for d in subdirs if not (rel == Path(".") and (d in STDLIB_SKIP or d.startswith("config-")))
@@ -134,13 +131,23 @@ def _add_python(tar: TarWriter, python: Path) -> set[str]:
             path = Path(folder) / name
             if rel.parts[:1] == ("lib-dynload",) and name.startswith(DYNLOAD_SKIP):
                 continue
-            if not name.endswith((".py", ".pyc", ".so")) or path.is_symlink():
-                continue
-            if name.endswith(".so"):
-                extensions.append(path)
-            # A .py keeps its time: the host's __pycache__ records it, and with a time of 0 every
-            # import in a read-only container would recompile (10x the start-up time of a tool).
-            tar.file(f"usr/lib/{version}/{rel / name}", path, keep_mtime=name.endswith(".py"))
+            if name.endswith((".py", ".pyc", ".so")) and not path.is_symlink():
+                yield rel / name, path
+
+
+def _add_python(tar: TarWriter, python: Path) -> set[str]:
+    stdlib = stdlib_dir(python)
+    version = stdlib.name  # "python3.11"
+    tar.file(f"usr/bin/{version}", python)
+    tar.link("usr/bin/python3", version)
+    tar.link("usr/bin/python", version)
+    extensions: list[Path] = []
+    for rel, path in stdlib_files(stdlib):
+        if path.name.endswith(".so"):
+            extensions.append(path)
+        # A .py keeps its time: the host's __pycache__ records it, and with a time of 0 every
+        # import in a read-only container would recompile (10x the start-up time of a tool).
+        tar.file(f"usr/lib/{version}/{rel}", path, keep_mtime=path.name.endswith(".py"))
     libraries = shared_libraries([python, *extensions])
     for library in libraries:
         real = Path(os.path.realpath(library))
@@ -159,5 +166,5 @@ def host_fingerprint(python: bool = True, bash: bool = False) -> str:
         stat = part.stat()
         digest.update(f"{part}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
     if python:
-        digest.update(str(_stdlib_dir(find_python())).encode())
+        digest.update(str(stdlib_dir(find_python())).encode())
     return digest.hexdigest()[:12]

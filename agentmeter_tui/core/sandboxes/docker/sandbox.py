@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...clisbundle import Manifest, container_argv, load_manifest
 from ...paths import default_clis_root
 from ...run.placement import Host, Placement
 from ..archive import TarWriter, extract
@@ -36,7 +37,7 @@ from ..common import HostWatch, load_settings, map_argv, shipped_files, trial_en
 from ..local import LocalSandbox, LocalSession, read_globs
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
-from .containers import ISOLATED_NETWORK, NATIVE_LAUNCHERS, ROOT, ContainerFactory, DockerSettings
+from .containers import ISOLATED_NETWORK, ROOT, ContainerFactory, DockerSettings
 from .exec import RECORD_PID, DockerAgent, ExecStream, run_exec, run_ladder, signal_all
 from .harbor import ContractCache, ImageContract, agent_env, run_as
 from .images import ImageError, ImageResolver
@@ -61,6 +62,7 @@ class DockerSandbox(Sandbox):
         self.watch = HostWatch(self.placement, self._probe, self.config.probe_interval)
         self._connect_lock = asyncio.Lock()
         self._local_files: LocalSandbox | None = None
+        self._bundle: Manifest | None | bool = False  # not read yet
         self.containers = ContainerFactory(self.config, suite.id, self.network_mode())
         self.contracts = ContractCache(self.config)
         self.problems: list[str] = []  # tasks whose own image failed: their trials fail, the run goes on
@@ -189,6 +191,12 @@ class DockerSandbox(Sandbox):
             raise
         return session
 
+    def bundle(self) -> Manifest | None:
+        """The mounted CLIs' runtime manifest, read once per run."""
+        if self._bundle is False:
+            self._bundle = load_manifest(default_clis_root())
+        return self._bundle
+
     def local_files(self) -> LocalSandbox:
         if self._local_files is None:
             self._local_files = LocalSandbox(self.suite, {"root": str(Path(tempfile.gettempdir()) / "agentmeter-docker")})
@@ -313,13 +321,11 @@ class DockerSession(SandboxSession):
         return self.agent
 
     def _native(self, argv: list[str]) -> list[str]:
-        """A mounted npm launcher that needs node becomes the static binary it would start."""
-        if self.config.clis != "mount" or not argv:
+        """A mounted CLI's launcher becomes the command that runs it on the runtime bundle
+        (``clisbundle.py``): the image needs no node, no Python, and its libc is not used."""
+        if self.config.clis != "mount":
             return argv
-        for launcher, native in NATIVE_LAUNCHERS.items():
-            if argv[0] == f"{self.clis_root}/{launcher}" and (default_clis_root() / native).is_file():
-                return [f"{self.clis_root}/{native}", *argv[1:]]
-        return argv
+        return container_argv(argv, self.clis_root, self.sandbox.bundle())
 
     async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
                    timeout: float | None = None) -> ExecResult:

@@ -1,0 +1,120 @@
+"""Every real agent CLI inside a task's own bare image: busybox, bash and its libraries, no
+node and no Python (``bare_image.py``). The CLIs come read-only from ``.clis/`` with the
+runtime bundle that ``install-clis`` assembles (``core/clisbundle.py``); the model is the
+scripted server, reached through the isolated network's relay. Per CLI: (a) the grid dry
+run's tasks pass with the tokens the server served, (b) a runaway is killed by its token
+budget with no process and no container of the trial left."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+
+import pytest
+
+from agentmeter_tui.core import clisbundle
+from agentmeter_tui.core.harnesses import ADAPTERS
+from agentmeter_tui.core.paths import default_clis_root
+from agentmeter_tui.core.sandboxes.docker.engine import TRIAL
+from agentmeter_tui.core.store import Store
+from agentmeter_tui.core.usage import TOKEN_CLASSES, TokenUsage
+from agentmeter_tui.core.wireusage import fold
+from tests.conftest import ROOT, agentmeter
+from tests.core.bare_image import bare_image, runtimes_in
+from tests.core.sandbox_support import docker_client, leftovers, unique_id, wait_runner_exit
+from tests.e2e import cases
+from tests.e2e.harness import require_cli, run_scenario
+
+pytestmark = [pytest.mark.docker, pytest.mark.clis, pytest.mark.slow]
+GRID = ROOT / "suites" / "grid-dry-run"
+CLIS = ["claude-code", "codex", "gemini-cli", "qwen-code", "kimi-cli", "opencode"]
+
+
+@pytest.fixture(scope="module")
+def image():
+    """The bare image (built once) and the CLIs' runtime bundle, after proving the image
+    has no runtime of its own."""
+    client = docker_client()
+    try:
+        tag = bare_image(client)
+        assert runtimes_in(client, tag) == "", "the bare image must have no node and no python"
+        clisbundle.assemble(default_clis_root(), log=lambda _text: None)
+        yield tag
+    finally:
+        client.close()
+
+
+def test_the_six_real_clis_are_covered():
+    assert set(CLIS) == set(ADAPTERS.names()) - {"reference", "command"}
+
+
+def _grid_suite(tmp_path, cli: str, image: str, suite_id: str):
+    """The grid dry run cut to one CLI and its solver model, in docker on the bare image."""
+    suite = tmp_path / "suite"
+    shutil.copytree(GRID, suite)
+    (suite / "suite.toml").write_text(textwrap.dedent(f"""\
+        [suite]
+        id = "{suite_id}"
+        trials = 1
+        concurrency = 2
+        pricing = "prices.toml"
+        kill_grace = 3.0
+
+        [[models]]
+        id = "solver"
+        price_key = "scripted/solver"
+        cli_names = {{ codex = "gpt-5.5" }}
+
+        [[clis]]
+        adapter = "{cli}"
+
+        [providers.scripted]
+        kind = "scripted"
+        scenarios = "scenarios"
+
+        [budgets.default]
+        wall_seconds = 240
+
+        [sandbox]
+        kind = "docker"
+        image = "{image}"
+        """))
+    return suite
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_solves_the_grid_tasks_in_a_bare_image(tmp_path, cli, image):
+    require_cli(cli)
+    suite_id = unique_id(f"bare-{cli}")
+    db = tmp_path / "grid.db"
+    result = agentmeter("run", str(_grid_suite(tmp_path, cli, image, suite_id)), "--headless", "--db", str(db),
+                        timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    trials = Store(db).trials(suite_id)
+    assert sorted(t["task_id"] for t in trials) == ["count-lines", "write-greeting"], trials
+    merged = ADAPTERS.get(cli).merged_classes
+    for trial in trials:
+        assert trial["sandbox"] == "docker", trial
+        assert trial["status"] == "passed", (trial["task_id"], trial["reason"], trial["verifier_output"])
+        usage = TokenUsage(*(trial[c] for c in TOKEN_CLASSES))
+        served = TokenUsage.from_dict(json.loads(trial["extra"])["scripted"]["usage"])
+        assert served.raw > 0 and fold(usage, merged) == fold(served, merged), (trial["task_id"], usage, served)
+        assert trial["tool_calls"] >= 1
+    assert leftovers(docker_client(), suite_id, db) == {}
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_a_runaway_is_killed_by_its_token_budget_in_a_bare_image(tmp_path, cli, image):
+    sandbox = f'\n[sandbox]\nkind = "docker"\nimage = "{image}"\n'
+    result = run_scenario(tmp_path, cli, cases.LOOP, budget=f"wall_seconds = 180\ntokens = {cases.LOOP_BUDGET}"
+                          + sandbox, timeout=400)
+    assert result.row["sandbox"] == "docker", result.row
+    cases.assert_runaway_stopped(result, cli)  # no process with the trial's token, usage as served
+    wait_runner_exit(tmp_path / "e2e.db")
+    client = docker_client()
+    try:
+        token = result.row["proc_token"]
+        assert client.api.containers(all=True, filters={"label": f"{TRIAL}={token}"}) == []
+    finally:
+        client.close()
