@@ -49,7 +49,7 @@ def test_the_six_real_clis_are_covered():
     assert set(CLIS) == set(ADAPTERS.names()) - {"reference", "command"}
 
 
-def _grid_suite(tmp_path, cli: str, image: str, suite_id: str):
+def _grid_suite(tmp_path, cli: str, image: str, suite_id: str, suite_extra: str = ""):
     """The grid dry run cut to one CLI and its solver model, in docker on the bare image."""
     suite = tmp_path / "suite"
     shutil.copytree(GRID, suite)
@@ -60,7 +60,7 @@ def _grid_suite(tmp_path, cli: str, image: str, suite_id: str):
         concurrency = 2
         pricing = "prices.toml"
         kill_grace = 3.0
-
+        {suite_extra}
         [[models]]
         id = "solver"
         price_key = "scripted/solver"
@@ -118,3 +118,21 @@ def test_a_runaway_is_killed_by_its_token_budget_in_a_bare_image(tmp_path, cli, 
         assert client.api.containers(all=True, filters={"label": f"{TRIAL}={token}"}) == []
     finally:
         client.close()
+
+
+def test_the_metering_proxy_meters_a_cli_in_a_bare_image(tmp_path, image):
+    """Kimi CLI prints no usage at all: through the proxy every call is metered as served."""
+    require_cli("kimi-cli")
+    suite_id = unique_id("bare-proxy")
+    db = tmp_path / "grid.db"
+    suite = _grid_suite(tmp_path, "kimi-cli", image, suite_id, suite_extra="proxy = true")
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    trials = Store(db).trials(suite_id)
+    assert len(trials) == 2
+    for trial in trials:
+        assert trial["status"] == "passed" and trial["usage_source"] == "proxy", (trial["status"], trial["reason"])
+        extra = json.loads(trial["extra"])
+        served = TokenUsage.from_dict(extra["scripted"]["usage"])
+        assert TokenUsage(*(trial[c] for c in TOKEN_CLASSES)) == served and served.raw > 0
+        assert extra["proxy"]["calls"] == extra["scripted"]["calls"]
