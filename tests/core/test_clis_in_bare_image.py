@@ -20,7 +20,7 @@ from agentmeter_tui.core.sandboxes.docker.engine import TRIAL
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TOKEN_CLASSES, TokenUsage
 from agentmeter_tui.core.wireusage import fold
-from tests.conftest import ROOT, agentmeter
+from tests.conftest import FIXTURES, ROOT, agentmeter
 from tests.core.bare_image import bare_image, runtimes_in
 from tests.core.sandbox_support import docker_client, leftovers, unique_id, wait_runner_exit
 from tests.e2e import cases
@@ -137,3 +137,65 @@ def test_the_metering_proxy_meters_a_cli_in_a_bare_image(tmp_path, image):
         served = TokenUsage.from_dict(extra["scripted"]["usage"])
         assert TokenUsage(*(trial[c] for c in TOKEN_CLASSES)) == served and served.raw > 0
         assert extra["proxy"]["calls"] == extra["scripted"]["calls"]
+
+
+@pytest.mark.parametrize("cli", ["claude-code", "kimi-cli"])
+def test_solves_a_harbor_task_as_root_in_its_workdir(tmp_path, cli, image):
+    """Harbor's contract on top: the task's own Dockerfile ``FROM`` the bare image, the agent as
+    root in ``WORKDIR /app`` with the image's ENV, the reward file deciding."""
+    require_cli(cli)
+    task = tmp_path / "tasks" / "greet"
+    shutil.copytree(FIXTURES / "harbor" / "tasks" / "greet", task)
+    dockerfile = task / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text().replace("FROM agentmeter/host-bash", f"FROM {image}"))
+    suite = tmp_path / "suite"
+    (suite / "scenarios" / "solver").mkdir(parents=True)
+    shutil.copy(FIXTURES / "harbor" / "agents" / "scenarios" / "solver" / "greet.toml",
+                suite / "scenarios" / "solver" / "greet.toml")
+    suite_id = unique_id(f"bare-harbor-{cli}")
+    (suite / "suite.toml").write_text(textwrap.dedent(f"""\
+        [suite]
+        id = "{suite_id}"
+        trials = 1
+        max_retries = 0
+        tasks_dir = "../tasks"
+        kill_grace = 3.0
+
+        [[models]]
+        id = "solver"
+
+        [[clis]]
+        adapter = "{cli}"
+
+        [budgets.default]
+        wall_seconds = 240
+
+        [sandbox]
+        kind = "docker"
+        """))
+    db = tmp_path / "harbor.db"
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (trial,) = Store(db).trials(suite_id)
+    assert trial["workspace"] == "/app", trial["workspace"]
+    assert trial["status"] == "passed" and trial["quality"] == 1, (trial["reason"], trial["verifier_output"])
+    usage = TokenUsage(*(trial[c] for c in TOKEN_CLASSES))
+    served = TokenUsage.from_dict(json.loads(trial["extra"])["scripted"]["usage"])
+    merged = ADAPTERS.get(cli).merged_classes
+    assert served.raw > 0 and fold(usage, merged) == fold(served, merged), (usage, served)
+    assert leftovers(docker_client(), suite_id, db) == {}
+
+
+@pytest.mark.parametrize("cli", ["claude-code"])
+def test_no_runtime_bundle_stops_the_run_before_any_trial(tmp_path, cli):
+    """CLIs installed but no bundle (install-clis predates it): a clear preflight error, no trial."""
+    clis = tmp_path / "clis"
+    launcher = clis / ADAPTERS.get(cli)().executable(str(clis))[len(str(clis)) + 1:]
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text("")
+    suite = _grid_suite(tmp_path, cli, "agentmeter/host", unique_id("bare-nobundle"))
+    db = tmp_path / "grid.db"
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=120,
+                        env={"AGENTMETER_CLIS_DIR": str(clis)})
+    assert result.returncode != 0
+    assert f"{cli}: no runtime bundle under {clis}" in result.stderr and "agentmeter install-clis" in result.stderr
