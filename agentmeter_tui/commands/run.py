@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..core.paths import runner_log_path, suites_root
+from ..core.paths import owner_only, runner_log_path, suites_root
 from ..core.run.control import ControlClient, ControlError, runner_alive
 from ..core.store import SeedHashChanged, Store
 from ..core.suites import load_suite
@@ -88,6 +88,7 @@ def spawn_runner(suite_path: Path, db: Path, clis_root: str | None) -> int | Non
     if clis_root:
         command += ["--clis-root", clis_root]
     log_path = runner_log_path(db)
+    owner_only(log_path)  # it can quote agent output
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                    start_new_session=True, cwd=os.getcwd())

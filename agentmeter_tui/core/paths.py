@@ -44,3 +44,19 @@ def socket_path(db: Path) -> Path:
 
 def runner_log_path(db: Path) -> Path:
     return db.with_name(db.name + ".runner.log")
+
+
+def owner_only(path: Path, *, create: bool = True) -> None:
+    """Make ``path`` readable and writable by its owner alone (0600), creating it so when
+    missing. The store, its WAL, the runner's log and lock hold transcripts and usage, which
+    other local users must not read; a file of another owner is left as it is."""
+    try:
+        fd = os.open(path, (os.O_CREAT if create else 0) | os.O_RDONLY, 0o600)
+    except FileNotFoundError:
+        return
+    try:
+        status = os.fstat(fd)
+        if status.st_uid == os.getuid() and status.st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)

@@ -16,12 +16,13 @@ import fcntl
 import os
 import signal
 import socket as socketlib
+import struct
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from ..paths import default_clis_root, lock_path, socket_path
+from ..paths import default_clis_root, lock_path, owner_only, socket_path
 from ..procs import BACKGROUND, SWEEPER, become_subreaper, reap_orphans
 from ..sandboxes import SANDBOXES, Sandbox
 from ..store import SeedHashChanged, Store, utcnow
@@ -50,6 +51,7 @@ class Runner:
         print(f"[{utcnow()}] {text}", file=sys.stderr, flush=True)
 
     async def main(self) -> int:
+        owner_only(lock_path(self.db))
         lock = open(lock_path(self.db), "w")
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -189,6 +191,10 @@ class Runner:
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         import orjson
 
+        if not _same_user(writer):  # the socket is 0600 already; this holds if its mode is ever widened
+            writer.write(encode({"ok": False, "error": "this runner answers the user who started it only"}))
+            writer.close()
+            return
         try:
             while line := await reader.readline():
                 try:
@@ -269,6 +275,17 @@ def use_pidfd_watcher() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
+
+
+def _same_user(writer: asyncio.StreamWriter) -> bool:
+    """Whether the peer of a control connection runs as this runner's user (or root)."""
+    sock = writer.get_extra_info("socket")
+    try:
+        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socketlib.SOL_SOCKET, socketlib.SO_PEERCRED,
+                                                              struct.calcsize("3i")))
+    except (AttributeError, OSError):  # no peer credentials on this platform: the file mode decides
+        return True
+    return uid in (os.getuid(), 0)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from typing import Any
 
 import sqlite_utils
 
+from ..paths import owner_only
 from .imports import ImportQueries
 from .migrations import migrate
 from .reports import ReportQueries
@@ -37,10 +38,14 @@ DEFAULT_DB = "agentmeter.db"
 
 
 def connect(path: str | Path) -> sqlite_utils.Database:
+    path = Path(path)
+    owner_only(path)  # SQLite gives the WAL and shm files the database file's mode
     conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
     db = sqlite_utils.Database(conn)
     with db.ensure_autocommit_on():
         conn.execute("PRAGMA journal_mode=WAL")
+    for suffix in ("-wal", "-shm"):  # made by an older version, before the store was owner-only
+        owner_only(path.with_name(path.name + suffix), create=False)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA busy_timeout=30000")
     return db
