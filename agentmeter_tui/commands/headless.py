@@ -72,15 +72,25 @@ def follow_headless(db: Path) -> int:
         feed = client.subscribe(events=False)
         snapshot = next(feed)
         progress = snapshot.get("progress", {})
+        printed: set[int | None] = set()
+
+        def finished(meter: dict) -> None:
+            if meter.get("id") in printed:
+                return
+            printed.add(meter.get("id"))
+            totals["tokens"] += sum((meter.get("tokens") or {}).values())
+            totals["usd"] += meter.get("cost_usd") or 0.0
+            console.print(trial_line(meter))
+
+        for meter in snapshot.get("done", ()):  # finished before this printer attached
+            finished(meter)
         with Live(summary(progress, totals), console=console, transient=True, auto_refresh=False) as live:
             try:
                 for message in feed:
                     kind = message.get("type")
                     progress = message.get("progress", progress)
                     for meter in message.get("finished", ()):
-                        totals["tokens"] += sum((meter.get("tokens") or {}).values())
-                        totals["usd"] += meter.get("cost_usd") or 0.0
-                        live.console.print(trial_line(meter))
+                        finished(meter)
                     live.update(summary(progress, totals), refresh=True)
                     if kind == "finished":
                         status = message.get("status", "finished")

@@ -78,6 +78,7 @@ class Snapshot(TypedDict):
     progress: Progress
     running: list[Meter]
     subscribers: int  # clients following the feed now (the headless printer, TUIs)
+    done: list[Meter]  # the trials this run finished before the client attached
 
 
 class Tick(TypedDict, total=False):

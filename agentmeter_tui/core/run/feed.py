@@ -50,6 +50,7 @@ class Feed:
         self.subscribers: dict[asyncio.StreamWriter, FeedOptions] = {}
         self._changed: dict[int, TrialRun] = {}
         self._finished: list[Meter] = []
+        self._done: list[Meter] = []  # every trial finished in this run, for clients that attach late
         self._live: dict[TrialRun, list[LiveEvent]] = {}  # events not yet sent, per running trial
         self._final_events: dict[int, list[LiveEvent]] = {}  # the last events of trials that just finished
         self.live_enabled = True  # whether any subscriber wants events (else no live copies are kept)
@@ -69,7 +70,9 @@ class Feed:
         live.extend([r[1], r[2], r[3], r[4], r[5][:LIVE_TEXT]] for r in rows)
 
     def trial_finished(self, trial: TrialRun) -> None:
-        self._finished.append(trial.meter())
+        meter = trial.meter()
+        self._finished.append(meter)
+        self._done.append(meter)
         live = self._live.pop(trial, None)
         if live and trial.id is not None:
             self._final_events[trial.id] = live
@@ -89,7 +92,8 @@ class Feed:
         running = [t.meter() for t in scheduler.running.values() if t.id is not None] if scheduler else []
         return {"type": "snapshot", "run_id": self.runner.run_id, "suite": self.runner.suite.id,
                 "db": str(self.runner.db), "pid": os.getpid(), "started": self.runner.started,
-                "progress": self.progress(), "running": running, "subscribers": len(self.subscribers)}
+                "progress": self.progress(), "running": running, "subscribers": len(self.subscribers),
+                "done": list(self._done)}
 
     # -- delivery ---------------------------------------------------------------------------
 
