@@ -20,12 +20,14 @@ RUNTIMES = ("node", "nodejs", "bun", "deno", "python", "python3")
 DOCKERFILE = b'FROM scratch\nADD rootfs.tar /\nENV PATH=/usr/bin:/bin LANG=C.UTF-8\nWORKDIR /app\nCMD ["bash"]\n'
 
 
-def bare_image(client) -> str:
-    """The image's tag on ``client``'s engine, built when missing."""
-    tag = f"{REPOSITORY}:{host_fingerprint(python=False, bash=True)}"
+def bare_image(client, *, bash: bool = True) -> str:
+    """The image's tag on ``client``'s engine, built when missing. Without ``bash`` it is
+    busybox-static alone: no libc, no loader, no shared library at all."""
+    repository = REPOSITORY if bash else f"{REPOSITORY}-nolibc"
+    tag = f"{repository}:{host_fingerprint(python=False, bash=bash)}"
     if not client.images.list(name=tag):
         with tempfile.TemporaryDirectory(prefix="agentmeter-bare-") as tmp:
-            rootfs = build_rootfs(Path(tmp) / "rootfs.tar", python=False, bash=True)
+            rootfs = build_rootfs(Path(tmp) / "rootfs.tar", python=False, bash=bash)
             context = io.BytesIO()
             tar = TarWriter(context)
             tar.data("Dockerfile", DOCKERFILE)

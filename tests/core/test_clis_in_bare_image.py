@@ -8,6 +8,7 @@ budget with no process and no container of the trial left."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import textwrap
 
@@ -43,6 +44,36 @@ def image():
         yield tag
     finally:
         client.close()
+
+
+def test_the_bundle_alone_starts_every_cli_in_an_image_without_libc(tmp_path):
+    """busybox-static alone (no /lib at all): every launcher of the manifest prints its CLI's
+    pinned version, so nothing of an image's libc or loader is ever needed."""
+    for name in CLIS:
+        require_cli(name)
+    client = docker_client()
+    try:
+        image = bare_image(client, bash=False)
+        root = default_clis_root()
+        manifest = clisbundle.assemble(root, log=lambda _text: None)
+        assert manifest is not None
+        mount = "/opt/agentmeter/clis"
+        checks = []
+        for name in CLIS:
+            adapter = ADAPTERS.get(name)()
+            launcher = adapter.executable(mount)
+            assert launcher[len(mount) + 1:] in manifest.launchers, name
+            argv = clisbundle.container_argv([launcher, "--version"], mount, manifest)
+            checks.append(f"{shlex.join(argv)} 2>&1 | grep -F {shlex.quote(adapter.version)} || echo FAILED {name}")
+        script = "ls /lib /lib64 /usr/lib 2>/dev/null && echo HAS-LIBS; " + "; ".join(checks)
+        out = client.containers.run(image, ["sh", "-c", script], remove=True, network_mode="none", user="1000:1000",
+                                    environment={"HOME": "/tmp", "GEMINI_CLI_NO_RELAUNCH": "true",
+                                                 "QWEN_CODE_NO_RELAUNCH": "true"},
+                                    volumes={str(root): {"bind": mount, "mode": "ro"}}).decode()
+    finally:
+        client.close()
+    assert "HAS-LIBS" not in out and "FAILED" not in out, out
+    assert len(out.strip().splitlines()) >= len(CLIS), out
 
 
 def test_the_six_real_clis_are_covered():
