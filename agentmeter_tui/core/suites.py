@@ -29,6 +29,7 @@ from .taskfolders import (  # noqa: F401 - task.toml's models, imported from her
     is_harbor,
     task_folders,
 )
+from .taskfiles import check_task_files
 from .tomlerrors import InputError, load_toml, validate
 
 TIERS: tuple[str, ...] = ("easy", "medium", "hard")
@@ -252,6 +253,7 @@ class Suite:
 
 def load_task(folder: Path) -> Task:
     toml_path = folder / "task.toml"
+    check_task_files(folder)  # before any file of it is read: no link out, no huge file
     data, text = load_toml(toml_path)
     spec: TaskFile = validate(HarborTaskFile if is_harbor(data) else TaskFile, data, toml_path, text)
     instruction_path = folder / "instruction.md"
@@ -328,6 +330,10 @@ def load_suite(folder: str | Path) -> Suite:
                                  f"scripted model '{model.id}' has no scenario for task '{task.id}' "
                                  f"(looked for {task.path.name}/scenarios/{model.id}.toml and "
                                  f"{spec.providers[model.provider].scenarios}/{model.id}[/{task.id}].toml)")
+    if spec.suite.pricing and not (folder / spec.suite.pricing).resolve().is_relative_to(folder.resolve()):
+        # A parse error would quote a line of whatever host file it names.
+        raise InputError(toml_path, _line(text, ("suite", "pricing")), "suite.pricing",
+                         f"'{spec.suite.pricing}' is outside the suite folder: a suite's files live in it")
     if spec.suite.pricing and not (folder / spec.suite.pricing).is_file():
         raise InputError(toml_path, _line(text, ("suite", "pricing")), "suite.pricing",
                          f"price snapshot '{spec.suite.pricing}' not found")
