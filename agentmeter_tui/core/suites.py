@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .taskfiles import check_task_files
 from .taskfolders import (  # noqa: F401 - task.toml's models, imported from here by other modules
     HARBOR,
     AgentSection,
@@ -29,7 +30,6 @@ from .taskfolders import (  # noqa: F401 - task.toml's models, imported from her
     is_harbor,
     task_folders,
 )
-from .taskfiles import check_task_files
 from .tomlerrors import InputError, load_toml, validate
 
 TIERS: tuple[str, ...] = ("easy", "medium", "hard")
