@@ -203,8 +203,9 @@ def join_fragments(previous: str, fragment: str) -> str:
     return previous + fragment
 
 
-def event_index(store: Store, trial_id: int) -> EventIndex:
-    """One pass over a trial's events plus one query for its failures.
+def event_index(store: Store, trial_id: int, first: int = 0, last: int | None = None) -> EventIndex:
+    """One pass over a trial's events (those with ``first <= seq <= last``: a window of a long
+    transcript, see ``transcript_doc``) plus one query for their failures.
 
     Reading the whole text column and cutting it here is faster than ``substr`` in SQL
     (which must count UTF-8 characters), and the cut bounds memory on huge tool outputs.
@@ -212,7 +213,7 @@ def event_index(store: Store, trial_id: int) -> EventIndex:
     streamed message reads as a paragraph rather than as a row per delta.
     """
     seqs, kinds, texts, full = [], [], [], []
-    for seq, kind, text in store.event_texts(trial_id):
+    for seq, kind, text in store.event_texts(trial_id, first, last):
         text = text or ""
         if (kind == "assistant" and kinds and kinds[-1] == "assistant" and full[-1]
                 and len(texts[-1]) + len(text) <= KEEP_CHARS):
@@ -226,7 +227,7 @@ def event_index(store: Store, trial_id: int) -> EventIndex:
         else:
             texts.append(inert(text))
             full.append(True)
-    failed_seqs = store.failure_seqs(trial_id)
+    failed_seqs = store.failure_seqs(trial_id, first, last)
     failures = {i for i, seq in enumerate(seqs) if seq in failed_seqs} if failed_seqs else set()
     return EventIndex(seqs, kinds, texts, full, failures)
 
@@ -237,3 +238,5 @@ def event_text(store: Store, trial_id: int, seq: int) -> str:
 
 
 search_events = Store.search_events
+next_failure_seq = Store.next_failure_seq
+last_seq = Store.last_seq

@@ -37,9 +37,10 @@ def suite_masker(store: Store, suite_id: str | None) -> Masker:
 HIDDEN_KINDS = frozenset({"usage", "status"})  # token counts; the runner's notes (flags, kills, budgets)
 
 
-def masked_event_index(store: Store, trial_id: int, masker: Masker) -> EventIndex:
+def masked_event_index(store: Store, trial_id: int, masker: Masker, first: int = 0,
+                       last: int | None = None) -> EventIndex:
     """The transcript index without usage lines and with identities masked in every text."""
-    index = event_index(store, trial_id)
+    index = event_index(store, trial_id, first, last)
     keep = [i for i, kind in enumerate(index.kinds) if kind not in HIDDEN_KINDS]
     position = {old: new for new, old in enumerate(keep)}
     return EventIndex([index.seqs[i] for i in keep], [index.kinds[i] for i in keep],

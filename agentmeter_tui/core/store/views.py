@@ -92,13 +92,32 @@ class ViewQueries:
         rows.reverse()
         return rows
 
-    def event_texts(self, trial_id: int) -> Iterator[tuple[int, str, str | None]]:
-        """``(seq, kind, text)`` of every event of a trial, in order (a cursor: read it once)."""
-        return self.db.execute("select seq, kind, text from events where trial_id = ? order by seq", [trial_id])
+    def event_texts(self, trial_id: int, first: int = 0, last: int | None = None,
+                    ) -> Iterator[tuple[int, str, str | None]]:
+        """``(seq, kind, text)`` of a trial's events with ``first <= seq <= last`` (default: all),
+        in order (a cursor: read it once). A range is a walk of the (trial_id, seq) index."""
+        if last is None:
+            return self.db.execute("select seq, kind, text from events where trial_id = ? and seq >= ? order by seq",
+                                   [trial_id, first])
+        return self.db.execute("select seq, kind, text from events where trial_id = ? and seq between ? and ? "
+                               "order by seq", [trial_id, first, last])
 
-    def failure_seqs(self, trial_id: int) -> set[int]:
-        """Seqs of a trial's errors and failed tool results."""
-        return {row[0] for row in self.db.execute(FAILURE_SQL, [trial_id])}
+    def failure_seqs(self, trial_id: int, first: int = 0, last: int | None = None) -> set[int]:
+        """Seqs of a trial's errors and failed tool results (with ``first <= seq <= last``)."""
+        sql = FAILURE_SQL + " and seq between ? and ?"
+        return {row[0] for row in self.db.execute(sql, [trial_id, first, last if last is not None else 2**62])}
+
+    def next_failure_seq(self, trial_id: int, after: int, backwards: bool = False) -> int | None:
+        """The seq of the next (or previous) error or failed tool result after ``after``."""
+        op, order = ("<", "desc") if backwards else (">", "asc")
+        row = self.db.execute(FAILURE_SQL + f" and seq {op} ? order by seq {order} limit 1",
+                              [trial_id, after]).fetchone()
+        return row[0] if row else None
+
+    def last_seq(self, trial_id: int) -> int:
+        """The highest seq of a trial's events (0 if none): one probe of the index."""
+        row = self.db.execute("select max(seq) from events where trial_id = ?", [trial_id]).fetchone()
+        return row[0] or 0
 
     def event_text(self, trial_id: int, seq: int) -> str:
         row = self.db.execute("select text from events where trial_id = ? and seq = ?", [trial_id, seq]).fetchone()

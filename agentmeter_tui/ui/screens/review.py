@@ -29,20 +29,16 @@ from textual.widgets import DataTable, Input, Static
 from .. import format as fmt
 from ..data import (
     TrialDetail,
-    event_index,
     event_text,
     latest_scores,
-    search_events,
     trial_detail,
 )
 from ..review_data import (
     blind_detail,
-    masked_event_index,
     masked_event_text,
     reviewer_scores,
     suite_masker,
 )
-from ..transcript_doc import TranscriptDoc
 from ..widgets.footer import KeysFooter
 from ..widgets.review_panels import (
     ReviewPanel,
@@ -51,14 +47,15 @@ from ..widgets.review_panels import (
     usage_markup,
     verdict_renderable,
 )
-from ..widgets.transcript_view import GUTTER, TranscriptView
+from ..widgets.transcript_view import TranscriptView
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
 from .dialogs import NoteDialog
 from .review_modes import ReviewModes
+from .review_transcript import ReviewTranscript
 
 
-class ReviewScreen(ReviewModes, SessionScreen):
+class ReviewScreen(ReviewTranscript, ReviewModes, SessionScreen):
     REFRESH_SECONDS = 2.0
     BINDINGS = [
         *(Binding(str(n), f"score({n})", f"Score {n}", id=f"score-{n}", show=n == 0,
@@ -145,11 +142,8 @@ class ReviewScreen(ReviewModes, SessionScreen):
             return
         if blind:
             detail = blind_detail(detail, self.masker)
-            index = await store.call(masked_event_index, trial_id, self.masker)
-        else:
-            index = await store.call(event_index, trial_id)
+        doc = await self._read_transcript(trial_id)
         view = self.query_one(TranscriptView)
-        doc = TranscriptDoc(index, max(8, view.size.width - GUTTER - 1))
         self.trial_id, self.detail, self.saving = trial_id, detail, None
         view.load(doc)
         self._show_detail()
@@ -301,17 +295,6 @@ class ReviewScreen(ReviewModes, SessionScreen):
 
     # -- navigation --------------------------------------------------------------------------------
 
-    def action_next_failure(self, direction: int) -> None:
-        view = self.query_one(TranscriptView)
-        if view.doc is None:
-            return
-        target = view.doc.next_failure(view.cursor, backwards=direction < 0)
-        if target is None:
-            self.notify("No more errors or failed tool calls that way.")
-            return
-        view.unfold(target)
-        view.show_event(target)
-
     def action_search(self) -> None:
         search = self.query_one("#search", Input)
         search.display = True
@@ -338,16 +321,3 @@ class ReviewScreen(ReviewModes, SessionScreen):
         if view.doc is None or not view.needle or self.trial_id is None:
             return
         self.run_worker(partial(self._search, view.needle, direction), group="search", exclusive=True, exit_on_error=False)
-
-    async def _search(self, needle: str, direction: int) -> None:
-        view = self.query_one(TranscriptView)
-        doc = view.doc
-        after = doc.index.seqs[view.cursor] if len(doc) else 0
-        seq = await self.session.store.call(search_events, self.trial_id, needle, after, direction < 0)
-        if seq is None:
-            self.notify(f"No more matches for '{needle}'.")
-            return
-        index = doc.position_of_seq(seq)
-        if index is not None:
-            view.unfold(index)
-            view.show_event(index)

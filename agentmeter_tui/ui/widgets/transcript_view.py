@@ -1,9 +1,11 @@
 """Provides :class:`TranscriptView`: a virtual list over a whole transcript, for review.
 
 Only the rows on screen are rendered: :class:`~..transcript_doc.TranscriptDoc` maps a row to
-(event, line) by bisection, so a 50,000-event transcript scrolls as fast as a short one. A
+(event, line) by bisection, so a million-event transcript scrolls as fast as a short one. A
 cursor selects an event; space or enter folds and unfolds it. Unfolding an event whose text
-was cut when the index was read asks the screen for the whole text (``TextNeeded``).
+was cut when the index was read asks the screen for the whole text (``TextNeeded``); a row
+of a window of a long transcript not read yet shows a placeholder and asks the screen to
+read that window (``ChunkNeeded``).
 """
 
 from __future__ import annotations
@@ -50,18 +52,25 @@ class TranscriptView(ScrollView, can_focus=True):
         view: TranscriptView
         index: int
 
+    @dataclass
+    class ChunkNeeded(Message):
+        view: TranscriptView
+        chunk: int
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.doc: TranscriptDoc | None = None
         self.needle: str | None = None
         self._needle_re: re.Pattern | None = None
         self._all_folded = False
+        self._pending_show: tuple[int, bool] | None = None  # a show_event waiting for its chunk
 
     # -- content --------------------------------------------------------------------------------
 
     def load(self, doc: TranscriptDoc) -> None:
         self.doc = doc
         self._all_folded = False
+        self._pending_show = None
         width = self.size.width - GUTTER - 1
         if width > 8 and width != doc.width:
             doc.layout(width)
@@ -87,6 +96,21 @@ class TranscriptView(ScrollView, can_focus=True):
             self.doc.set_text(index, text)
             self._sync_size()
 
+    def chunk_loaded(self) -> None:
+        """A window came in from the store: heights may have changed, a waiting jump can land."""
+        if self.doc is None:
+            return
+        self._sync_size()
+        pending, self._pending_show = self._pending_show, None
+        if pending is not None:
+            self.show_event(*pending[:1], top=pending[1])
+        else:
+            self.cursor = self.doc.clamp(self.cursor)
+
+    def _need(self, index: int) -> None:
+        if self.doc is not None and self.doc.request(self.doc.chunk_of(index)):
+            self.post_message(self.ChunkNeeded(self, self.doc.chunk_of(index)))
+
     def set_needle(self, needle: str | None) -> None:
         self.needle = needle or None
         self._needle_re = re.compile(re.escape(needle), re.IGNORECASE) if needle else None
@@ -101,8 +125,11 @@ class TranscriptView(ScrollView, can_focus=True):
         """Move the cursor to event ``index`` and scroll it into view."""
         if self.doc is None or not len(self.doc):
             return
-        index = max(0, min(len(self.doc) - 1, index))
+        index = self.doc.clamp(index)
         self.cursor = index
+        if not self.doc.loaded(index):
+            self._pending_show = (index, top)  # scrolls there now, and again once the window is in
+            self._need(index)
         start, height = self.doc.offsets[index], self.doc.heights[index]
         if top:
             self.scroll_to(y=start, animate=False, immediate=True)
@@ -125,7 +152,8 @@ class TranscriptView(ScrollView, can_focus=True):
         self._sync_size()
 
     def action_cursor(self, step: int) -> None:
-        self.show_event(self.cursor + step)
+        if self.doc is not None:
+            self.show_event(self.doc.step(self.cursor, step))
 
     def action_page(self, direction: int) -> None:
         """Move the cursor a screenful of lines, scrolling with it."""
@@ -150,12 +178,10 @@ class TranscriptView(ScrollView, can_focus=True):
     def action_fold_all(self) -> None:
         if self.doc is None:
             return
-        seq = self.doc.index.seqs[self.cursor] if len(self.doc) else 0
         self._all_folded = not self._all_folded
         self.doc.fold_all(self._all_folded)
         self._sync_size()
-        position = self.doc.position_of_seq(seq)
-        self.show_event(position or 0, top=True)
+        self.show_event(self.cursor, top=True)  # positions are slots: the cursor's event keeps its own
 
     def on_click(self, event) -> None:
         if self.doc is None:
@@ -177,6 +203,10 @@ class TranscriptView(ScrollView, can_focus=True):
         if located is None:
             return Strip.blank(width, self.rich_style)
         index, line = located
+        if not doc.loaded(index):
+            self._need(index)
+            return Strip([Segment(f"{doc.seq_at(index):>7} ⋯ reading…", self.get_component_rich_style("tv--gutter"))]
+                         ).crop_extend(0, width, self.rich_style)
         kind = doc.index.kinds[index]
         failed = index in doc.index.failures
         style = self.get_component_rich_style("tv--failure" if failed and kind == "tool_result" else
