@@ -29,6 +29,7 @@ import asyncio
 import gc
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -238,6 +239,7 @@ async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, 
         server.kill()
         server.wait()
         session.close()
+        shutil.rmtree(folder, ignore_errors=True)
     return results
 
 
@@ -307,6 +309,8 @@ async def review_open(events: int) -> dict:
             jumps.append(await press_and_time(app, frames, "E", at(total - 1)))
             memory[-1] = max(memory[-1], (process.memory_info().rss - rss0) / 2**20)
         session.close()
+
+    shutil.rmtree(db.parent, ignore_errors=True)
 
     def ms(values: list[float]) -> float:
         return statistics.median(values) * 1000
