@@ -98,3 +98,15 @@ def test_reimport_adds_only_new_sessions_and_filters(tmp_path, db):
     # The recorded Codex files start 2026-11-26T04:13 (their first record's timestamp).
     later = run("import", "sessions", "--cli", "codex", root, "--since", "2030-01-01", "--db", str(tmp_path / "l.db"))
     assert "imported 0 session(s)" in later[1]
+
+
+def test_project_filter_and_task_name(tmp_path, db):
+    # The recorded Claude Code session ran in /sandbox/workspace (its records' cwd).
+    lay_out(tmp_path / "home", "claude-code", ("write-file",))
+    root = str(tmp_path / "home" / STORE["claude-code"])
+    elsewhere = run("import", "sessions", "--cli", "claude-code", root, "--project", "/elsewhere", "--db", str(db))
+    assert "imported 0 session(s)" in elsewhere[1]
+    there = run("import", "sessions", "--cli", "claude-code", root, "--project", "/sandbox/workspace", "--db", str(db))
+    assert "imported 1 session(s)" in there[1]
+    (row,) = Store(db).trials()
+    assert row["task_id"] == "workspace" and row["suite_id"].startswith("sessions-claude-code-")
