@@ -7,6 +7,7 @@
 #
 #   oracle-mixed    oracle on hello (reward 1), half (reward.json 0.5), slow (AgentTimeoutError)
 #   oracle-errored  oracle on a task without solution/solve.sh: the agent raises (FileNotFoundError)
+#   oracle-steps    oracle on a multi-step task (steps/write, steps/append), each step verified
 #   nop-fail        nop agent on hello: reward 0
 #   broken-env      a Dockerfile whose RUN fails: an environment exception, no reward
 #   terminus-solve  terminus-2 (model openai/gpt-4o-mini, so litellm prices it) solves hello:
@@ -53,11 +54,12 @@ start_mock() {  # the scripted model server playing $1 for every key
 }
 stop_mock() { kill "$MOCK_PID"; wait "$MOCK_PID" 2>/dev/null || true; MOCK_PID=""; }
 
-ALL="oracle-mixed oracle-errored nop-fail broken-env terminus-solve terminus-wrong in-progress"
+ALL="oracle-mixed oracle-errored oracle-steps nop-fail broken-env terminus-solve terminus-wrong in-progress"
 JOBS=${*:-$ALL}
 want() { case " $JOBS " in *" $1 "*) return 0;; *) return 1;; esac; }
 want oracle-mixed && harbor -i hello -i half -i slow -a oracle -n 3 --job-name oracle-mixed
 want oracle-errored && harbor -i no-solution -a oracle --job-name oracle-errored
+want oracle-steps && harbor -i two-steps -a oracle --job-name oracle-steps
 want nop-fail && harbor -i hello -a nop --job-name nop-fail
 want broken-env && harbor -i broken -a oracle --job-name broken-env
 for case in solve wrong; do

@@ -139,3 +139,13 @@ def test_a_trajectory_harbor_wrote_imports_as_atif(harbor_jobs, db):
     assert (row["status"], row["reason"], row["source"]) == ("failed", "unverified", "atif")  # no verdict in ATIF
     assert TokenUsage.from_dict(row) == fold(served("solve"), {"reasoning": "output"})
     assert json.loads(row["extra"])["atif"]["schema_version"] == json.loads(path.read_text())["schema_version"]
+
+
+def test_a_multi_step_trial_is_one_trial_with_each_step(harbor_jobs, db):
+    row = imported(db, harbor_jobs / "oracle-steps")["two-steps"]
+    result = trial_result(harbor_jobs / "oracle-steps", "two-steps")
+    assert [s["step_name"] for s in result["step_results"]] == ["write", "append"]
+    assert (row["status"], row["quality"]) == ("passed", result["verifier_result"]["rewards"]["reward"])
+    texts = [e[4] for e in Store(db).events(row["id"])]
+    assert [t for t in texts if t.startswith("step ")] == ["step write", "step append"]
+    assert "step write:" in row["verifier_output"] and "step append:" in row["verifier_output"]

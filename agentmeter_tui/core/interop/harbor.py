@@ -210,9 +210,18 @@ def _agent_events(agent_dir: Path, result: TrialResult, cli: str) -> tuple[list[
 
 
 def _verifier_output(folder: Path) -> str | None:
+    """The verifier's output; a multi-step trial's, step by step."""
+    parts = [_verifier_text(folder / "verifier")]
+    for step in sorted(p for p in (folder / "steps").glob("*/verifier") if p.is_dir()):
+        text = _verifier_text(step)
+        parts.append(f"step {step.parent.name}:\n{text}" if text else None)
+    return "\n".join(p for p in parts if p) or None
+
+
+def _verifier_text(verifier: Path) -> str | None:
     parts = []
     for name in ("test-stdout.txt", "reward.txt", "reward.json"):
-        path = folder / "verifier" / name
+        path = verifier / name
         if path.exists():
             text = path.read_bytes().decode("utf-8", "replace")
             if len(text) > OUTPUT_LIMIT:
