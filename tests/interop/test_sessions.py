@@ -110,3 +110,16 @@ def test_project_filter_and_task_name(tmp_path, db):
     assert "imported 1 session(s)" in there[1]
     (row,) = Store(db).trials()
     assert row["task_id"] == "workspace" and row["suite_id"].startswith("sessions-claude-code-")
+
+
+def test_batches_are_written_while_the_next_is_read(tmp_path, db):
+    from agentmeter_tui.core.interop.sessions import read_sessions
+    from agentmeter_tui.core.interop.trials import store_all
+
+    lay_out(tmp_path / "home", "codex", FINISHED)
+    root = tmp_path / "home" / STORE["codex"]
+    first = store_all(Store(db), read_sessions("codex", root), batch=1)
+    assert (first.added, first.already) == (3, 0)
+    again = store_all(Store(db), read_sessions("codex", root), batch=1)  # keys not passed: the store skips them
+    assert (again.added, again.already) == (0, 3)
+    assert len(Store(db).trials()) == 3

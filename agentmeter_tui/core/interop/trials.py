@@ -161,29 +161,44 @@ def _draft(model: str) -> PriceSnapshot | None:
 
 def store_all(store: Any, items: Iterable[ImportedTrial | Skipped | str | None], pricer: Pricer | None = None,
               batch: int = 500) -> ImportOutcome:
-    """Write what an importer yields, ``batch`` trials per transaction; count the rest."""
+    """Write what an importer yields, ``batch`` trials per transaction; count the rest.
+
+    A batch is written on a second thread while the next one is read: SQLite lets go of the
+    GIL while it inserts, so reading and writing overlap on two cores. One batch at a time
+    touches the store (the next waits for the previous one)."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     outcome = ImportOutcome()
     pending: list[ImportedTrial] = []
+    writing: Future | None = None
 
-    def flush() -> None:
-        added = len(store.add_imported(pending))  # a key imported meanwhile is skipped there
+    def write(trials: list[ImportedTrial]) -> int:
+        return len(store.add_imported(trials))  # a key imported meanwhile is skipped there
+
+    def count(trials: list[ImportedTrial], added: int) -> None:  # on this thread only
         outcome.added += added
-        outcome.already += len(pending) - added
-        pending.clear()
+        outcome.already += len(trials) - added
 
-    for item in items:
-        if item is None:
-            outcome.unfinished += 1
-        elif isinstance(item, str):
-            outcome.already += 1
-        elif isinstance(item, Skipped):
-            outcome.skipped.append(item)
-        else:
-            if pricer is not None and not item.priced and item.cost_usd is None:
-                pricer.price(item)
-            pending.append(item)
-            if len(pending) >= batch:
-                flush()
-    if pending:
-        flush()
+    written: list[ImportedTrial] = []
+
+    with ThreadPoolExecutor(1, thread_name_prefix="import-writer") as writer:
+        for item in items:
+            if item is None:
+                outcome.unfinished += 1
+            elif isinstance(item, str):
+                outcome.already += 1
+            elif isinstance(item, Skipped):
+                outcome.skipped.append(item)
+            else:
+                if pricer is not None and not item.priced and item.cost_usd is None:
+                    pricer.price(item)
+                pending.append(item)
+                if len(pending) >= batch:
+                    if writing is not None:
+                        count(written, writing.result())
+                    writing, written, pending = writer.submit(write, pending), pending, []
+        if writing is not None:
+            count(written, writing.result())
+        if pending:
+            count(pending, write(pending))
     return outcome
