@@ -34,6 +34,9 @@ LEGEND = ("[$status-running]▶[/] running  [$status-passed]✓[/] passed  [$sta
 
 
 class GridScreen(SessionScreen):
+    # Cell sums redraw twice a second: each changed cell is a Rich render, and with every cell
+    # changing on every feed tick (1,000 running trials) faster redraws only cost key latency.
+    REFRESH_SECONDS = 0.5
     BINDINGS = [Binding("enter", "open_cell", "Open cell", id="open-cell", tooltip="Open the highlighted cell's trials")]
 
     def __init__(self) -> None:
