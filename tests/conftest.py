@@ -25,9 +25,11 @@ def need(condition: bool, reason: str) -> None:
 
 def agentmeter(*args: str, cwd: Path | None = None, timeout: float = 120, env: dict | None = None,
                check: bool = False) -> subprocess.CompletedProcess:
-    """Run the real ``agentmeter`` command line in a subprocess."""
+    """Run the real ``agentmeter`` command line in a subprocess. ``timeout`` is a fail-safe
+    against a hang, never a speed limit: it is at least 15 minutes, whatever the caller says,
+    so a loaded machine slows a test down instead of failing it."""
     result = subprocess.run([sys.executable, "-m", "agentmeter_tui", *args], cwd=cwd, capture_output=True,
-                            text=True, timeout=timeout, env={**os.environ, **(env or {})})
+                            text=True, timeout=max(timeout, 900), env={**os.environ, **(env or {})})
     if check and result.returncode != 0:
         raise AssertionError(f"agentmeter {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
     return result
