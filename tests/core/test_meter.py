@@ -19,6 +19,9 @@ from agentmeter_tui.core.store import Store
 from tests.core.mockllm_support import start_server, write_scenario
 
 CLIENT = Path(__file__).parent.parent / "fixtures" / "agents" / "meter_client.py"
+# One test looks for any process of this client on the machine: the module's tests share one
+# xdist worker (scripts/test.sh runs --dist loadgroup), so no other test's client is about.
+pytestmark = pytest.mark.xdist_group("meter-client")
 REAL_KEY = "sk-real-PLANTED-93c1d7e0"
 THREE_TURNS = """
 [[turns]]
