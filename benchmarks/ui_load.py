@@ -2,7 +2,7 @@
 
 Part 1. A fake runner (a subprocess serving the real control protocol on the store's socket)
 streams 72 concurrent trials at >= 5,000 events/s: a tick every 100 ms with each trial's new
-events and meters, as ``core/run/feed.py`` sends them. The app runs headless at 160x48 with its
+events and (every ``METER_EVERY`` seconds per trial) meters, as ``core/run/feed.py`` sends them. The app runs headless at 160x48 with its
 real feed client; every frame is rendered to terminal bytes as a real terminal would get
 them. Keys are pressed every 200 ms (move between panes on the live screen, between cells on
 the grid) and the time from the key event to the first frame that shows its effect is
@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from agentmeter_tui.core.paths import socket_path
 from agentmeter_tui.core.run.control import encode
+from agentmeter_tui.core.run.feed import METER_EVERY
 from agentmeter_tui.core.store import Store
 
 MODELS = ("opus", "sonnet", "gpt-5", "gemini-pro", "qwen-max", "kimi-k2")
@@ -104,8 +105,11 @@ async def serve(path: str, trials: int, rate: int, seconds: float) -> None:
                 seqs[trial] += 1
                 kind = KINDS[rng.randrange(len(KINDS))]
                 events.setdefault(trial, []).append([seqs[trial], now, kind, "stdout", TEXTS[kind]])
+            # As the feed sends them: a trial that only printed gets a meter every METER_EVERY
+            # seconds, the trials taking turns.
+            every = max(1, round(METER_EVERY / 0.1))
             writer.write(encode({"type": "tick", "ts": now, "events": events,
-                                 "meters": [meter(i, step) for i in ids], "finished": [],
+                                 "meters": [meter(i, step) for i in ids if (step + i) % every == 0], "finished": [],
                                  "progress": {"done": 0, "total": trials * 4, "running": trials,
                                               "queued": trials * 3, "paused": False, "stopping": False}}))
             await writer.drain()
@@ -296,7 +300,7 @@ async def review_open(events: int) -> dict:
             doc = view.doc
             assert len(doc) >= total - 1 if doc.windowed else len(doc) > 0
 
-            def at(seq: int):
+            def at(seq: int, view=view):
                 return lambda: view.doc.index.seqs[view.cursor] == seq
 
             await pilot.press("slash")

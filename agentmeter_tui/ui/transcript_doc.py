@@ -58,7 +58,7 @@ def wrap_text(text: str, width: int) -> list[str]:
 
 
 class _Chunk:
-    __slots__ = ("index", "heights", "offsets", "used")
+    __slots__ = ("heights", "index", "offsets", "used")
 
     def __init__(self, index: EventIndex):
         self.index = index

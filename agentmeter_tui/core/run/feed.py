@@ -7,6 +7,11 @@ trials that changed, the trials that finished, and the progress. One message per
 per event, keeps the cost flat however fast agents print. The messages' shapes are in
 ``control`` (:class:`~.control.Snapshot`, :class:`~.control.Tick`, :class:`~.control.Finished`).
 
+A trial's meter goes out in the next tick when its status, flags or budget changed, but when
+it only printed (its token counts grew) at most every ``METER_EVERY`` seconds: with a thousand
+trials printing, a meter per trial per tick was most of what a client parsed, for figures that
+screens redraw about once a second anyway.
+
 Live clients show transcript *tails*, so a tick carries at most ``max_events`` events per
 trial (the newest) and says how many it ``skipped``; the store has all of them. A subscriber
 that asks ``events: false`` (the headless printer) gets meters and progress only. A
@@ -29,6 +34,7 @@ if TYPE_CHECKING:
     from .trial import TrialRun
 
 TICK = 0.1
+METER_EVERY = 0.5  # seconds between two meters of a trial that only printed (its tokens grew)
 MAX_BACKLOG = 8 << 20  # bytes buffered for one client before it is considered gone
 DEFAULT_MAX_EVENTS = 200
 
@@ -53,6 +59,8 @@ class Feed:
         self._done: list[Meter] = []  # every trial finished in this run, for clients that attach late
         self._live: dict[TrialRun, list[LiveEvent]] = {}  # events not yet sent, per running trial
         self._final_events: dict[int, list[LiveEvent]] = {}  # the last events of trials that just finished
+        self._meter_due: dict[TrialRun, None] = {}  # printed since their last meter went out (ordered set)
+        self._meter_sent: dict[TrialRun, float] = {}  # monotonic time of each running trial's last meter
         self.live_enabled = True  # whether any subscriber wants events (else no live copies are kept)
         self.done_before = 0
 
@@ -73,6 +81,8 @@ class Feed:
         meter = trial.meter()
         self._finished.append(meter)
         self._done.append(meter)
+        self._meter_due.pop(trial, None)
+        self._meter_sent.pop(trial, None)
         live = self._live.pop(trial, None)
         if live and trial.id is not None:
             self._final_events[trial.id] = live
@@ -130,15 +140,20 @@ class Feed:
         events: dict[int, list[LiveEvent]] = self._final_events
         self._final_events = {}
         meters = []
+        now = time.monotonic()
         for trial in list(scheduler.running.values()):
             if trial.id is None:
                 continue
             live = self._live.pop(trial, None)
             if live:
                 events[trial.id] = live
+            printed = live or trial in self._meter_due
+            if id(trial) in self._changed or (printed and now - self._meter_sent.get(trial, -METER_EVERY) >= METER_EVERY):
                 meters.append(trial.meter())
-            elif id(trial) in self._changed:
-                meters.append(trial.meter())
+                self._meter_sent[trial] = now
+                self._meter_due.pop(trial, None)
+            elif live:
+                self._meter_due[trial] = None
         self._changed.clear()
         finished, self._finished = self._finished, []
         if not (events or meters or finished):

@@ -49,13 +49,13 @@ class CellUpdates:
         # Cache keys start (row key, column key, ...) for cells and (row key, ...) for rows;
         # row renderables are keyed (update count, row index).
         cell_cache, row_cache = table._cell_render_cache, table._row_render_cache
-        for key in [k for k in cell_cache.keys() if (k[0], k[1]) in cells]:
+        for key in [k for k in cell_cache.keys() if (k[0], k[1]) in cells]:  # noqa: SIM118 (an LRUCache, not a dict)
             cell_cache.discard(key)
-        for key in [k for k in row_cache.keys() if k[0] in rows]:
+        for key in [k for k in row_cache.keys() if k[0] in rows]:  # noqa: SIM118
             row_cache.discard(key)
         indexes = {table._row_locations.get(row) for row in rows}
         renderables = table._row_renderable_cache
-        for key in [k for k in renderables.keys() if k[1] in indexes]:
+        for key in [k for k in renderables.keys() if k[1] in indexes]:  # noqa: SIM118
             renderables.discard(key)
         table._line_cache.clear()
         for row_key, column_key in cells:
