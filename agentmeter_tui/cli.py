@@ -1,9 +1,11 @@
 """The ``agentmeter`` command line.
 
 Each subcommand lives in ``agentmeter_tui/commands/<module>.py`` with a ``register(subparsers)``
-function; modules are imported only when their command runs, except for registration, which
-is cheap (argparse only). Commands that open the TUI import ``agentmeter_tui.ui`` inside
-their handler, so headless commands never load Textual.
+function. Only the module of the command being run is imported: a reviewer scripting 200
+``agentmeter score`` calls, or an operator's ``status``, should not pay for the report's numpy,
+the proxy's aiohttp or the TUI's Textual. ``COMMANDS`` names every command, its module and its
+one-line help, so ``agentmeter --help`` lists them all without importing any; a test checks that
+the table and the modules' own ``register`` agree.
 """
 
 from __future__ import annotations
@@ -12,46 +14,86 @@ import argparse
 import importlib
 import sys
 
-# One line per command module; a new command is a new module plus one line here.
-COMMAND_MODULES = (
-    "run",
-    "suite",
-    "control",
-    "trials",
-    "interop",
-    "prices",
-    "mockllm",
-    "transcript",
-    "doctor",
-    "hosts",
-    "install_clis",
-    "score",
-    "scores",
-    "report",
-    "calibrate",
-    "difftest",
-    "meter",
-    "ui",
-)
+# command -> (module in agentmeter_tui.commands, one-line help as the module registers it).
+# A new command is a new module plus one line here.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("run", "run a suite's grid (starts a runner, then follows it)"),
+    "suite": ("suite", "make suites"),
+    "status": ("control", "what the runner is doing now"),
+    "kill": ("control", "kill a running trial (reason: operator)"),
+    "pause": ("control", "start no new trials until resumed"),
+    "resume": ("control", "start trials again"),
+    "stop": ("control", "stop the run: running trials end infra-invalid and rerun on the next run"),
+    "budget": ("control", "raise (or set) budgets of a running trial or of the run"),
+    "export-trials": ("trials", "write finished trials as JSONL trial records"),
+    "import-trials": ("trials", "read JSONL trial records into the store"),
+    "import": ("interop", "import runs made elsewhere: Harbor jobs, ATIF files, CLI sessions"),
+    "export": ("interop", "write trials in another tool's format"),
+    "prices": ("prices", "price snapshots"),
+    "mockllm": ("mockllm", "the scripted model server (offline model APIs)"),
+    "transcript": ("transcript", "read saved agent CLI output"),
+    "doctor": ("doctor", "check the agent CLIs, sandbox hosts and store a suite needs"),
+    "hosts": ("hosts", "accept SSH host keys; check the hosts a suite's sandbox uses"),
+    "install-clis": ("install_clis", "install the pinned agent CLIs into the project-local folder"),
+    "score": ("score", "hand-score a trial 0-3 (append-only; the latest score counts)"),
+    "scores": ("scores", "export, import or merge reviewers' scores (CSV, another store)"),
+    "report": ("report", "success, token, cost and AgentMeter Score tables for a suite"),
+    "calibrate": ("calibrate", "derive tiers, budget grids and tau from a suite's trials"),
+    "difftest": ("difftest", "differential test cases for CLI-tool tasks"),
+    "meter": ("meter", "run a command behind the metering proxy: tokens, cost and budgets at the wire"),
+    "demo": ("ui", "the TUI on a demo grid of scripted models, offline"),
+    "review": ("ui", "read and hand-score finished transcripts (no runner needed)"),
+    "compare": ("ui", "two trials of one task side by side, step by step"),
+    "attach": ("ui", "open the TUI on the runner of a store (after closing it)"),
+}
+
+DESCRIPTION = "Run, watch, meter and hand-score coding-agent benchmarks over a model x CLI grid."
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="agentmeter", description="Run, watch, meter and hand-score coding-agent benchmarks over a model x CLI grid.")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"agentmeter_tui.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"agentmeter_tui.commands.{name}":
-                continue  # a command not built yet; the rest still work
-            raise
+def _new_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    parser = argparse.ArgumentParser(prog="agentmeter", description=DESCRIPTION)
+    return parser, parser.add_subparsers(dest="command", metavar="COMMAND")
+
+
+def _command_word(argv: list[str]) -> str | None:
+    """The first word that is not an option: the command, when there is one."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """A parser that knows every command by name; the full parser only of ``argv``'s command.
+
+    With no argv (or no known command in it) every command is a stub carrying its help, which
+    is all ``--help`` and an unknown command's error need. ``build_full_parser`` registers
+    every module, for tests and documentation.
+    """
+    parser, subparsers = _new_parser()
+    word = _command_word(argv or [])
+    module_name = COMMANDS.get(word, (None, ""))[0] if word else None
+    registered: set[str] = set()
+    if module_name:
+        module = importlib.import_module(f"agentmeter_tui.commands.{module_name}")
         module.register(subparsers)
+        registered = set(subparsers.choices)
+    for name, (_module, text) in COMMANDS.items():
+        if name not in registered:
+            subparsers.add_parser(name, help=text)
+    return parser
+
+
+def build_full_parser() -> argparse.ArgumentParser:
+    parser, subparsers = _new_parser()
+    for module_name in dict.fromkeys(module for module, _help in COMMANDS.values()):
+        importlib.import_module(f"agentmeter_tui.commands.{module_name}").register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..core.store import DEFAULT_DB
+from ..core.paths import DEFAULT_DB
 
 
 def add_db_argument(parser: argparse.ArgumentParser) -> None:

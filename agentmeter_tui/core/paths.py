@@ -10,6 +10,9 @@ from pathlib import Path
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_ROOT = PACKAGE_ROOT.parent
 
+# The store a command opens without --db, in the working directory.
+DEFAULT_DB = "agentmeter.db"
+
 
 def default_clis_root() -> Path:
     """``$AGENTMETER_CLIS_DIR``, else ``.clis`` in a source checkout, else the user's data dir."""

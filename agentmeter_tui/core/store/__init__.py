@@ -23,7 +23,7 @@ from typing import Any
 
 import sqlite_utils
 
-from ..paths import owner_only
+from ..paths import DEFAULT_DB, owner_only
 from .imports import ImportQueries
 from .migrations import migrate
 from .reports import ReportQueries
@@ -34,7 +34,6 @@ from .views import ViewQueries
 
 __all__ = ["DEFAULT_DB", "ScoreRow", "SeedHashChanged", "Store", "connect", "sha256_text", "utcnow"]
 
-DEFAULT_DB = "agentmeter.db"
 
 
 def connect(path: str | Path) -> sqlite_utils.Database:
