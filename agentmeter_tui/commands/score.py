@@ -29,25 +29,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def score_command(args: argparse.Namespace) -> int:
     from ..core.reviewing import default_reviewer
-    from ..core.store import Store
 
     db = Path(args.db)
     if not db.is_file():
         print(f"agentmeter score: no store at {db}", file=sys.stderr)
         return 1
     reviewer = (args.by or "").strip() or default_reviewer()
-    store = Store(db)
-    try:
-        trial = store.trial(args.trial_id)
-        if trial is None:
-            print(f"agentmeter score: no trial {args.trial_id} in {db}", file=sys.stderr)
-            return 1
-        history = store.score_history(args.trial_id)
-        row = store.add_score(args.trial_id, args.score, reviewer, args.note,
-                              role="adjudication" if args.final else None)
-    finally:
-        store.close()
+    trial, history, row = _record(db, args.trial_id, args.score, reviewer, args.note,
+                                   role="adjudication" if args.final else None)
+    if trial is None:
+        print(f"agentmeter score: no trial {args.trial_id} in {db}", file=sys.stderr)
+        return 1
     was = f" (was {history[-1].score} by {history[-1].reviewer})" if history else ""
     print(f"trial {row.trial_id} [{trial['task_id']} {trial['model']}/{trial['cli']} #{trial['trial_index']}, "
           f"{trial['status']}]: {'final score' if args.final else 'score'} {row.score} by {row.reviewer}{was}")
     return 0
+
+
+def _record(db: Path, trial_id: int, score: int, reviewer: str, note: str | None, *, role: str | None):
+    """(trial row, earlier scores, the new score), or (None, [], None) for an unknown trial.
+
+    A current store is written through plain sqlite3 (this runs once per score in reviewers'
+    scripts); an old one goes through the full Store, which migrates it first."""
+    from ..core.store import quick
+
+    conn = quick.open_current(db)
+    if conn is None:
+        from ..core.store import Store
+
+        store = Store(db)
+        conn = store.db.conn
+    try:
+        trial = quick.trial_row(conn, trial_id)
+        if trial is None:
+            return None, [], None
+        history = quick.score_history(conn, trial_id)
+        return trial, history, quick.write_score(conn, trial_id, score, reviewer, note, role=role)
+    finally:
+        conn.close()

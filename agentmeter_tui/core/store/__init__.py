@@ -24,6 +24,7 @@ from typing import Any
 import sqlite_utils
 
 from ..paths import DEFAULT_DB, owner_only
+from . import quick
 from .imports import ImportQueries
 from .migrations import migrate
 from .reports import ReportQueries
@@ -181,19 +182,7 @@ class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries
     def add_score(self, trial_id: int, score: int, reviewer: str, note: str | None = None, *,
                   role: str | None = None, blind: bool = False) -> ScoreRow:
         """Append a score; it is committed when this returns. ``role="adjudication"``: the final score."""
-        if score not in (0, 1, 2, 3):
-            raise ValueError(f"score must be 0, 1, 2 or 3, not {score!r}")
-        if self.trial(trial_id) is None:
-            raise KeyError(f"no trial {trial_id}")
-        now = utcnow()
-        with immediate(self.db):
-            pk = self.db["scores"].insert(
-                {"trial_id": trial_id, "score": score, "note": note, "reviewer": reviewer, "created_at": now,
-                 "role": role, "blind": int(blind) if blind else None}
-            ).last_pk
-            self.audit("adjudicate" if role == "adjudication" else "score", reviewer, trial_id,
-                       {"score": score, "note": note, "blind": blind})
-        return ScoreRow(pk, trial_id, score, note, reviewer, now, role, int(blind) if blind else None)
+        return quick.write_score(self.db.conn, trial_id, score, reviewer, note, role=role, blind=blind)
 
     def latest_scores(self, suite_id: str | None = None) -> dict[int, ScoreRow]:
         """The current score of every scored trial: the latest edit wins, history stays."""
@@ -205,9 +194,7 @@ class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries
         return {r["trial_id"]: ScoreRow(**{k: r[k] for k in ScoreRow.__dataclass_fields__}) for r in rows}
 
     def score_history(self, trial_id: int) -> list[ScoreRow]:
-        return [ScoreRow(**r) for r in self.db.query(
-            "select id, trial_id, score, note, reviewer, created_at, role, blind from scores where trial_id = ? "
-            "order by id", [trial_id])]
+        return quick.score_history(self.db.conn, trial_id)
 
     def add_note(self, trial_id: int, text: str, author: str) -> int:
         with immediate(self.db):

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-import sqlite_utils
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # light commands (score) import these without loading sqlite-utils
+    import sqlite_utils
 
 from .tx import immediate
 

@@ -7,7 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-import sqlite_utils
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # light commands (score) import these without loading sqlite-utils
+    import sqlite_utils
 
 
 @contextmanager

@@ -1,0 +1,77 @@
+"""The store for one-shot commands, on the standard library's sqlite3 alone.
+
+``agentmeter score`` is scripted by reviewers hundreds of times in a row; loading sqlite-utils
+(and the numpy it pulls in) would cost more than the score itself. These functions take a plain
+``sqlite3.Connection`` so that :class:`~agentmeter_tui.core.store.Store` runs the very same SQL
+(its ``db.conn``): one definition of a score write, whichever door it comes through. A store whose
+schema is not current is opened through the full Store instead, which migrates it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .migrations import MIGRATIONS
+from .reviews import ADJUDICATION, SCORE_COLUMNS, ScoreRow
+
+
+def utcnow() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def open_current(path: str | Path) -> sqlite3.Connection | None:
+    """A connection to an existing store whose migrations have all run, else None."""
+    conn = sqlite3.connect(str(path), timeout=30)
+    conn.execute("PRAGMA busy_timeout=30000")
+    try:
+        done = {name for (name,) in conn.execute("select name from _migrations")}
+    except sqlite3.OperationalError:  # no _migrations table: a new or foreign file
+        done = set()
+    if not all(m.__name__ in done for m in MIGRATIONS):
+        conn.close()
+        return None
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def trial_row(conn: sqlite3.Connection, trial_id: int) -> dict[str, Any] | None:
+    cursor = conn.execute("select * from trials where id = ?", [trial_id])
+    row = cursor.fetchone()
+    return None if row is None else dict(zip([c[0] for c in cursor.description], row, strict=True))
+
+
+def score_history(conn: sqlite3.Connection, trial_id: int) -> list[ScoreRow]:
+    rows = conn.execute(f"select {SCORE_COLUMNS} from scores where trial_id = ? order by id", [trial_id])
+    return [ScoreRow(*row) for row in rows]
+
+
+def write_score(conn: sqlite3.Connection, trial_id: int, score: int, reviewer: str, note: str | None = None,
+                *, role: str | None = None, blind: bool = False) -> ScoreRow:
+    """Append a score and its audit row in one immediate transaction; committed on return."""
+    if score not in (0, 1, 2, 3):
+        raise ValueError(f"score must be 0, 1, 2 or 3, not {score!r}")
+    now = utcnow()
+    blind_mark = 1 if blind else None
+    detail = json.dumps({"score": score, "note": note, "blind": blind}, default=str)
+    outer = conn.in_transaction
+    if not outer:
+        conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("select 1 from trials where id = ?", [trial_id]).fetchone() is None:
+            raise KeyError(f"no trial {trial_id}")
+        pk = conn.execute(
+            "insert into scores (trial_id, score, note, reviewer, created_at, role, blind) values (?, ?, ?, ?, ?, ?, ?)",
+            [trial_id, score, note, reviewer, now, role, blind_mark]).lastrowid
+        conn.execute("insert into audit (ts, actor, action, trial_id, detail) values (?, ?, ?, ?, ?)",
+                     [now, reviewer, "adjudicate" if role == ADJUDICATION else "score", trial_id, detail])
+    except BaseException:
+        if not outer and conn.in_transaction:
+            conn.rollback()
+        raise
+    if not outer:
+        conn.commit()
+    return ScoreRow(pk, trial_id, score, note, reviewer, now, role, blind_mark)
