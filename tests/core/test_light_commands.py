@@ -88,8 +88,9 @@ def test_every_command_of_the_table_is_registered_by_its_module_with_that_help()
     [subparsers] = [a for a in full._actions if a.__class__.__name__ == "_SubParsersAction"]
     registered = {choice.dest: choice.help for choice in subparsers._choices_actions}
     assert registered == {name: text for name, (_module, text) in cli.COMMANDS.items()}
-    # With a command word, that command's parser is the module's own (it has its handler).
+    # With a command word, that command's parser is the module's own, not the help-only stub.
     for name in cli.COMMANDS:
         parser = cli.build_parser([name])
         [sub] = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
-        assert sub.choices[name].get_default("handler") is not None, name
+        real = sub.choices[name]
+        assert real.get_default("handler") is not None or len(real._actions) > 1, name
