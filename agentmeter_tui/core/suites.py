@@ -56,9 +56,18 @@ class ModelEntry(Strict):
 
 class CliEntry(Strict):
     adapter: str
+    # A grid column of its own for one adapter under other flags or versions: "ADAPTER:VARIANT"
+    # (e.g. "claude-code:plan"). Stored as the trial's CLI; the part before ":" names the adapter,
+    # so anything that reads a stored trial can still find its parser (harnesses.adapter_name).
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*:[A-Za-z0-9][A-Za-z0-9._-]*$")
     version: str | None = None  # pinned version; default: the adapter's own pin
     args: list[str] = []
     env: dict[str, str] = {}
+
+    @property
+    def label(self) -> str:
+        """The CLI as the grid, the store and the reports name it."""
+        return self.name or self.adapter
 
 
 class Provider(Strict):
@@ -179,7 +188,7 @@ class Configuration:
 
     @property
     def key(self) -> str:
-        return f"{self.model.id}|{self.cli.adapter}"
+        return f"{self.model.id}|{self.cli.label}"
 
 
 @dataclass
@@ -396,7 +405,17 @@ def _check_sandbox(spec: SuiteFile, path: Path, text: str) -> None:
 def _check_adapters(spec: SuiteFile, path: Path, text: str) -> None:
     from .harnesses import ADAPTERS
 
+    seen: dict[str, int] = {}
     for index, cli in enumerate(spec.clis):
         if cli.adapter not in ADAPTERS:
             raise InputError(path, _line(text, ("clis", index, "adapter")), f"clis[{index}].adapter",
                              f"unknown adapter '{cli.adapter}'; known: {', '.join(ADAPTERS.names())}")
+        if cli.name is not None and cli.name.partition(":")[0] != cli.adapter:
+            raise InputError(path, _line(text, ("clis", index, "name")), f"clis[{index}].name",
+                             f"'{cli.name}' must start with its adapter: '{cli.adapter}:VARIANT'")
+        if cli.label in seen:
+            field = "name" if cli.name else "adapter"
+            raise InputError(path, _line(text, ("clis", index, field)), f"clis[{index}].{field}",
+                             f"'{cli.label}' is already the CLI of clis[{seen[cli.label]}]; give one of them "
+                             f"a name = '{cli.adapter}:VARIANT'")
+        seen[cli.label] = index

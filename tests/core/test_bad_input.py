@@ -101,3 +101,27 @@ def test_a_sandbox_that_fails_its_preflight_stops_the_run_with_exit_6(suite, db)
     assert "cannot start the run" in result.stderr and "no-such-key" in result.stderr
     store_rows = sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0]
     assert store_rows == 0  # no run was recorded as started
+
+
+def test_two_columns_of_one_adapter_need_variant_names(tmp_path):
+    from agentmeter_tui.core.suites import load_suite
+    from agentmeter_tui.core.tomlerrors import InputError
+
+    suite = tmp_path / "s"
+    (suite / "t").mkdir(parents=True)
+    (suite / "t" / "instruction.md").write_text("x\n")
+    (suite / "t" / "task.toml").write_text('[verifier]\nkind = "none"\n')
+    head = '[suite]\nid = "s"\n[[models]]\nid = "m"\nprovider = "none"\n[providers.none]\nkind = "none"\n'
+    (suite / "suite.toml").write_text(head + '[[clis]]\nadapter = "reference"\n[[clis]]\nadapter = "reference"\n')
+    with pytest.raises(InputError) as caught:
+        load_suite(suite)
+    assert "clis[1].adapter" in str(caught.value) and "suite.toml:11" in str(caught.value)
+    (suite / "suite.toml").write_text(head + '[[clis]]\nadapter = "reference"\n[[clis]]\nadapter = "reference"\n'
+                                      'name = "codex:b"\n')
+    with pytest.raises(InputError) as caught:
+        load_suite(suite)
+    assert "clis[1].name" in str(caught.value) and "must start with its adapter" in str(caught.value)
+    (suite / "suite.toml").write_text(head + '[[clis]]\nadapter = "reference"\n[[clis]]\nadapter = "reference"\n'
+                                      'name = "reference:b"\n')
+    loaded = load_suite(suite)
+    assert [c.key for c in loaded.configurations()] == ["m|reference", "m|reference:b"]

@@ -21,9 +21,15 @@ ADAPTERS: LazyRegistry[HarnessAdapter] = LazyRegistry("adapter", {
 })
 
 
+def adapter_name(cli: str) -> str:
+    """The adapter of a stored CLI name: a suite's variant column "codex:fast" is run by "codex"."""
+    return cli.partition(":")[0]
+
+
 def get_adapter(name: str) -> HarnessAdapter:
-    return ADAPTERS.get(name)()
+    """The adapter for an adapter name or a stored CLI name (variants included)."""
+    return ADAPTERS.get(adapter_name(name))()
 
 
 __all__ = ["ADAPTERS", "AgentOutcome", "HarnessAdapter", "InstallSpec", "LaunchContext", "Recovery",
-           "StreamParser", "TaskUnfit", "get_adapter"]
+           "StreamParser", "TaskUnfit", "adapter_name", "get_adapter"]

@@ -87,7 +87,7 @@ class Runner:
             "suite_id": suite.id, "seed_hash": suite.seed_hash, "status": "running", "pid": os.getpid(),
             "host": socketlib.gethostname(), "socket": str(socket_path(self.db)), "started_at": utcnow()})
         config_ids = await call(lambda store: {
-            c.key: store.ensure_configuration(suite.id, c.model.id, c.cli.adapter) for c in suite.configurations()})
+            c.key: store.ensure_configuration(suite.id, c.model.id, c.cli.label) for c in suite.configurations()})
         ctx = RunContext(suite, writer, sandbox, run_id=self.run_id, clis_root=self.clis_root,
                          mock_url=self.mock.base_url if self.mock else None, log=self.log, proxy=self.proxy,
                          sink=self.feed)

@@ -96,7 +96,7 @@ class TrialRun:
         elapsed = (time.monotonic() - self.started) if self.status in (TrialStatus.RUNNING, TrialStatus.STARTING,
                                                                        TrialStatus.VERIFYING) else None
         return {"id": self.id, "task": self.plan.task.id, "model": self.plan.config.model.id,
-                "cli": self.plan.config.cli.adapter, "trial": self.plan.trial_index, "status": self.status.value,
+                "cli": self.plan.config.cli.label, "trial": self.plan.trial_index, "status": self.status.value,
                 "reason": self.reason, "tokens": self.usage.as_dict(), "cost_usd": _float(self.cost),
                 "reported_cost_usd": _float(self.parser.reported_cost_usd), "turns": self.turns,
                 "tool_calls": self.tool_calls, "flags": sorted(self.flags), "elapsed": elapsed,
@@ -419,7 +419,7 @@ class TrialRun:
         plan = self.plan
         row = {"run_id": self.ctx.run_id, "suite_id": self.ctx.suite.id, "task_id": plan.task.id,
                "tier": plan.task.tier, "config_id": plan.config_id, "model": plan.config.model.id,
-               "cli": plan.config.cli.adapter, "trial_index": plan.trial_index, "attempt": plan.attempt,
+               "cli": plan.config.cli.label, "trial_index": plan.trial_index, "attempt": plan.attempt,
                "proc_token": self.token, "cli_version": self.adapter.version,
                **self.usage.as_dict(), "cache_write_1h": self.usage.cache_write_1h, "turns": self.turns, "tool_calls": self.tool_calls,
                "flags": orjson.dumps(sorted(self.flags)).decode() if self.flags else None}

@@ -116,7 +116,7 @@ class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries
                     pk=("suite_id", "task_id"),
                 )
             for config in suite.configurations():
-                self.ensure_configuration(suite.id, config.model.id, config.cli.adapter, config.model.provider,
+                self.ensure_configuration(suite.id, config.model.id, config.cli.label, config.model.provider,
                                           config.model.price_key, config.cli.version, config.cli.args)
 
     def ensure_configuration(self, suite_id: str, model: str, cli: str, provider: str | None = None,
