@@ -38,7 +38,7 @@ RECORD = ('{"suite": "s", "task": "t1", "tier": "easy", "model": "m", "cli": "c"
 
 
 def run_probe(argv: list[str]) -> tuple[subprocess.CompletedProcess, set[str]]:
-    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv)], check=False, capture_output=True, text=True,
                           timeout=120)
     marker = done.stderr.rindex("MODULES ")
     return done, set(json.loads(done.stderr[marker + len("MODULES "):]))

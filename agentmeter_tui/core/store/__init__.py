@@ -19,9 +19,10 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
+if TYPE_CHECKING:  # sqlite-utils loads when a Store opens, not when a light command imports this
+    import sqlite_utils
 
 from ..paths import DEFAULT_DB, owner_only
 from . import quick
@@ -41,6 +42,8 @@ def connect(path: str | Path) -> sqlite_utils.Database:
     path = Path(path)
     owner_only(path)  # SQLite gives the WAL and shm files the database file's mode
     conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+    import sqlite_utils
+
     db = sqlite_utils.Database(conn)
     with db.ensure_autocommit_on():
         conn.execute("PRAGMA journal_mode=WAL")

@@ -10,7 +10,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import orjson
-import sqlite_utils
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 from .tx import immediate
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # light commands (score) import these without loading sqlite-utils

@@ -7,9 +7,10 @@ single writer's; each is one immediate transaction.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
+if TYPE_CHECKING:  # sqlite-utils loads when a Store opens, not when a light command imports this
+    import sqlite_utils
 
 from .tx import immediate
 

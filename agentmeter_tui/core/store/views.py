@@ -8,9 +8,10 @@ the runner may write meanwhile (WAL), so each is one statement or a few short on
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
+if TYPE_CHECKING:  # sqlite-utils loads when a Store opens, not when a light command imports this
+    import sqlite_utils
 
 GRID_COLUMNS = ("id, model, cli, task_id, trial_index, status, reason, uncached_input, cached_input, cache_write, "
                 "output, reasoning, cost_usd, flags, source, imported")
