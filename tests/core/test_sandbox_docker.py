@@ -155,3 +155,26 @@ def test_sandbox_settings_errors_name_line_and_field(tmp_path):
         assert bad.value.field == field, (settings, bad.value)
         lines = (suite / "suite.toml").read_text().splitlines()
         assert bad.value.line is not None and lines[bad.value.line - 1].split(" =")[0] in settings + "[sandbox]"
+
+
+@pytest.mark.serial  # it cleans every orphaned object on the engine, other tests' included
+def test_clean_keeps_a_dead_runners_network_that_others_still_use(docker_engine):
+    """The isolated network carries the label of the runner that made it, but every runner on the
+    engine shares it: while a live runner's container is on it, clean reports it in use, not an error."""
+    import socket
+
+    from agentmeter_tui.core.sandboxes.docker.images import ensure_host_image
+
+    image = ensure_host_image(docker_engine)
+    network = docker_engine.networks.create(unique_id("shared-net"), driver="bridge", internal=True, labels={
+        MANAGED: "1", RUNNER: f"{socket.gethostname()}:999999999:0"})
+    user = docker_engine.containers.run(image, ["sleep", "600"], detach=True, network=network.name,
+                                        labels={MANAGED: "1", RUNNER: runner_label()})
+    try:
+        report = clean_leftovers(client=docker_engine)
+        assert network.name in report.in_use and network.name not in report.networks
+        assert not [error for error in report.errors if network.name in error]
+        assert network.name in {n.name for n in docker_engine.networks.list()}
+    finally:
+        user.remove(force=True)
+        network.remove()

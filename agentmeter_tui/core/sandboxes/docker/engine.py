@@ -147,6 +147,7 @@ class CleanReport:
     networks: list[str] = field(default_factory=list)
     configs: list[str] = field(default_factory=list)
     images: list[str] = field(default_factory=list)  # differential sides' committed images only
+    in_use: list[str] = field(default_factory=list)  # networks a dead runner made that others still use
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -208,5 +209,11 @@ def clean_leftovers(url: str | None = None, *, dry_run: bool = False, include_li
             try:
                 remover(obj)
             except engine_errors() as exc:
+                if kind == "networks" and "active endpoints" in str(exc):
+                    # The isolated network is shared by every runner on the engine and labelled
+                    # with the one that made it: that runner's death does not free it.
+                    report.networks.remove(name)
+                    report.in_use.append(name)
+                    continue
                 report.errors.append(f"removing {kind[:-1]} {name}: {exc}")
     return report
