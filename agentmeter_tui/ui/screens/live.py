@@ -277,7 +277,7 @@ class LiveScreen(SessionScreen):
         trial_id = self.selected_trial()
         trial = self.session.live.trials.get(trial_id) if trial_id is not None else None
         if trial is None or trial.finished:
-            self.notify("Select a running trial's pane first (arrow keys).", severity="warning")
+            self.notify("First pick a running trial's pane (arrow keys).", severity="warning")
             return None
         return trial
 
