@@ -27,6 +27,15 @@ def tool_key(name: str, arguments: Any) -> str:
     return f"{name}:{canonical}"
 
 
+def tool_arguments(raw: Any) -> dict:
+    """A tool call's arguments as a dict: JSON text decoded; anything else kept under ``input``."""
+    try:
+        value = orjson.loads(raw) if isinstance(raw, str) else raw
+    except orjson.JSONDecodeError:
+        value = raw
+    return value if isinstance(value, dict) else {"input": value}
+
+
 def tool_text(arguments: Any) -> str:
     """What a transcript shows for a tool call: the shell command when there is one."""
     if isinstance(arguments, dict):

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 
 from ...harnesses.codex import codex_usage
-from ...harnesses.jsonl import content_text, tool_text
+from ...harnesses.jsonl import content_text, tool_arguments, tool_text
 from ...vocab import EventKind
 from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
 
@@ -64,11 +64,7 @@ class CodexSessions(SessionReader):
             session.add(EventKind.REASONING, "\n".join(summary), ts, model=model)
         elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
             raw = item.get("arguments") if kind == "function_call" else item.get("input") or item.get("action")
-            try:
-                args = orjson.loads(raw) if isinstance(raw, str) else raw
-            except orjson.JSONDecodeError:
-                args = raw
-            args = args if isinstance(args, dict) else {"input": args}
+            args = tool_arguments(raw)
             session.add(EventKind.TOOL_CALL, tool_text(args), ts,
                         {"tool_name": str(item.get("name") or kind), "arguments": args, "call_id": item.get("call_id")},
                         model)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from ...harnesses.jsonl import tool_text
+from ...harnesses.jsonl import tool_arguments, tool_text
 from ...harnesses.kimi_cli import wire_usage
 from ...vocab import EventKind
 from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
@@ -75,11 +75,7 @@ class KimiSessions(SessionReader):
         elif kind == "ToolCall":
             function = payload.get("function") if isinstance(payload.get("function"), dict) else {}
             raw = function.get("arguments")
-            try:
-                args = orjson.loads(raw) if isinstance(raw, str) else raw
-            except orjson.JSONDecodeError:
-                args = raw
-            args = args if isinstance(args, dict) else {"input": args}
+            args = tool_arguments(raw)
             session.add(EventKind.TOOL_CALL, tool_text(args), ts,
                         {"tool_name": str(function.get("name") or "?"), "arguments": args, "call_id": payload.get("id")},
                         model)

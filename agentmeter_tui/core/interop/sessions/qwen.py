@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from ...harnesses.jsonl import as_int, tool_text
+from ...harnesses.jsonl import as_int, tool_arguments, tool_text
 from ...usage import TokenUsage
 from ...vocab import EventKind
 from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
@@ -32,7 +32,7 @@ def parts_events(session: Session, parts: object, ts: float | None, model: str |
             call = part["functionCall"]
             name, args = str(call.get("name") or "?"), call.get("args") or {}
             session.add(EventKind.TOOL_CALL, tool_text(args), ts,
-                        {"tool_name": name, "arguments": args if isinstance(args, dict) else {"input": args},
+                        {"tool_name": name, "arguments": tool_arguments(args),
                          "call_id": call.get("id")}, model)
         elif isinstance(part.get("functionResponse"), dict):
             response = part["functionResponse"].get("response")
