@@ -290,3 +290,38 @@ async def test_an_evaluation_cancelled_mid_build_leaves_nothing(tmp_path, docker
     await asyncio.to_thread(wait_for, lambda: orphans, "the engine to finish the container it was making")
     assert orphans == [True]  # it was made after the cancellation, and then removed
     await asyncio.to_thread(wait_for, gone, "the cancelled side's container to be removed")
+
+
+async def test_the_shared_oracle_is_not_labelled_with_the_trial_that_made_it(tmp_path, docker_engine):
+    """The oracle side is shared by every trial of a task verifying at once, so it outlives the
+    trial whose sandbox made it: that trial's cleanup (a swarm session removes every container
+    labelled with its token) must not find it. The candidate side is the trial's own and does."""
+    from agentmeter_tui.core.difftest.oracle import shared_oracle
+    from agentmeter_tui.core.sandboxes.docker.engine import TRIAL, trial_labels
+
+    suite_id = unique_id("difftest-shared")
+    token = unique_id("token")
+    engine = Engine("local", None, docker_engine, True)
+    sides = await DockerSides.create(engine, ensure_host_image(docker_engine), Limits(),
+                                     trial_labels(suite_id, 1, token))
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    (tool / "tool.py").write_text("import sys\nprint('tool', *sys.argv[1:])\n")
+    command = ToolCommand(run="{python} -S {tool}/tool.py")
+    cases = CaseFile(classes=[CommandClass(id="tool", cases=[Case(id="tool#1", argv=["1"])])])
+
+    def labelled(selector: str) -> list[dict]:
+        return docker_engine.api.containers(all=True, filters={"label": selector})
+
+    candidate = sides(tmp_path, command)
+    try:
+        async with shared_oracle(tool, cases, command, sides, use_cache=False) as oracle:
+            assert (await oracle.build()).ok and (await candidate.build(tool)).ok
+            [run] = await oracle.run_batch([(cases.classes[0].cases[0], [])])
+            assert run.stdout == "tool 1\n"
+            mine = labelled(f"{TRIAL}={token}")
+            assert [c["Id"] for c in mine] == [candidate.container]
+            assert len(labelled(f"agentmeter.suite={suite_id}")) == 2  # the oracle's, apart from the trial
+    finally:
+        await candidate.close()
+    assert left_on_engine(docker_engine, suite_id) == {}

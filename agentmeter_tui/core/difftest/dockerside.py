@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ..sandboxes.archive import TarWriter
 from ..sandboxes.docker.containers import KEEPALIVE
 from ..sandboxes.docker.engine import DIFFTEST as SIDE_LABEL
-from ..sandboxes.docker.engine import MANAGED, engine_errors, runner_label
+from ..sandboxes.docker.engine import MANAGED, TRIAL, TRIAL_ID, engine_errors, runner_label
 from ..sandboxes.docker.engine import RUNNER as RUNNER_LABEL
 from ..sandboxes.docker.exec import run_exec
 from ..sandboxes.docker.rootfs import PATH
@@ -103,15 +103,23 @@ class DockerSides:
         return await cls.create(session.engine, session.image, limits, labels)
 
     def __call__(self, root: Path, command: ToolCommand) -> DockerExecutor:
-        return DockerExecutor(self, command, f"s{next(self._sides)}-{uuid.uuid4().hex[:8]}")
+        return DockerExecutor(self, command, f"s{next(self._sides)}-{uuid.uuid4().hex[:8]}", self.labels)
+
+    def shared(self, root: Path, command: ToolCommand) -> DockerExecutor:
+        """A side other trials' evaluations share (the oracle): it outlives the trial that made
+        it, so it must not carry that trial's labels, or the trial's cleanup (a swarm session
+        removes every container labelled with its token) would pull it from under the others."""
+        labels = {k: v for k, v in self.labels.items() if k not in (TRIAL, TRIAL_ID)}
+        return DockerExecutor(self, command, f"s{next(self._sides)}-{uuid.uuid4().hex[:8]}", labels)
 
 
 
 class DockerExecutor(CaseExecutor):
     batch_size = 0  # an exec costs tens of ms: the evaluator splits the cases over its jobs
 
-    def __init__(self, sides: DockerSides, command: ToolCommand, name: str):
+    def __init__(self, sides: DockerSides, command: ToolCommand, name: str, labels: dict[str, str]):
         self.sides, self.command, self.name = sides, command, name
+        self.labels = {**labels, SIDE_LABEL: name}
         self.engine, self.limits = sides.engine, sides.limits
         self.container: str | None = None  # the build container, then the cases' container
         self.snapshot_image: str | None = None
@@ -131,7 +139,7 @@ class DockerExecutor(CaseExecutor):
 
     def _create(self, image: str, *, read_only: bool, volume: bool) -> str:
         """Blocking. A started container running the keep-alive; execs run as the side's user."""
-        labels = {**self.sides.labels, SIDE_LABEL: self.name}
+        labels = self.labels
         api = self.engine.client.api
         container = api.create_container(image, command=KEEPALIVE, labels=labels, user="0:0",
                                          working_dir=BASE, network_disabled=True,

@@ -107,7 +107,9 @@ async def shared_oracle(source: Path, cases: CaseFile, command: ToolCommand,
     side = _LIVE.get(live_key)
     if side is None:
         root = Path(tempfile.mkdtemp(prefix="difftest-oracle-"))
-        side = _LIVE[live_key] = OracleSide(executor(root, command), source, _DONE.get(key) if use_cache else None)
+        # Other trials' evaluations may join this side: a sandbox makes it apart from the trial.
+        make = getattr(executor, "shared", executor)
+        side = _LIVE[live_key] = OracleSide(make(root, command), source, _DONE.get(key) if use_cache else None)
         side.root = root
     side.users += 1
     try:

@@ -276,9 +276,10 @@ class SwarmSession(SandboxSession):
 
     def _remove_containers(self) -> None:
         for container in self._containers(all=True):
-            # Stopped containers of removed services linger; on this node they are ours to remove.
+            # Stopped containers of removed services linger; on this node they are ours to remove,
+            # with their anonymous volumes (a differential side's case folders live in one).
             with contextlib.suppress(*engines.engine_errors()):
-                container.remove(force=True)
+                container.remove(force=True, v=True)
 
     async def write_files(self, base: str, files: dict[str, bytes]) -> None:
         await self.files.write_files(base, files)
