@@ -1,7 +1,10 @@
-"""Headless progress: a line per finished trial and a live summary, printed with rich."""
+"""Headless progress: a line per finished trial and a live summary, printed with rich on a
+terminal and as plain lines into a pipe or a file."""
 
 from __future__ import annotations
 
+import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from rich.console import Console
@@ -56,8 +59,37 @@ def last_run_status(db: Path) -> str | None:
         store.close()
 
 
+class Printer:
+    """Where the lines go. Into a pipe or a file they are written as plain text, unwrapped: a
+    log keeps one trial per line, and rich's layout (about a millisecond a line) would take CPU
+    from the runner on a small machine when trials finish by the hundred a second. On a
+    terminal, rich with a live summary redrawn at most a few times a second."""
+
+    def __init__(self) -> None:
+        self.console = Console(highlight=False)
+        self.terminal = self.console.is_terminal
+        self.live: Live | None = None
+
+    def line(self, text: Text | str) -> None:
+        if self.terminal:
+            self.console.print(text)
+        else:
+            sys.stdout.write((text.plain if isinstance(text, Text) else text) + "\n")
+            sys.stdout.flush()
+
+    def following(self, first: Text) -> Live | nullcontext:
+        if not self.terminal:
+            return nullcontext()
+        self.live = Live(first, console=self.console, transient=True, refresh_per_second=4)
+        return self.live
+
+    def update(self, text: Text) -> None:
+        if self.live is not None:
+            self.live.update(text)  # drawn by the live's own refresh, not once per message
+
+
 def follow_headless(db: Path) -> int:
-    console = Console(highlight=False)
+    printer = Printer()
     totals = {"tokens": 0, "usd": 0.0}
     status = "lost"
     try:
@@ -65,7 +97,7 @@ def follow_headless(db: Path) -> int:
     except ControlError:
         # The runner already finished (a suite with nothing left to run ends at once).
         if last_run_status(db) in ("finished", "stopped"):
-            console.print("the run has finished; nothing left to follow")
+            printer.line("the run has finished; nothing left to follow")
             return 0
         raise
     with client:
@@ -80,27 +112,27 @@ def follow_headless(db: Path) -> int:
             printed.add(meter.get("id"))
             totals["tokens"] += sum((meter.get("tokens") or {}).values())
             totals["usd"] += meter.get("cost_usd") or 0.0
-            console.print(trial_line(meter))
+            printer.line(trial_line(meter))
 
         for meter in snapshot.get("done", ()):  # finished before this printer attached
             finished(meter)
-        with Live(summary(progress, totals), console=console, transient=True, auto_refresh=False) as live:
+        with printer.following(summary(progress, totals)):
             try:
                 for message in feed:
                     kind = message.get("type")
                     progress = message.get("progress", progress)
                     for meter in message.get("finished", ()):
                         finished(meter)
-                    live.update(summary(progress, totals), refresh=True)
+                    printer.update(summary(progress, totals))
                     if kind == "finished":
                         status = message.get("status", "finished")
                         break
             except (ControlError, ConnectionError):
                 pass
-    console.print(summary(progress, totals))
+    printer.line(summary(progress, totals))
     if status == "lost" and last_run_status(db) in ("finished", "stopped"):
         status = "finished"
     if status == "lost":
-        console.print("[red]lost the connection to the runner[/red]")
+        printer.line(Text("lost the connection to the runner", style="red"))
         return 1
     return 0

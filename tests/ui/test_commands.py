@@ -56,3 +56,21 @@ def test_the_demo_suite_lists_reference_and_installed_clis(tmp_path):
     spec = tomllib.loads((copy / "suite.toml").read_text())
     assert [c["adapter"] for c in spec["clis"]] == ["reference", "codex"] and spec["suite"]["trials"] == 1
     assert (copy / "scenarios" / "runaway.toml").is_file()
+
+
+def test_headless_lines_into_a_pipe_are_plain_and_whole(capsys):
+    """Into a pipe or a file: one plain, unwrapped line per trial (a log keeps a trial a line),
+    the agent's text in a reason inert."""
+    from agentmeter_tui.commands.headless import Printer, trial_line
+
+    printer = Printer()
+    assert not printer.terminal  # pytest captures stdout
+    reason = "killed: " + "x" * 150 + "\x1b]52;c;cHduZWQ=\x07"
+    printer.line(trial_line({"id": 7, "task": "t", "model": "m", "cli": "c", "trial": 1, "status": "killed",
+                             "tokens": {"input": 1200, "output": 34}, "cost_usd": 0.5, "reason": reason}))
+    with printer.following(trial_line({"id": 8})):
+        printer.update(trial_line({"id": 9}))  # a pipe gets no live summary
+    out = capsys.readouterr().out
+    [line] = out.splitlines()
+    assert line.startswith("#7 t · m × c · t1  killed") and "1,234 tok" in line and "$0.5000" in line
+    assert "x" * 150 in line and "\x1b" not in line and "\u241b]52" in line  # ␛, visible
