@@ -238,5 +238,6 @@ def event_text(store: Store, trial_id: int, seq: int) -> str:
 
 
 search_events = Store.search_events
+index_events = Store.index_events
 next_failure_seq = Store.next_failure_seq
 last_seq = Store.last_seq

@@ -2,8 +2,9 @@
 
 Every query and transaction of the project is a named method here: :class:`Store` holds the
 suite, trial, event and score basics, and takes the rest from one class per kind of caller
-(``runs`` for the run engine, ``views`` for the screens and doctor, ``reports`` for reports and
-trial records, ``imports`` for trials imported from elsewhere). Nothing outside this package
+(``runs`` for the run engine, ``views`` for the screens and doctor, ``search`` for the review
+screen's search and its index, ``reports`` for reports and trial records, ``imports`` for trials
+imported from elsewhere). Nothing outside this package
 writes SQL or touches the connection.
 
 Writers: the runner process owns trial and event writes (through :class:`StoreWriter`, in
@@ -31,6 +32,7 @@ from .migrations import migrate
 from .reports import ReportQueries
 from .reviews import ReviewQueries, ScoreRow
 from .runs import RunQueries
+from .search import SearchQueries
 from .tx import immediate, utcnow
 from .views import ViewQueries
 
@@ -73,7 +75,7 @@ class SeedHashChanged(Exception):
         )
 
 
-class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries):
+class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries, SearchQueries):
     """Typed access to the store. Cheap to open; every logical write is one transaction."""
 
     def __init__(self, path: str | Path = DEFAULT_DB, *, readonly: bool = False):

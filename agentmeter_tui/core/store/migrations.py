@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # light commands (score) import these without loading sqlite-utils
     import sqlite_utils
 
+from .search import create_index
 from .tx import immediate
 
 TOKEN_COLUMNS = {"uncached_input": int, "cached_input": int, "cache_write": int, "output": int, "reasoning": int}
@@ -108,8 +109,16 @@ def m004_13_import_source(db: sqlite_utils.Database) -> None:
     db["trials"].create_index(["import_key"], unique=True, index_name="trials_import_key")
 
 
+def m005_17_event_search(db: sqlite_utils.Database) -> None:
+    """A trigram index over event texts for the review screen's search (issue 17), created empty:
+    the rows already stored are indexed a chunk at a time afterwards (``search.index_events``), so
+    opening an old store stays instant. Without FTS5's trigram tokenizer nothing is created and
+    search stays the scan."""
+    create_index(db)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial, m002_15_reviews, m003_14_cache_write_1h,
-                                                           m004_13_import_source]
+                                                           m004_13_import_source, m005_17_event_search]
 
 
 def migrate(db: sqlite_utils.Database) -> list[str]:

@@ -124,19 +124,6 @@ class ViewQueries:
         row = self.db.execute("select text from events where trial_id = ? and seq = ?", [trial_id, seq]).fetchone()
         return (row[0] or "") if row else ""
 
-    def search_events(self, trial_id: int, needle: str, after: int, backwards: bool = False) -> int | None:
-        """The seq of the next (or previous) event whose text contains ``needle``, any case.
-
-        LIKE rather than ``instr(lower(text), lower(?))``: the same ASCII-only case folding
-        (SQLite's lower() without ICU), without a lowered copy of every text, 2-3x faster on a
-        million-event transcript, where the search is a scan of all its texts."""
-        op, order = ("<", "desc") if backwards else (">", "asc")
-        pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        row = self.db.execute(
-            f"select seq from events where trial_id = ? and seq {op} ? and text like ? escape '\\' "
-            f"order by seq {order} limit 1", [trial_id, after, pattern]).fetchone()
-        return row[0] if row else None
-
     # -- the store itself (doctor) --------------------------------------------------------------
 
     def health(self, active: Iterable[str]) -> dict[str, Any]:

@@ -6,6 +6,10 @@ most that fraction of a second). Everything else (trial rows, run rows) goes thr
 :meth:`StoreWriter.call`, which first flushes the pending events, so the store never shows a
 trial as finished without the events that led there. sqlite3 releases the GIL while it
 steps, so the writer's inserts run on the second core while the event loop parses output.
+
+The search index (``search``) is filled here too, but never on the insert path: a tick whose
+flush was small (ingest well below what the writer sustains) indexes one chunk of the backlog
+after it, so a flood of events is stored at full speed and indexed when it slows down.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from . import Store
 from .tx import immediate
 
 FLUSH_SECONDS = 0.1
+INDEX_BELOW = 2000  # events in a tick's flush (20k events/s) under which the tick also indexes a chunk
 EVENT_SQL = "insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, ?, ?, ?, ?, ?)"
 USAGE_SQL = ("insert into usage (trial_id, seq, source, model, uncached_input, cached_input, cache_write, output, "
              "reasoning, cost_usd, reported_cost_usd, cache_write_1h) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
@@ -36,6 +41,7 @@ class StoreWriter:
         self._calls: queue.Queue[tuple[Callable, tuple, Future] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
         self.events_written = 0
+        self._last_flush = 0  # events in the latest flush
         self._thread.start()
 
     # -- producer side (event loop thread) --------------------------------------------------
@@ -65,6 +71,7 @@ class StoreWriter:
         with self._lock:
             events, self._events = self._events, []
             usage, self._usage = self._usage, []
+        self._last_flush = len(events)
         if not events and not usage:
             return
         conn = self.store.db.conn
@@ -93,6 +100,8 @@ class StoreWriter:
                 item = ...
             if item is ... or time.monotonic() >= next_flush:
                 self._flush_safely()
+                if self._last_flush < INDEX_BELOW:
+                    self._index_safely()
                 next_flush = time.monotonic() + FLUSH_SECONDS
             if item is None:
                 self._flush_safely()
@@ -107,6 +116,14 @@ class StoreWriter:
                 future.set_result(fn(self.store, *args))
             except BaseException as exc:  # the caller decides; the writer keeps going
                 future.set_exception(exc)
+
+    def _index_safely(self) -> None:
+        try:
+            self.store.index_events()
+        except Exception as exc:  # the index is an accelerator: search scans what it lacks
+            import sys
+
+            print(f"agentmeter: search index update failed: {exc!r}", file=sys.stderr, flush=True)
 
     def _flush_safely(self) -> None:
         try:

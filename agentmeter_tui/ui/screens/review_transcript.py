@@ -5,8 +5,9 @@ A transcript of up to ``WHOLE`` events is read in one pass, as before. A longer 
 runaway of a million events) opens on its first window only (``transcript_doc.CHUNK`` events,
 one walk of the store's (trial_id, seq) index), so the first frame does not wait for the
 rest; the view asks for further windows as they come into view (``ChunkNeeded``). Search and
-the jump to the next error are store queries that return a seq; the screen reads that seq's
-window if needed and lands on it. Folding, search and the jumps mean the same as on a short
+the jump to the next error are store queries that return a seq (search through the store's
+trigram index, which the screen completes in the background when it lags); the screen reads
+that seq's window if needed and lands on it. Folding, search and the jumps mean the same as on a short
 transcript; only the order of reading differs.
 """
 
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..data import event_index, last_seq, next_failure_seq, search_events
+from ..data import event_index, index_events, last_seq, next_failure_seq, search_events
 from ..review_data import masked_event_index
 from ..transcript_doc import CHUNK, TranscriptDoc
 from ..widgets.transcript_view import GUTTER, TranscriptView
 
 WINDOW = CHUNK  # events per window of a long transcript
 WHOLE = CHUNK  # transcripts up to this many events are read in one pass
+INDEX_CHUNK = 2048  # events indexed per store call while the screen is open (~10 ms)
 
 
 class ReviewTranscript:
@@ -39,10 +41,19 @@ class ReviewTranscript:
         if last <= WHOLE:
             return TranscriptDoc(await self._read_window(trial_id, 0, None), width)
         doc = TranscriptDoc(None, width, last_seq=last, chunk=WINDOW)
+        # Search on a long transcript asks the store's index; finish it if the runner has not.
+        self.run_worker(self._index_for_search(), group="search-index", exclusive=True, exit_on_error=False)
         doc.request(0)
         first, end = doc.seq_range(0)
         doc.add_chunk(0, await self._read_window(trial_id, first, end))
         return doc
+
+    async def _index_for_search(self) -> None:
+        """Index the store's events not indexed yet, a small chunk per store call, so the
+        screen's own reads wait at most one chunk; search scans until it is done."""
+        store = self.session.store
+        while await store.call(index_events, INDEX_CHUNK):
+            pass
 
     async def _read_window(self, trial_id: int, first: int, last: int | None):
         store = self.session.store
