@@ -1,0 +1,1 @@
+"""The fault matrix's cells (benchmarks/fault_matrix.py runs them)."""
