@@ -1,6 +1,6 @@
 """Fault matrix (issue 16, parts 1-2): inject faults into real runs and check what survives.
 
-    python benchmarks/fault_matrix.py [--seed 7] [--trials 4] [--storms 20]
+    python benchmarks/fault_matrix.py [--seed 7] [--trials 4] [--cli-trials 2] [--storms 20] [--only REGEX]
     python benchmarks/fault_matrix.py --ci     # the fixed-seed subset tests/core/test_fault_matrix.py runs
 
 One line per cell: what was injected, how many survived intact, how many were lost (a cell
@@ -17,6 +17,13 @@ Cells (the scripted model server on 127.0.0.1 plays every model):
   folder left on the ssh host; usage exactly that of the calls the server completed and the
   agent reported; events numbered without a gap, the runner's one kill note among them
   (benchmarks/faults/kills.py).
+- ``local/CLI/kill:REASON`` for the six real CLIs (``.clis``) and REASON in operator,
+  budget:tokens: a runaway (a shell call forever) behind the metering proxy, stopped after the
+  trial's k-th metered call (k seeded) or by a seeded token budget. After each: status and
+  reason, no process left, usage from the proxy exactly what the server completed (folded
+  where the CLI's protocol merges classes) on the row and in ``extra.proxy``, a budget's
+  crossing call the last one served, events whole with one kill note
+  (benchmarks/faults/clis.py).
 - ``local/reference/runner:kill-9``: the runner is SIGKILLed at seeded moments (after k more
   events) during a run of short trials, ``storms`` times, restarted each time with
   ``agentmeter run``; at the end every cell is final exactly once, no trial that had finished
@@ -24,10 +31,11 @@ Cells (the scripted model server on 127.0.0.1 plays every model):
 
 Each cell draws its moments from its own generator (seed and cell name), so ``--only`` and
 ``--ci`` pick cells without changing what the others do. ``--ci`` runs five kill cells (every
-sandbox, every reason once but the operator twice) and four storms, with no random delay: every moment waits on
+sandbox, every reason once but the operator twice), two real CLIs (Claude Code by a token
+budget, Codex by the operator) and four storms, with no random delay: every moment waits on
 an event.
 
-Not here yet: the real CLIs, disk full, dockerd restart, upstream resets and a dying scripted
+Not here yet: disk full, dockerd restart, upstream resets and a dying scripted
 server (issue 16 lists them).
 """
 
@@ -44,6 +52,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentmeter_tui.core.run.control import ControlError
+from benchmarks.faults.clis import CLIS, cli_cell
+from benchmarks.faults.clis import REASONS as CLI_REASONS
 from benchmarks.faults.kills import REASONS, SANDBOXES, kill_cell
 from benchmarks.faults.storm import storm_cell
 
@@ -55,6 +65,10 @@ def cells(args: argparse.Namespace) -> list[tuple[str, bool, object]]:
     out = [(f"{kind}/reference/kill:{reason}", (kind, reason) in ci_kills,
             lambda folder, rng, k=kind, r=reason: kill_cell(k, r, args.trials, rng, folder, jitter=not args.ci))
            for kind in SANDBOXES for reason in REASONS]
+    ci_clis = {("claude-code", "budget:tokens"), ("codex", "operator")}
+    out += [(f"local/{cli}/kill:{reason}", (cli, reason) in ci_clis,
+             lambda folder, rng, c=cli, r=reason: cli_cell(c, r, args.cli_trials, rng, folder, jitter=not args.ci))
+            for cli in CLIS for reason in CLI_REASONS]
     out.append(("local/reference/runner:kill-9", True, lambda folder, rng: storm_cell(args.storms, rng, folder)))
     return out
 
@@ -63,12 +77,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--trials", type=int, default=4, help="burners per kill cell")
+    parser.add_argument("--cli-trials", type=int, default=2, help="trials per real-CLI cell")
     parser.add_argument("--storms", type=int, default=20, help="SIGKILLs of the runner")
     parser.add_argument("--only", default="", help="a regular expression: run the cells whose names match")
     parser.add_argument("--ci", action="store_true", help="the fixed-seed subset: 2 burners a cell, 4 storms")
     args = parser.parse_args()
     if args.ci:
-        args.seed, args.trials, args.storms = 7, 2, 4
+        args.seed, args.trials, args.cli_trials, args.storms = 7, 2, 1, 4
     total = [0, 0, 0]
     print(f"fault matrix, seed {args.seed}: cell · injected · survived · lost")
     for name, in_ci, run in cells(args):

@@ -1,6 +1,7 @@
 """The fixed-seed subset of the fault matrix (benchmarks/fault_matrix.py --ci): burners killed
 by the operator and by each budget, in the local sandbox and in docker, ssh and swarm (real
-engine, real sshd on 127.0.0.1), and the runner SIGKILLed mid-run and restarted; every cell
+engine, real sshd on 127.0.0.1), two real CLIs behind the metering proxy (Claude Code stopped
+by a token budget, Codex by the operator), and the runner SIGKILLed mid-run and restarted; every cell
 must survive with nothing lost."""
 
 from __future__ import annotations
@@ -13,16 +14,20 @@ import pytest
 from tests.conftest import ROOT, need
 from tests.core.sandbox_support import swarm_client
 from tests.core.sshd_support import sshd_available
+from tests.e2e.harness import require_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.ssh]
+pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.ssh, pytest.mark.clis]
 
 CELLS = ["local/reference/kill:operator", "local/reference/kill:budget:time", "docker/reference/kill:budget:tokens",
-         "ssh/reference/kill:operator", "swarm/reference/kill:budget:usd", "local/reference/runner:kill-9"]
+         "ssh/reference/kill:operator", "swarm/reference/kill:budget:usd", "local/claude-code/kill:budget:tokens",
+         "local/codex/kill:operator", "local/reference/runner:kill-9"]
 
 
 def test_fixed_seed_fault_matrix_loses_nothing():
     swarm_client().close()  # the engine is a swarm manager (else skip, or fail under CI=true)
     need(sshd_available(), "sshd and ssh-keygen are needed, as root")
+    for cli in ("claude-code", "codex"):
+        require_cli(cli)
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fault_matrix.py"), "--ci"],
                             capture_output=True, text=True, timeout=1800, check=False)
     lines = result.stdout.splitlines()

@@ -1,0 +1,136 @@
+"""Kill cells for the six real agent CLIs (from ``.clis``, as ``agentmeter install-clis`` put
+them) in the local sandbox, behind the metering proxy, against the scripted model server: a
+runaway (a shell call forever, 2,500 tokens a call) stopped by the operator after the
+trial's k-th metered call (k seeded) or by a seeded token budget.
+
+After each: status ``killed`` with that reason; no process of the trial left; usage from the
+proxy, exactly what the server completed (folded where the CLI's wire protocol cannot tell
+two classes apart), on the row and in ``extra.proxy``; a budget's crossing call the last one
+the server served; events numbered without a gap, one kill note among them.
+"""
+
+from __future__ import annotations
+
+import random
+import textwrap
+import time
+from pathlib import Path
+
+import orjson
+
+from agentmeter_tui.core.harnesses import get_adapter
+from agentmeter_tui.core.paths import default_clis_root
+from agentmeter_tui.core.procs import processes_with_token
+from agentmeter_tui.core.run.control import ControlClient
+from agentmeter_tui.core.store import Store
+from agentmeter_tui.core.usage import TOKEN_CLASSES, TokenUsage
+from agentmeter_tui.core.wireusage import MERGED, fold
+
+from .common import (
+    ROOT,
+    Cell,
+    agentmeter,
+    events_intact,
+    run_status,
+    unique_id,
+    wait_runners_gone,
+    wait_until,
+)
+
+CLIS = ("claude-code", "codex", "gemini-cli", "qwen-code", "kimi-cli", "opencode")
+REASONS = ("operator", "budget:tokens")
+LOOP = ROOT / "tests" / "fixtures" / "scenarios" / "loop.toml"  # 2,500 tokens a call, forever
+PRICES = 'as_of = "2026-11-01"\n[models.mock]\ninput = "3"\ncached_input = "0.3"\noutput = "15"\n'
+
+
+def cli_suite(folder: Path, cli: str, suite_id: str, trials: int, budget: str) -> Path:
+    suite = folder / "suite"
+    (suite / "task" / "tests").mkdir(parents=True)
+    (suite / "scenarios").mkdir()
+    (suite / "suite.toml").write_text(textwrap.dedent(f"""\
+        [suite]
+        id = "{suite_id}"
+        pricing = "prices.toml"
+        trials = {trials}
+        concurrency = {trials}
+        kill_grace = 3.0
+        proxy = true
+
+        [[models]]
+        id = "mock"
+
+        [[clis]]
+        adapter = "{cli}"
+
+        [budgets.default]
+        {budget}
+        """))
+    (suite / "prices.toml").write_text(PRICES)
+    (suite / "scenarios" / "mock.toml").write_text(LOOP.read_text())
+    (suite / "task" / "task.toml").write_text("[verifier]\ntimeout_sec = 30\n")
+    (suite / "task" / "instruction.md").write_text("Keep appending to loop.txt.\n")
+    (suite / "task" / "tests" / "test.sh").write_text("#!/bin/sh\nexit 0\n")
+    return suite
+
+
+def proxy_calls(store: Store, trial_id: int) -> int:
+    return sum(1 for e in store.events(trial_id) if e[2] == "usage" and e[3] == "proxy")
+
+
+def cli_intact(store: Store, trial: dict, cli: str, reason: str, budget: int | None) -> list[str]:
+    problems = []
+    if (trial["status"], trial["reason"]) != ("killed", reason):
+        problems.append(f"status {trial['status']} / {trial['reason']}")
+    if processes_with_token(trial["proc_token"]):
+        problems.append("processes left")
+    extra = orjson.loads(trial["extra"] or "{}")
+    served = (extra.get("scripted") or {}).get("served") or []
+    completed = sum((TokenUsage(*u) for _turn, _status, done, u in served if done), TokenUsage())
+    expected = fold(completed, MERGED[get_adapter(cli).protocol])
+    row = TokenUsage(*(int(trial[c] or 0) for c in TOKEN_CLASSES))
+    if trial["usage_source"] != "proxy" or row != expected:
+        problems.append(f"usage ({trial['usage_source']}) {row.as_tuple()} != served {expected.as_tuple()}")
+    if TokenUsage.from_dict((extra.get("proxy") or {}).get("usage")) != expected:
+        problems.append("extra.proxy usage differs from what was served")
+    if budget is not None:  # the call that crossed the budget is the last one served
+        running, crossing = 0, None
+        for i, (_turn, _status, _done, usage) in enumerate(served):
+            running += sum(usage)
+            if crossing is None and running >= budget:
+                crossing = i
+        if crossing is None or len(served) != crossing + 1:
+            problems.append(f"{len(served)} calls served, the budget crossed at {crossing}")
+    notes = [e for e in store.events(trial["id"]) if e[3] == "runner" and (e[4] or "").startswith("killing: ")]
+    if len(notes) != 1:
+        problems.append(f"{len(notes)} kill notes")
+    return problems + events_intact(store, trial)
+
+
+def cli_cell(cli: str, reason: str, trials: int, rng: random.Random, folder: Path, jitter: bool) -> Cell:
+    if not get_adapter(cli).is_installed(default_clis_root()):
+        raise RuntimeError(f"{cli} is not installed: run agentmeter install-clis")
+    suite_id = unique_id(f"{cli}-{reason.replace(':', '-')}")
+    tokens = rng.randint(5_000, 15_000) if reason == "budget:tokens" else None
+    budget = "wall_seconds = 3600" + (f"\ntokens = {tokens}" if tokens else "")
+    db = folder / "cli.db"
+    agentmeter("run", str(cli_suite(folder, cli, suite_id, trials, budget)), "--detach", "--db", str(db))
+    store = Store(db)
+    try:
+        if reason == "operator":
+            running = wait_until(lambda: len(rows := store.trials(suite_id, "status = 'running'")) == trials
+                                 and rows, "every CLI running")
+            for trial in running:
+                calls = rng.randint(1, 3)  # the moment: after the trial's k-th metered call
+                wait_until(lambda t=trial["id"], k=calls: proxy_calls(store, t) >= k or store.trial(t)["finished_at"],
+                           f"trial {trial['id']}'s call {calls}")
+                if jitter:
+                    time.sleep(rng.uniform(0.0, 0.3))
+                with ControlClient(db) as client:
+                    client.request("kill", trial=trial["id"])
+        wait_until(lambda: run_status(store) == "finished", "the run")
+        wait_runners_gone(store)
+        rows = store.trials(suite_id)
+        lost = [f"#{t['id']}: {', '.join(p)}" for t in rows if (p := cli_intact(store, t, cli, reason, tokens))]
+        return len(rows), len(rows) - len(lost), lost
+    finally:
+        store.close()
