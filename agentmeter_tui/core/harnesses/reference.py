@@ -20,7 +20,9 @@ AGENT_FILE = Path(__file__).resolve().parents[2] / "refagent" / "agent.py"
 
 class ReferenceParser(StreamParser):
     def feed(self, stream: str, line: bytes) -> list[ParsedEvent]:
-        if stream != "stdout":
+        if stream != "stdout" or not line.lstrip()[:1] == b"{":
+            # Not a JSON object: raw, without paying for orjson's error (its Python-level
+            # JSONDecodeError costs more than the parse) on every line of a flood.
             return [self.raw(line)]
         try:
             obj = orjson.loads(line)

@@ -119,7 +119,9 @@ class TrialRun:
         self.ctx.sink.trial_events(self, rows)
         return rows
 
-    def on_output(self, stream: str, lines: list[bytes]) -> None:
+    def on_output(self, stream: str, lines: list[bytes]) -> asyncio.Future | None:
+        """Parse, store and meter a batch of output lines. Returns None, or (when the store
+        writer is behind) a future the sandbox waits for before it reads more output."""
         feed = self.parser.feed
         events: list[tuple[ParsedEvent, bytes | None]] = []
         metered: list[int] = []  # indexes of events that carry usage or a tool call
@@ -135,6 +137,7 @@ class TrialRun:
         for index in metered:
             self._account(events[index][0], first + index)
         self._check_budgets()
+        return self.ctx.writer.room()
 
     def _account(self, event: ParsedEvent, seq: int) -> None:
         if event.usage is not None:

@@ -16,10 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ..suites import Suite, Task
 
 # (stream name, complete lines without their newline). Called on the runner's event loop.
-OutputCallback = Callable[[str, list[bytes]], None]
+# Returns None, or a future that the sandbox waits for before it reads more of the agent's
+# output (the store writer is behind: see store.writer.StoreWriter.room).
+OutputCallback = Callable[[str, list[bytes]], "asyncio.Future | None"]
 
 
 @dataclass(frozen=True)

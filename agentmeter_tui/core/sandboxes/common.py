@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -21,6 +22,7 @@ from ..harnesses.reference import AGENT_FILE
 from ..tomlerrors import InputError, load_toml, validate
 
 if TYPE_CHECKING:
+    from .base import OutputCallback
     from ..run.placement import Placement
     from ..suites import Suite
 
@@ -100,3 +102,32 @@ class HostWatch:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+class ThreadOutput:
+    """Hands output lines read on a thread (a docker exec's stream, a swarm job's logs) to the
+    trial on the event loop, with at most ``slots`` batches on their way: the reading thread
+    waits while the loop is behind or while the trial holds output back (the store writer is
+    behind, see ``OutputCallback``), so neither the loop's queue nor the store's backlog grows
+    without bound however fast the agent prints."""
+
+    def __init__(self, on_output: OutputCallback, loop: asyncio.AbstractEventLoop, slots: int = 4):
+        self.on_output, self.loop = on_output, loop
+        self._slots = threading.BoundedSemaphore(slots)
+
+    def emit(self, stream: str, lines: list[bytes]) -> None:
+        """On the reading thread."""
+        if lines:
+            self._slots.acquire()
+            self.loop.call_soon_threadsafe(self._deliver, stream, lines)
+
+    def _deliver(self, stream: str, lines: list[bytes]) -> None:
+        try:
+            hold = self.on_output(stream, lines)
+        except BaseException:
+            self._slots.release()
+            raise
+        if hold is None:
+            self._slots.release()
+        else:
+            hold.add_done_callback(lambda _: self._slots.release())

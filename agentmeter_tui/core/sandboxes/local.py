@@ -36,7 +36,8 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 class _Protocol(asyncio.SubprocessProtocol):
     """Reads both pipes in large chunks and hands whole lines over in batches: far cheaper
-    than a readline() per line when 64 agents print as fast as they can."""
+    than a readline() per line when 64 agents print as fast as they can. While the store
+    writer is behind, a pipe is not read (the agent blocks on it) until the writer catches up."""
 
     def __init__(self, on_output: OutputCallback):
         self.on_output = on_output
@@ -44,11 +45,37 @@ class _Protocol(asyncio.SubprocessProtocol):
         self.open_pipes = {1, 2}
         self.pipes_closed = asyncio.get_running_loop().create_future()
         self.exited = asyncio.Event()
+        self.transport: asyncio.SubprocessTransport | None = None
+        self.held: set[int] = set()
+        self.holding = True  # until the agent exits: then the rest of its pipes is read at once
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         lines = self.splitters[fd].feed(data)
         if lines:
-            self.on_output(_STREAMS[fd], lines)
+            hold = self.on_output(_STREAMS[fd], lines)
+            if hold is not None and self.holding and fd not in self.held and self.transport is not None:
+                pipe = self.transport.get_pipe_transport(fd)
+                if pipe is not None:
+                    pipe.pause_reading()  # type: ignore[attr-defined]
+                    self.held.add(fd)
+                    hold.add_done_callback(lambda _, fd=fd: self._resume(fd))
+
+    def _resume(self, fd: int) -> None:
+        if fd in self.held:
+            self.held.discard(fd)
+            pipe = self.transport.get_pipe_transport(fd) if self.transport is not None else None
+            if pipe is not None and not pipe.is_closing():
+                pipe.resume_reading()  # type: ignore[attr-defined]
+
+    def release(self) -> None:
+        """Read the rest of the pipes whatever the writer's backlog (at most a pipe's buffer, plus
+        what a leftover background job prints before the sweep)."""
+        self.holding = False
+        for fd in list(self.held):
+            self._resume(fd)
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         rest = self.splitters[fd].flush()
@@ -69,6 +96,7 @@ class LocalAgent(AgentHandle):
 
     async def wait(self) -> int:
         await self.protocol.exited.wait()
+        self.protocol.release()
         try:
             # A background job the agent left behind may hold our pipes open; it is killed by
             # the session's cleanup, so don't wait long for the pipes to drain.

@@ -10,10 +10,18 @@ steps, so the writer's inserts run on the second core while the event loop parse
 The search index (``search``) is filled here too, but never on the insert path: a tick whose
 flush was small (ingest well below what the writer sustains) indexes one chunk of the backlog
 after it, so a flood of events is stored at full speed and indexed when it slows down.
+
+An agent can print faster than the store takes rows (a flood of short lines: the event loop
+parses them faster than one thread inserts them, and the two share the GIL). So the batch is
+bounded: once ``MAX_BACKLOG`` events wait, :meth:`StoreWriter.room` hands the sandboxes a
+future and they stop reading the agents' pipes until the writer has taken the batch. The
+agent then blocks on its full pipe, as it would writing to a slow terminal: nothing is
+dropped, and the runner's memory stays flat however long the flood lasts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 import time
@@ -27,6 +35,7 @@ from .tx import immediate
 
 FLUSH_SECONDS = 0.1
 INDEX_BELOW = 2000  # events in a tick's flush (20k events/s) under which the tick also indexes a chunk
+MAX_BACKLOG = 50_000  # events waiting for the writer before agents' output is held back (~15 MB)
 EVENT_SQL = "insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, ?, ?, ?, ?, ?)"
 USAGE_SQL = ("insert into usage (trial_id, seq, source, model, uncached_input, cached_input, cache_write, output, "
              "reasoning, cost_usd, reported_cost_usd, cache_write_1h) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
@@ -42,13 +51,34 @@ class StoreWriter:
         self._thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
         self.events_written = 0
         self._last_flush = 0  # events in the latest flush
+        self.held = 0  # how many times output was held back for the writer (for benchmarks, logs)
+        self._room: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None
         self._thread.start()
 
     # -- producer side (event loop thread) --------------------------------------------------
 
     def add_events(self, rows: list[tuple]) -> None:
         with self._lock:
-            self._events.extend(rows)
+            events = self._events
+            before = len(events)
+            events.extend(rows)
+            crossed = before < MAX_BACKLOG <= len(events)
+        if crossed:
+            self._calls.put(...)  # wake the writer now rather than at its next flush time
+
+    def room(self) -> asyncio.Future | None:
+        """None while the writer keeps up; else a future, done once the writer has taken the
+        waiting events: the caller reads no more agent output until then."""
+        if len(self._events) < MAX_BACKLOG:
+            return None
+        with self._lock:
+            if len(self._events) < MAX_BACKLOG:
+                return None
+            if self._room is None:
+                loop = asyncio.get_running_loop()
+                self._room = (loop, loop.create_future())
+                self.held += 1
+            return self._room[1]
 
     def add_usage(self, row: tuple) -> None:
         with self._lock:
@@ -71,7 +101,13 @@ class StoreWriter:
         with self._lock:
             events, self._events = self._events, []
             usage, self._usage = self._usage, []
+            room, self._room = self._room, None
         self._last_flush = len(events)
+        if room is not None:  # the batch is ours: the agents may print the next one meanwhile
+            try:
+                room[0].call_soon_threadsafe(_release, room[1])
+            except RuntimeError:  # the run's loop is closed: nobody waits any more
+                pass
         if not events and not usage:
             return
         conn = self.store.db.conn
@@ -132,3 +168,8 @@ class StoreWriter:
             import sys
 
             print(f"agentmeter: store write failed: {exc!r}", file=sys.stderr, flush=True)
+
+
+def _release(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ...lines import LineSplitter
 from ..base import AgentHandle, ExecResult, OutputCallback
+from ..common import ThreadOutput
 from .engine import engine_errors
 
 if TYPE_CHECKING:
@@ -27,13 +28,13 @@ class ExecStream(threading.Thread):
 
     def __init__(self, engine: Engine, exec_id: str, on_output: OutputCallback, loop: asyncio.AbstractEventLoop):
         super().__init__(name=f"exec-{exec_id[:8]}", daemon=True)
-        self.engine, self.exec_id, self.on_output, self.loop = engine, exec_id, on_output, loop
+        self.engine, self.exec_id, self.loop = engine, exec_id, loop
+        self.output = ThreadOutput(on_output, loop)
         self.done = loop.create_future()
         self.error: BaseException | None = None
 
     def _emit(self, stream: str, lines: list[bytes]) -> None:
-        if lines:
-            self.loop.call_soon_threadsafe(self.on_output, stream, lines)
+        self.output.emit(stream, lines)
 
     def run(self) -> None:
         splitters = {"stdout": LineSplitter(), "stderr": LineSplitter()}

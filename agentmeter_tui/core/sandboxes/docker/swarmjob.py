@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ...lines import LineSplitter
 from ..base import OutputCallback
+from ..common import ThreadOutput
 from . import engine as engines
 
 if TYPE_CHECKING:
@@ -100,9 +101,10 @@ class Job:
     def __init__(self, session: SwarmSession, argv: list[str], env: dict[str, str], cwd: str,
                  on_output: OutputCallback | None):
         self.session, self.engine = session, session.engine
-        self.argv, self.env, self.cwd, self.on_output = argv, env, cwd, on_output
+        self.argv, self.env, self.cwd = argv, env, cwd
         self.marker = f"@@agentmeter-{session.token}".encode()
         self.loop = asyncio.get_running_loop()
+        self.output = ThreadOutput(on_output, self.loop) if on_output is not None else None
         self.done = self.loop.create_future()
         self.service_id: str | None = None
         self.config_id: str | None = None
@@ -114,8 +116,8 @@ class Job:
     def emit(self, stream: str, lines: list[bytes]) -> None:
         if not lines:
             return
-        if self.on_output is not None:
-            self.loop.call_soon_threadsafe(self.on_output, stream, lines)
+        if self.output is not None:
+            self.output.emit(stream, lines)
         else:
             self.collected[stream].extend(lines)
 

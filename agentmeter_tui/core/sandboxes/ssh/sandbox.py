@@ -174,17 +174,36 @@ def _channel_class() -> type:
             self.on_output, self.done = on_output, done
             self.splitters = {None: LineSplitter(), asyncssh.EXTENDED_DATA_STDERR: LineSplitter()}
             self.exit_code: int | None = None
+            self.chan = None
+            self.held = False  # not reading while the store writer is behind (SSH flow control
+            self.holding = True  # then holds the remote agent); after its exit, the rest at once
+
+        def connection_made(self, chan) -> None:
+            self.chan = chan
 
         def data_received(self, data: bytes, datatype: int | None) -> None:
             lines = self.splitters.get(datatype, self.splitters[None]).feed(data)
             if lines:
-                self.on_output("stdout" if datatype is None else "stderr", lines)
+                hold = self.on_output("stdout" if datatype is None else "stderr", lines)
+                if hold is not None and self.holding and not self.held and self.chan is not None:
+                    self.held = True
+                    self.chan.pause_reading()
+                    hold.add_done_callback(lambda _: self._resume())
+
+        def _resume(self) -> None:
+            if self.held:
+                self.held = False
+                self.chan.resume_reading()
 
         def exit_status_received(self, status: int) -> None:
             self.exit_code = status
+            self.holding = False
+            self._resume()
 
         def exit_signal_received(self, signal: str, core_dumped: bool, msg: str, lang: str) -> None:
             self.exit_code = -1
+            self.holding = False
+            self._resume()
 
         def connection_lost(self, exc: Exception | None) -> None:
             for datatype, splitter in self.splitters.items():
