@@ -15,11 +15,17 @@ time to read the trial's events from the store alone (the floor), and the memory
 took; then, on the open transcript, a search whose only match is the last event, ``end``, and
 the jump back to the last error (each from the key to the frame that shows the cursor there).
 
+``--hostile``: the trials print the hostile output the tests use instead (escape sequences
+for the title, clipboard, hyperlinks and cursor, markup look-alikes, NUL, C1 and bidi
+controls, invalid UTF-8, a 10 MiB line; ``benchmarks/hostile_corpus.py`` runs the tests' fake
+agents and parses their output as the runner does), at the same rate.
+
 CPU under a shared machine's load: the app's share of a core is its CPU time over wall time,
 and a starved app also gets fewer events to process; ``cpu per 10k events/s`` scales the CPU
 it spent to the target rate, which load does not distort as much.
 
     .venv/bin/python benchmarks/ui_load.py [--seconds 12] [--trials 72] [--rate 5000] [--part live|review]
+    .venv/bin/python benchmarks/ui_load.py --part live --hostile
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentmeter_tui.core.paths import socket_path
-from agentmeter_tui.core.run.control import encode
+from agentmeter_tui.core.run.control import LIVE_TEXT, encode
 from agentmeter_tui.core.run.feed import METER_EVERY
 from agentmeter_tui.core.store import Store
 
@@ -75,8 +81,18 @@ def meter(trial_id: int, step: int) -> dict:
             "budget": {"wall_seconds": 1800.0, "tokens": 5_000_000, "usd": 20.0}, "events": 0}
 
 
-async def serve(path: str, trials: int, rate: int, seconds: float) -> None:
+def corpus(hostile: bool) -> list[tuple[str, str, str]]:
+    """The ``(kind, stream, text)`` events the fake trials print, texts cut as the feed cuts them."""
+    if not hostile:
+        return [(kind, "stdout", TEXTS[kind]) for kind in KINDS]
+    from benchmarks.hostile_corpus import hostile_events
+
+    return [(kind, stream, text[:LIVE_TEXT]) for kind, stream, text in hostile_events()]
+
+
+async def serve(path: str, trials: int, rate: int, seconds: float, hostile: bool = False) -> None:
     per_tick = max(1, rate // 10)
+    printed = corpus(hostile)
     done = asyncio.Event()
 
     async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -103,8 +119,8 @@ async def serve(path: str, trials: int, rate: int, seconds: float) -> None:
             for n in range(per_tick):
                 trial = ids[n % trials]
                 seqs[trial] += 1
-                kind = KINDS[rng.randrange(len(KINDS))]
-                events.setdefault(trial, []).append([seqs[trial], now, kind, "stdout", TEXTS[kind]])
+                kind, stream, text = printed[rng.randrange(len(printed))]
+                events.setdefault(trial, []).append([seqs[trial], now, kind, stream, text])
             # As the feed sends them: a trial that only printed gets a meter every METER_EVERY
             # seconds, the trials taking turns.
             every = max(1, round(METER_EVERY / 0.1))
@@ -184,7 +200,8 @@ async def press_and_time(app, frames: FrameClock, key: str, changed) -> float:
     return frame - t0
 
 
-async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, ...] = ("live", "grid")) -> dict:
+async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, ...] = ("live", "grid"),
+                    hostile: bool = False) -> dict:
     from agentmeter_tui.ui.app import AgentMeterApp
     from agentmeter_tui.ui.session import Session
     from agentmeter_tui.ui.widgets.grid_table import GridTable
@@ -193,7 +210,8 @@ async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, 
     db = folder / "load.db"
     grid_store(db, trials)
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(socket_path(db)), "--trials", str(trials),
-                               "--rate", str(rate), "--seconds", str(seconds + 6)], stdout=subprocess.PIPE, text=True)
+                               "--rate", str(rate), "--seconds", str(seconds + 6), *(["--hostile"] if hostile else [])],
+                              stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None and server.stdout.readline().strip() == "ready"
     session = Session(db, reviewer="bench", live=True)
     app = AgentMeterApp(session, screen="live", tune_gc=True)  # as run_app builds it
@@ -250,6 +268,20 @@ async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, 
 NEEDLE = "zebra-needle-only-at-the-end"
 
 
+async def open_in_review(app, frames: FrameClock, trial: int) -> tuple[float, float]:
+    """Seconds from asking the open review screen for ``trial`` to the first frame that shows
+    it, and the memory (MB) the open took."""
+    screen, process = app.screen, psutil.Process()
+    gc.collect()
+    rss0 = process.memory_info().rss
+    t0 = time.perf_counter()
+    screen.open(trial)
+    while screen.trial_id != trial:
+        await asyncio.sleep(0.001)
+    frame = await frames.next_frame_after(time.perf_counter())
+    return frame - t0, (process.memory_info().rss - rss0) / 2**20
+
+
 async def review_open(events: int) -> dict:
     from agentmeter_tui.ui.app import AgentMeterApp
     from agentmeter_tui.ui.screens.review import ReviewScreen
@@ -297,16 +329,10 @@ async def review_open(events: int) -> dict:
             assert isinstance(screen, ReviewScreen)
             frames = FrameClock(app)
             view = screen.query_one(TranscriptView)
-            gc.collect()
             rss0 = process.memory_info().rss
-            t0 = time.perf_counter()
-            screen.open(trial)
-            while screen.trial_id != trial:
-                await asyncio.sleep(0.001)
-            shown = time.perf_counter()
-            frame = await frames.next_frame_after(shown)
-            opens.append(frame - t0)
-            memory.append((process.memory_info().rss - rss0) / 2**20)
+            opened, took = await open_in_review(app, frames, trial)
+            opens.append(opened)
+            memory.append(took)
             doc = view.doc
             assert len(doc) >= total - 1 if doc.windowed else len(doc) > 0
 
@@ -342,13 +368,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=5000, help="events per second, all trials together")
     parser.add_argument("--events", type=int, default=50_000, help="events of the reviewed trial")
     parser.add_argument("--part", choices=("all", "live", "review"), default="all")
+    parser.add_argument("--hostile", action="store_true", help="the trials print the tests' hostile output")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        asyncio.run(serve(args.serve, args.trials, args.rate, args.seconds))
+        asyncio.run(serve(args.serve, args.trials, args.rate, args.seconds, args.hostile))
         return 0
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-    live = asyncio.run(live_load(args.seconds, args.trials, args.rate)) if args.part != "review" else {}
+    live = asyncio.run(live_load(args.seconds, args.trials, args.rate, hostile=args.hostile)) \
+        if args.part != "review" else {}
+    if args.hostile:
+        print("the trials print the tests' hostile output (benchmarks/hostile_corpus.py)")
     for name, r in live.items():
         panes = f", {r['panes']} panes + list" if name == "live" else ""
         print(f"{name:>4} screen: {r['events_per_s']:,.0f} events/s from {args.trials} trials{panes}, "
