@@ -11,12 +11,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.compare import Comparison, compare_trials
+from ..core.compare import Comparison, ComparisonReader, open_comparison
 from ..core.reviewing import Masker, adjudication_queue, blind_queue, masker_for, review_plan
 from ..core.store import ScoreRow, Store
 from .data import EventIndex, event_index, event_text
 
-__all__ = ["Comparison", "ReviewerScores", "adjudication_ids", "blind_ids", "compare", "masked_event_index",
+__all__ = ["Comparison", "ReviewerScores", "adjudication_ids", "blind_ids", "compare", "compare_more",
+           "masked_event_index",
            "masked_event_text", "reviewer_scores", "suite_masker"]
 
 
@@ -90,5 +91,10 @@ def blind_detail(detail, masker: Masker):
                                siblings=[])
 
 
-def compare(store: Store, left: int, right: int) -> Comparison:
-    return compare_trials(store, left, right)
+def compare(store: Store, left: int, right: int) -> ComparisonReader:
+    """Both trials' first events aligned; ``compare_more`` reads on."""
+    return open_comparison(store, left, right)
+
+
+def compare_more(store: Store, reader: ComparisonReader) -> bool:
+    return reader.read_more(store)

@@ -78,3 +78,72 @@ def test_paper_example_reads_at_a_glance(tmp_path):
     left, right = side_summary(comparison.left), side_summary(comparison.right)
     assert "369k" in left and "passed" in left
     assert "4.8M" in right and "failed" in right and "stats.py ×30" in right
+
+
+def _shape(side):
+    return ([(s.seq, s.kind, s.label, s.failed, s.read_path, s.tokens, s.total, s.repeat, s.read_repeat)
+             for s in side.steps], side.total_tokens, side.repeated_calls, dict(side.reads), side.complete)
+
+
+def test_reading_in_ranges_gives_the_steps_of_one_pass(tmp_path):
+    """A million-event trial is compared a range of seqs at a time: every range size gives the
+    same steps, tokens, totals, repeats and divergence as reading each trial whole. The trials
+    mix messages streamed over several events, errors, failed results, re-reads and usage rows
+    before the first event and after the last (they count in the first and last step)."""
+    from agentmeter_tui.core.compare import open_comparison
+    from tests.sample_data import transcript
+
+    store = build_sample_store(tmp_path / "r.db", events_per_trial=2, scores=False)
+    try:
+        row = dict(store.trial(1))
+        row.pop("id")
+        ids = [store.db["trials"].insert({**row, "cli": cli}).last_pk for cli in ("claude-code", "qwen-code")]
+        rows = transcript(400, 5, fail_every=4)
+        streamed = [(900 + i, 0.0, "assistant", "stdout", f"part {i} of a streamed message", None) for i in range(5)]
+        errors = [(950, 0.0, "error", "stderr", "HTTP 500", None), (951, 0.0, "tool_call", "stdout", "cat a.py", None)]
+        with store.db.conn:
+            _insert_events(store.db, ids[0], rows + streamed + errors)
+            _insert_events(store.db, ids[1], transcript(420, 5, fail_every=4)[:-3] + streamed)
+            store.db.conn.executemany("insert into usage (trial_id, seq, source, output) values (?, ?, ?, ?)",
+                                      [(ids[0], -3, "cli", 7), (ids[0], 5000, "cli", 11), (ids[1], 0, "cli", 13),
+                                       (ids[1], 3, "proxy", 1000), (ids[1], 300, "proxy", 2000)])
+        whole = compare_trials(store, *ids, chunk=10**6)
+        assert whole.right.total_tokens == 3000  # the proxy metered it: its rows only
+        for chunk in (1, 2, 3, 7, 64, 399, 401):
+            reader = open_comparison(store, *ids, chunk=chunk)
+            reads = 1
+            while reader.read_more(store):
+                reads += 1
+            assert reads >= 2 or chunk > 400
+            ranged = reader.comparison
+            assert _shape(ranged.left) == _shape(whole.left), chunk
+            assert _shape(ranged.right) == _shape(whole.right), chunk
+            assert ranged.divergence == whole.divergence, chunk
+    finally:
+        store.close()
+    assert whole.left.steps[0].tokens >= 7 and whole.left.steps[-1].tokens >= 11  # the rows outside the events
+    assert whole.left.steps[-2].kind == "error" and whole.left.steps[-3].kind == "message"
+    assert whole.divergence is not None
+
+
+def test_the_first_range_shows_before_the_rest_is_read(tmp_path):
+    from agentmeter_tui.core.compare import open_comparison
+    from tests.sample_data import transcript
+
+    store = build_sample_store(tmp_path / "f.db", events_per_trial=2, scores=False)
+    try:
+        row = dict(store.trial(1))
+        row.pop("id")
+        ids = [store.db["trials"].insert({**row, "cli": cli}).last_pk for cli in ("claude-code", "qwen-code")]
+        with store.db.conn:
+            for trial_id in ids:
+                _insert_events(store.db, trial_id, transcript(2000, 9))
+        reader = open_comparison(store, *ids, chunk=100)
+        first = reader.comparison
+        assert not first.left.complete and 0 < len(first.left.steps) < 40
+        assert first.divergence is None  # the same steps so far
+        while reader.read_more(store):
+            pass
+    finally:
+        store.close()
+    assert first.left.complete and first.divergence is None and len(first.left.steps) > 400

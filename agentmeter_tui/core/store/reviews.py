@@ -53,6 +53,10 @@ class TrialKey:
         return (self.suite_id, self.task_id, self.model, self.cli, self.trial_index)
 
 
+def _seq_range(first: int | None, last: int | None) -> tuple[int, int]:
+    return (-(2**63) if first is None else first, 2**63 - 1 if last is None else last)
+
+
 def _suite_clause(suite_id: str | None, alias: str = "t") -> tuple[str, list[Any]]:
     return (f" and {alias}.suite_id = ?", [suite_id]) if suite_id is not None else ("", [])
 
@@ -171,24 +175,41 @@ class ReviewQueries:
             terms.update(v for v in row if v)
         return sorted(terms)
 
-    def step_rows(self, trial_id: int, label_chars: int = 300) -> Iterator[tuple]:
-        """``(seq, kind, text, data)`` of the events compare builds steps from: texts cut to
-        ``label_chars`` in SQL, no text for tool results and ``data`` only for tool calls, so a huge
-        tool output is never read."""
+    def step_rows(self, trial_id: int, label_chars: int = 300, first: int | None = None,
+                  last: int | None = None) -> Iterator[tuple]:
+        """``(seq, kind, text, data)`` of the events compare builds steps from (with ``first <= seq
+        <= last`` when given): texts cut to ``label_chars`` in SQL, no text for tool results and
+        ``data`` only for tool calls, so a huge tool output is never read."""
         yield from self.db.execute(
             "select seq, kind, case when kind != 'tool_result' then substr(text, 1, ?) end, "
             "case when kind = 'tool_call' then data end from events "
-            "where trial_id = ? and kind in ('assistant', 'tool_call', 'tool_result', 'error') order by seq",
-            [label_chars, trial_id])
+            "where trial_id = ? and seq between ? and ? and kind in ('assistant', 'tool_call', 'tool_result', 'error') "
+            "order by seq", [label_chars, trial_id, *_seq_range(first, last)])
 
-    def step_usage(self, trial_id: int) -> list[tuple[int, int]]:
-        """``(seq, raw tokens)`` per usage row, the meter's rows only: the proxy's when it metered
-        the trial (the CLI's own figures beside them would count the calls twice), as ``usage_by_seq``."""
+    def step_usage(self, trial_id: int, first: int | None = None, last: int | None = None,
+                   source: str | None = None) -> list[tuple[int, int]]:
+        """``(seq, raw tokens)`` per usage row (with ``first <= seq <= last`` when given), the
+        meter's rows only: the proxy's when it metered the trial (the CLI's own figures beside
+        them would count the calls twice), as ``usage_by_seq``. ``source``: the trial's
+        ``usage_meter`` when the caller knows it (a caller reading many ranges asks once)."""
+        if source is None:
+            source = self.usage_meter(trial_id)
+        clause = "and source = 'proxy'" if source == "proxy" else ""
         return self.db.execute(
             "select seq, coalesce(uncached_input, 0) + coalesce(cached_input, 0) + coalesce(cache_write, 0) "
-            "+ coalesce(output, 0) + coalesce(reasoning, 0) from usage where trial_id = ? and (source = 'proxy' "
-            "or not exists (select 1 from usage p where p.trial_id = ? and p.source = 'proxy')) order by seq",
-            [trial_id, trial_id]).fetchall()
+            f"+ coalesce(output, 0) + coalesce(reasoning, 0) from usage where trial_id = ? and seq between ? and ? "
+            f"{clause} order by seq", [trial_id, *_seq_range(first, last)]).fetchall()
+
+    def usage_meter(self, trial_id: int) -> str:
+        """'proxy' when the proxy metered the trial (its usage rows are the ones to count), else 'all'."""
+        row = self.db.execute("select 1 from usage where trial_id = ? and source = 'proxy' limit 1",
+                              [trial_id]).fetchone()
+        return "proxy" if row else "all"
+
+    def first_seq(self, trial_id: int) -> int:
+        """The lowest seq of a trial's events (0 if none): one probe of the index."""
+        row = self.db.execute("select min(seq) from events where trial_id = ?", [trial_id]).fetchone()
+        return row[0] or 0
 
     def compare_partner(self, trial_id: int) -> int | None:
         """Another finished trial of the same task: the same model under another CLI first, then

@@ -50,6 +50,12 @@ class CompareView(ScrollView, can_focus=True):
         self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
 
+    def grown(self) -> None:
+        """More steps were read (a long trial is read in ranges): the same rows, more of them."""
+        if self.comparison is not None:
+            self.virtual_size = Size(self.scrollable_content_region.width, self.comparison.rows)
+            self.refresh()
+
     def watch_cursor(self, cursor: int) -> None:
         self.refresh()
 
