@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import os
 import shutil
 import statistics
@@ -114,7 +115,10 @@ async def watch(db: Path, seconds: float, gate: Path) -> dict:
                     else:
                         table = app.screen.query_one(GridTable)
                         changed = lambda b=table.cursor_coordinate, t=table: t.cursor_coordinate != b
+                    # A key that takes over a second: every thread's stack to stderr, to see the stall.
+                    faulthandler.dump_traceback_later(1.0, file=sys.__stderr__)
                     latencies[name].append(await press_and_time(app, frames, key, changed))
+                    faulthandler.cancel_dump_traceback_later()
                     await asyncio.sleep(0.2)
                 wall = time.perf_counter() - wall0
                 frames_per_s[name] = (len(frames.frames) - frames0) / wall
@@ -215,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if lost else 0
     finally:
         gate.touch()
+        if runner_alive(db):  # the benchmark failed half way: end the run before removing its store
+            with ControlClient(db) as client:
+                client.request("stop")
+            while runner_alive(db):
+                time.sleep(0.1)
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -101,6 +101,13 @@ class TickSummary:
     events: int = 0
 
 
+def skipped_marker(first: LiveEvent, count: int) -> tuple:
+    """A tail line where the feed left events out (a trial printing faster than a pane can
+    show): it says how many, in place of the last of them, so a tail never skips silently."""
+    return (first[0] - 1, first[1], "status", "runner",
+            f"… {count:,} events not shown live (every one is stored; review shows them)")
+
+
 class LiveState:
     def __init__(self, clock: Callable[[], float] = time.time):
         self.clock = clock
@@ -145,10 +152,13 @@ class LiveState:
         ts = message.get("ts") or self.clock()
         for meter in message.get("meters") or ():
             self._meter(meter, ts, summary)
+        skipped = message.get("skipped") or {}
         for key, rows in (message.get("events") or {}).items():
             trial = self.trials.get(int(key))
             if trial is None:
                 continue  # events of a trial we have no meter for yet come again with it
+            if skipped.get(key) and rows:
+                rows = [skipped_marker(rows[0], skipped[key]), *rows]
             added = trial.add_events(rows)
             if added:
                 summary.events += added

@@ -47,6 +47,20 @@ def test_live_model_applies_snapshot_and_ticks_without_double_counting():
     assert live.ended == "stopped" and live.progress == {"done": 1}
 
 
+def test_events_the_feed_left_out_are_said_in_the_tail():
+    """A trial printing faster than a pane shows: the feed sends its newest events and how many
+    it skipped (JSON keys are strings); the tail says so where they were, in the place of the last."""
+    live = LiveState(clock=lambda: T0)
+    snapshot, _, tick = sample_feed(count=1, events=10)
+    live.apply(snapshot)
+    rows = tick["events"][1000][-3:]  # seqs 8-10; 1-7 left out
+    live.apply({"type": "tick", "ts": T0, "meters": [], "finished": [], "events": {"1000": rows},
+                "skipped": {"1000": 7}})
+    tail = live.trials[1000].since(0)
+    assert [r[0] for r in tail] == [7, 8, 9, 10]
+    assert tail[0][2] == "status" and "7 events not shown live" in tail[0][4] and "stored" in tail[0][4]
+
+
 def test_burn_rate_is_fresh_tokens_and_dollars_per_minute():
     live = LiveState()
     first = sample_meter(1, "ace", "reference", "t", 1, fraction=0.1)
