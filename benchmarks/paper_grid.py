@@ -7,7 +7,8 @@ verified by the task's own ``tests/test.sh``. Budgets per tier follow seed 000's
 with token caps; one model loops on hard tasks until its token budget kills it; one task has
 no verifier at all (our side's fault: infra-invalid, retried once). Then ``agentmeter report``.
 
-    python benchmarks/paper_grid.py [--tasks 90] [--trials 3] [--concurrency 32] [--keep DIR]
+    python benchmarks/paper_grid.py [--tasks 90] [--trials 3] [--concurrency 32] [--keep DIR] [--tui]
+    python benchmarks/paper_grid.py --tui-only DIR/paper.db     # the TUI open alone, on a kept store
 
 Prints wall time, trials/s, events/s, the runner's peak RSS, store size and report time, then
 checks the store: every planned trial final exactly once (retries as later attempts), every
@@ -247,7 +248,14 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--keep", type=Path, help="keep the suite and store in this folder")
     parser.add_argument("--tui", action="store_true", help="also time the TUI opening on the finished store")
+    parser.add_argument("--tui-only", type=Path, metavar="DB",
+                        help="only time the TUI opening on this existing store (one kept with --keep), 5 times")
     args = parser.parse_args()
+    if args.tui_only:
+        times = [tui_open(args.tui_only) for _ in range(5)]
+        print(f"TUI open on {args.tui_only.name} (grid shown): median {sorted(times)[2]:.2f} s, runs "
+              f"{', '.join(f'{t:.2f}' for t in times)} (target < 1 s; load average {os.getloadavg()[0]:.1f})")
+        return
     folder = args.keep or Path(tempfile.mkdtemp(prefix="paper-grid-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:

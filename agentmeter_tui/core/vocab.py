@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
+from typing import Any
 
 from .usage import TokenUsage
 
@@ -76,3 +77,11 @@ class KillReason:
 
     def __str__(self) -> str:
         return self.code if not self.detail else f"{self.code} ({self.detail})"
+
+
+def source_label(row: Any) -> str | None:
+    """Where a stored trial came from, for the screens and the report: None for a trial run
+    here; ``harbor``, ``atif``, ``session:CLI``, or ``record`` (``import-trials``)."""
+    if not row.get("imported"):
+        return None
+    return row.get("source") or "record"

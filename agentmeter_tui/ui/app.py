@@ -9,7 +9,9 @@ screens through ``feed_signal``; keys to screens (modes ``grid``, ``live``, ``re
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+import importlib
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +21,9 @@ from textual.screen import Screen
 from textual.signal import Signal
 
 from ..core.run.control import FeedMessage
-from .palette import app_commands
-from .screens.cell import CellScreen
-from .screens.compare import CompareScreen
-from .screens.dialogs import BudgetDialog, ConfirmDialog, NoteDialog
-from .screens.grid import GridScreen
-from .screens.help import HelpScreen
-from .screens.live import LiveScreen
-from .screens.report import ReportScreen
-from .screens.review import ReviewScreen
 from .session import FeedClient, Session
 from .settings import UiSettings, load_settings, reviewer_name
 from .themes import APP_VARIABLES, DEFAULT_DARK, DEFAULT_LIGHT, load_themes
-from .widgets.transcript_view import TranscriptView
 
 STYLES = Path(__file__).parent / "styles"
 # Fewer, larger young collections and rarer full ones: the feed allocates fast, and a full
@@ -39,11 +31,30 @@ STYLES = Path(__file__).parent / "styles"
 GC_THRESHOLDS = (10_000, 20, 100)
 
 
+def _screen(module: str, name: str) -> Callable[[], Screen]:
+    """A mode's screen, imported when the mode is first shown: the app opens on one screen, and
+    importing the others (the report's charts, review, compare) cost half of the time to the
+    first frame on the paper grid's store."""
+
+    def make() -> Screen:
+        return getattr(importlib.import_module(f"{__package__}.screens.{module}"), name)()
+
+    return make
+
+
+def _shown(screen: Screen, module: str, name: str) -> bool:
+    """Whether ``screen`` is a ``screens.<module>.<name>``, without importing that module (a
+    screen not imported yet cannot be the one shown)."""
+    loaded = sys.modules.get(f"{__package__}.screens.{module}")
+    return loaded is not None and isinstance(screen, getattr(loaded, name))
+
+
 class AgentMeterApp(App):
     TITLE = "agentmeter"
     CSS_PATH = [STYLES / name for name in ("app.tcss", "grid.tcss", "live.tcss", "review.tcss", "compare.tcss",
                                            "report.tcss")]
-    MODES = {"grid": GridScreen, "live": LiveScreen, "review": ReviewScreen, "report": ReportScreen}
+    MODES = {"grid": _screen("grid", "GridScreen"), "live": _screen("live", "LiveScreen"),
+             "review": _screen("review", "ReviewScreen"), "report": _screen("report", "ReportScreen")}
     BINDINGS = [
         Binding("g", "mode('grid')", "Grid", id="grid", tooltip="The model x CLI grid (home)"),
         Binding("l", "mode('live')", "Live", id="live", tooltip="A pane per running trial"),
@@ -122,7 +133,7 @@ class AgentMeterApp(App):
         if self.session.blind and mode != "review":
             self.notify("Blind review: other screens show models and costs. Unblind first (b).", severity="warning")
             return
-        if mode == "review" and isinstance(self.screen, LiveScreen):
+        if mode == "review" and _shown(self.screen, "live", "LiveScreen"):
             trial = self.session.live.trials.get(self.screen.selected_trial() or -1)
             if trial is not None and trial.finished:
                 await self.open_review(trial.id)  # r on a finished pane reviews that trial
@@ -133,25 +144,27 @@ class AgentMeterApp(App):
 
     def _leave_cell(self) -> None:
         """A cell screen sits on the grid's stack; leaving the grid for another screen closes it."""
-        while isinstance(self.screen, CellScreen):
+        while _shown(self.screen, "cell", "CellScreen"):
             self.pop_screen()
 
     async def open_review(self, trial_id: int | None, adjudicate: bool = False) -> None:
         self._leave_cell()
         await self.switch_mode("review")
         screen = self.screen
-        if isinstance(screen, ReviewScreen):
+        if _shown(screen, "review", "ReviewScreen"):
             screen.adjudicating = adjudicate
             screen.open(trial_id)
 
     def open_compare(self, left: int, right: int) -> None:
+        from .screens.compare import CompareScreen
+
         self.push_screen(CompareScreen(left, right))
 
     async def open_live(self, trial_id: int) -> None:
         self._leave_cell()
         await self.switch_mode("live")
         screen = self.screen
-        if isinstance(screen, LiveScreen):
+        if _shown(screen, "live", "LiveScreen"):
             screen.pin(trial_id)
 
     # -- actions ---------------------------------------------------------------------------------
@@ -173,6 +186,16 @@ class AgentMeterApp(App):
         self.feed_signal.publish(None)
 
     def action_help(self) -> None:
+        from .screens.cell import CellScreen
+        from .screens.compare import CompareScreen
+        from .screens.dialogs import BudgetDialog, ConfirmDialog, NoteDialog
+        from .screens.grid import GridScreen
+        from .screens.help import HelpScreen
+        from .screens.live import LiveScreen
+        from .screens.report import ReportScreen
+        from .screens.review import ReviewScreen
+        from .widgets.transcript_view import TranscriptView
+
         sections = [("anywhere", self.BINDINGS), ("grid", GridScreen.BINDINGS), ("cell", CellScreen.BINDINGS),
                     ("live", LiveScreen.BINDINGS), ("review", ReviewScreen.BINDINGS),
                     ("transcript", TranscriptView.BINDINGS), ("compare", CompareScreen.BINDINGS),
@@ -192,6 +215,8 @@ class AgentMeterApp(App):
         self.exit()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        from .palette import app_commands
+
         yield from app_commands(self, screen)
         yield from super().get_system_commands(screen)
 

@@ -13,10 +13,9 @@ from typing import Any
 
 import orjson
 
-from ..core.interop.trials import source_label
 from ..core.run.control import Meter
 from ..core.usage import TOKEN_CLASSES
-from ..core.vocab import ACTIVE_STATUSES, COUNTABLE_STATUSES
+from ..core.vocab import ACTIVE_STATUSES, COUNTABLE_STATUSES, source_label
 
 Config = tuple[str, str]  # (model, cli)
 

@@ -92,14 +92,6 @@ class Skipped:
         return f"{self.where}: {self.why}"
 
 
-def source_label(row: Any) -> str | None:
-    """Where a stored trial came from, for the screens and the report: None for a trial run
-    here; ``harbor``, ``atif``, ``session:CLI``, or ``record`` (``import-trials``)."""
-    if not row.get("imported"):
-        return None
-    return row.get("source") or "record"
-
-
 @dataclass
 class ImportOutcome:
     added: int = 0

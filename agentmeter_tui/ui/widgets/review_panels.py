@@ -18,9 +18,9 @@ from textual.markup import escape
 from textual.widgets import Static
 
 from ...core.inert import inert
-from ...core.interop.trials import source_label
 from ...core.metrics.rubric import RUBRIC
 from ...core.usage import TOKEN_CLASSES
+from ...core.vocab import source_label
 from .. import format as fmt
 from ..data import TrialDetail
 from .meters import TOKEN_LABELS
