@@ -6,8 +6,6 @@ and Harbor's verifier judging by reward file, never by exit code (tests/fixtures
 from __future__ import annotations
 
 import re
-import shutil
-from pathlib import Path
 
 import orjson
 import pytest
@@ -15,41 +13,13 @@ import pytest
 from agentmeter_tui.core.interop.atif import parse_trajectory
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TOKEN_CLASSES
-from tests.conftest import FIXTURES, agentmeter
-from tests.core.sandbox_support import docker_engine_fixture, leftovers, unique_id  # noqa: F401 - a fixture
+from tests.conftest import agentmeter
+from tests.core.harbor_support import events_text, harbor_suite, run
+from tests.core.sandbox_support import docker_engine_fixture, leftovers  # noqa: F401 - a fixture
 from tests.core.test_sandbox_docker_ssh import remote_engine_toml, sshd  # noqa: F401 - sshd is a fixture
 from tests.interop.support import harbor_validate
 
 pytestmark = pytest.mark.docker
-HARBOR = FIXTURES / "harbor"
-
-
-def harbor_suite(tmp_path: Path, name: str) -> tuple[Path, str]:
-    """The fixture tree copied (tasks stay outside the suite folder) with a fresh suite id."""
-    shutil.copytree(HARBOR, tmp_path / "harbor")
-    suite = tmp_path / "harbor" / name
-    suite_id = unique_id(f"harbor-{name}")
-    text = (suite / "suite.toml").read_text()
-    (suite / "suite.toml").write_text(re.sub(r'(?m)^id = "[^"]*"', f'id = "{suite_id}"', text, count=1))
-    return suite, suite_id
-
-
-def run(suite: Path, db: Path) -> dict[tuple[str, str], dict]:
-    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=600)
-    assert result.returncode == 0, result.stderr + result.stdout
-    store = Store(db)
-    try:
-        return {(t["task_id"], t["model"] if t["cli"] != "oracle" else "oracle"): t for t in store.trials()}
-    finally:
-        store.close()
-
-
-def events_text(db: Path, trial_id: int) -> str:
-    store = Store(db)
-    try:
-        return "\n".join(row[4] or "" for row in store.events(trial_id))
-    finally:
-        store.close()
 
 
 def test_reference_agent_on_harbor_tasks(tmp_path, db, docker_engine):
@@ -79,7 +49,7 @@ def test_reference_agent_on_harbor_tasks(tmp_path, db, docker_engine):
     probe = trials[("probe", "solver")]
     assert probe["status"] == "passed", probe
     seen = events_text(db, probe["id"])
-    for line in ("pwd=/app", "uid=0", "mark=from-the-image", "tests=absent", "rootfs=writable"):
+    for line in ("pwd=/app", "uid=0", "mark=from-the-image", "home=/root", "tests=absent", "rootfs=writable"):
         assert line in seen, seen
     # Before the tests ran, the transcript was at /logs/agent/trajectory.json as ATIF (test.sh printed it).
     printed = probe["verifier_output"].split("--- trajectory ---\n", 1)[1].split("--- end ---", 1)[0]

@@ -10,7 +10,7 @@ the trial runs.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -77,6 +77,9 @@ class SandboxSession(ABC):
     home: str  # a fresh HOME: the CLIs keep their config and session files there
     scratch: str  # ours, outside the workspace: verifier tests, reward file
     slot: TrialSlot
+    # What the trial should know about its sandbox, e.g. a task's limit this engine cannot apply:
+    # the runner writes each one into the trial's transcript after ``open``.
+    notes: Sequence[str] = ()
 
     @abstractmethod
     async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> AgentHandle:

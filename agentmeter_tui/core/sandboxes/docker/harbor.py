@@ -37,17 +37,36 @@ def image_contract(client: Any, image: str, task: Task) -> ImageContract:
     return ImageContract(task.spec.environment.workdir or config.get("WorkingDir") or "/", env)
 
 
+def harbor_home(contract: ImageContract, uid: int) -> str | None:
+    """A root agent's HOME as Harbor's has it: the image's ``ENV HOME``, else root's ``/root``
+    (the CLIs' configuration and sessions then live in the container, and die with it). A
+    non-root agent keeps the trial's own HOME under /agentmeter (None)."""
+    return (contract.env.get("HOME") or "/root") if uid == 0 else None
+
+
 @dataclass(frozen=True)
 class EngineLimits:
     cpus: int
     storage: bool  # per-container size limits: only overlay2 on xfs (with pquota) has them
+    driver: str = "?"  # the storage driver and its backing filesystem, for the trial's note
 
 
 def engine_limits(client: Any) -> EngineLimits:
     info = client.info()
     status = dict(info.get("DriverStatus") or [])
-    return EngineLimits(int(info.get("NCPU") or 1),
-                        info.get("Driver") == "overlay2" and status.get("Backing Filesystem") == "xfs")
+    backing = status.get("Backing Filesystem") or "?"
+    return EngineLimits(int(info.get("NCPU") or 1), info.get("Driver") == "overlay2" and backing == "xfs",
+                        f"{info.get('Driver') or '?'} on {backing}")
+
+
+def unenforced(task: Task, limits: EngineLimits) -> list[str]:
+    """Notes for the trial about the task's limits this engine cannot apply (never silent)."""
+    storage = task.spec.environment.storage_mb
+    if storage and not limits.storage:
+        note = (f"[environment] storage_mb = {storage} is not enforced: the engine's storage driver "
+                f"({limits.driver}) has no per-container size limit (only overlay2 on xfs with pquota has)")
+        return [note]
+    return []
 
 
 def container_shape(config: DockerSettings, task: Task, contract: ImageContract, limits: EngineLimits,
@@ -74,29 +93,34 @@ def agent_env(contract: ImageContract, extra: dict[str, str], *, home: str, cwd:
     return env
 
 
-def run_as(config: DockerSettings) -> str:
-    """Root, as Harbor runs agents, unless the suite names a user in ``[sandbox] user``."""
+def run_as(config: Any) -> str:
+    """Root, as Harbor runs agents, unless the suite names a user in ``[sandbox] user`` (docker
+    or swarm settings)."""
     if "user" in config.model_fields_set:
-        return "0:0" if config.uid == 0 else config.user
+        return "0:0" if config.user == "root" else config.user
     return "0:0"
 
 
 class ContractCache:
-    """Per docker sandbox: each image's contract and each engine's limits, asked once."""
+    """Per docker (or swarm) sandbox: each image's contract and each engine's limits, asked once."""
 
-    def __init__(self, config: DockerSettings):
+    def __init__(self, config: Any):
         self.config = config
         self.contracts: dict[tuple[str, str, str], ImageContract] = {}
         self.limits: dict[str, EngineLimits] = {}
 
-    async def shape(self, engine: Engine, image: str, task: Task) -> tuple[ContainerShape, ImageContract | None]:
-        """The container a task's trials get, and for Harbor tasks what their image says."""
-        if task.contract != "harbor":
-            return ContainerShape.default(self.config), None
+    async def contract(self, engine: Engine, image: str, task: Task) -> tuple[ImageContract, EngineLimits]:
+        """A Harbor task's image contract and its engine's limits (asked once each)."""
         key = (engine.name, image, task.spec.environment.workdir or "")
         if key not in self.contracts:
             self.contracts[key] = await engine.call(image_contract, engine.client, image, task)
         if engine.name not in self.limits:
             self.limits[engine.name] = await engine.call(engine_limits, engine.client)
-        contract = self.contracts[key]
-        return container_shape(self.config, task, contract, self.limits[engine.name], engine.local), contract
+        return self.contracts[key], self.limits[engine.name]
+
+    async def shape(self, engine: Engine, image: str, task: Task) -> tuple[ContainerShape, ImageContract | None]:
+        """The container a task's trials get, and for Harbor tasks what their image says."""
+        if task.contract != "harbor":
+            return ContainerShape.default(self.config), None
+        contract, limits = await self.contract(engine, image, task)
+        return container_shape(self.config, task, contract, limits, engine.local), contract

@@ -21,27 +21,23 @@ image's WORKDIR, with the image's ENV, as root, on a writable root filesystem.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import tarfile
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...clisbundle import Manifest, container_argv, load_manifest
+from ...clisbundle import Manifest, load_manifest
 from ...harnesses import ADAPTERS
 from ...paths import default_clis_root
 from ...run.placement import Host, Placement
-from ..archive import TarWriter, extract
-from ..base import ExecResult, KillPolicy, LaunchSpec, OutputCallback, Sandbox, SandboxSession, TrialSlot
-from ..common import HostWatch, load_settings, map_argv, shipped_files, trial_env
-from ..local import LocalSandbox, LocalSession, read_globs
+from ..base import Sandbox, TrialSlot
+from ..common import HostWatch, load_settings, shipped_files
+from ..local import LocalSandbox
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
 from .containers import ISOLATED_NETWORK, ROOT, ContainerFactory, DockerSettings
-from .exec import RECORD_PID, DockerAgent, ExecStream, run_exec, run_ladder, signal_all
-from .harbor import ContractCache, ImageContract, agent_env, run_as
+from .harbor import ContractCache, run_as, unenforced
 from .images import ImageError, ImageResolver
+from .session import ContainerSession, chown_tree
 
 if TYPE_CHECKING:
     from ...suites import Task
@@ -240,225 +236,66 @@ def _engine_lost(exc: BaseException) -> bool:
     return isinstance(exc, (ConnectionError, requests.exceptions.ConnectionError, engines.EngineError))
 
 
-class DockerSession(SandboxSession):
-    def __init__(self, sandbox: DockerSandbox, engine: engines.Engine, token: str, trial_id: int):
-        self.sandbox, self.engine, self.token, self.trial_id = sandbox, engine, token, trial_id
-        self.config = sandbox.config
-        self.workspace, self.home, self.scratch = f"{ROOT}/workspace", f"{ROOT}/home", f"{ROOT}/scratch"
-        self.tmp = f"{ROOT}/tmp"
-        self.python = self.config.python
-        self.clis_root = self.config.clis_root
-        self.slot = TrialSlot("docker", engine.name)
-        self.container: str | None = None
-        self.agent: DockerAgent | None = None
-        self.image: str | None = None  # the task's image: the differential verifier's sides start from it
-        self.host_files: LocalSession | None = None  # bind mode: the folder mounted at /agentmeter
-        self.contract: ImageContract | None = None  # a Harbor task: its image's WORKDIR and ENV
-        self.network: str | None = None  # None: the suite's network
-        self.uid = self.config.uid
+class DockerSession(ContainerSession):
+    """A trial in a container this sandbox creates (``containers.py``); the rest is
+    ``session.py``'s, shared with the swarm sandbox's Harbor trials."""
 
-    # -- lifecycle ------------------------------------------------------------------------------
+    def __init__(self, sandbox: DockerSandbox, engine: engines.Engine, token: str, trial_id: int):
+        config = sandbox.config
+        super().__init__(engine, token, trial_id, python=config.python, clis_root=config.clis_root, uid=config.uid,
+                         slot=TrialSlot("docker", engine.name))
+        self.sandbox, self.config = sandbox, config
+        self.mount_clis = config.clis == "mount"
+        self.run_user = "0:0" if config.uid == 0 else config.user
+        self.network: str | None = None  # None: the suite's network
+
+    def bundle(self) -> Manifest | None:
+        return self.sandbox.bundle()
+
+    def engine_lost(self, exc: BaseException) -> None:
+        self.sandbox.watch.down(self.engine.name, str(exc))
 
     async def create(self, task: Task, image: str) -> None:
         api = self.engine.client.api
         labels = engines.trial_labels(self.sandbox.suite.id, self.trial_id, self.token)
         bind_root = None
+        self.image = image
+        shape, contract = await self.sandbox.contracts.shape(self.engine, image, task)
+        if contract is not None:
+            self.adopt(contract, run_as(self.config))
+            self.notes += unenforced(task, self.sandbox.contracts.limits[self.engine.name])
         if self.config.workspace == "bind":
             self.host_files = await self.sandbox.local_files().open(task, self.trial_id, self.token)
             await asyncio.to_thread(self._prepare_host_root, Path(self.host_files.root))
             bind_root = str(self.host_files.root)
         name = f"agentmeter-t{self.trial_id}-{self.token[:8]}"
-        self.image = image
-        shape, self.contract = await self.sandbox.contracts.shape(self.engine, image, task)
         if shape.network:  # allow_internet = false on a suite network that has a route out
             self.network = "isolated"
             await self.sandbox.gateway(self.engine, self.network)
-        if self.contract is not None:
-            self.workspace = self.contract.workdir
-            self.uid = int(run_as(self.config).split(":")[0])
         self.container, started = await self.sandbox.containers.take(self.engine, image, name, labels, bind_root,
                                                                      shape)
         if bind_root is None:
-            await self.engine.call(api.put_archive, self.container, ROOT, self._seed_tar(task))
-        if self.contract is not None and task.workspace_seed is not None:
-            seed = TarWriter(uid=self.uid)
-            seed.tree("", task.workspace_seed)
-            await self.engine.call(api.put_archive, self.container, self.workspace, seed.getvalue())
+            await self.engine.call(api.put_archive, self.container, ROOT, self.seed_tar(task))
+        await self.seed_contract(task)
         if not started:
             await self.engine.call(api.start, self.container)
-
-    @property
-    def harbor(self) -> bool:
-        """Whether this trial runs under Harbor's contract (its verifier checks)."""
-        return self.contract is not None
-
-    def _user(self) -> str:
-        if self.contract is not None:
-            return run_as(self.config)
-        return "0:0" if self.config.uid == 0 else self.config.user
-
-    def _seed_tar(self, task: Task) -> bytes:
-        tar = TarWriter(uid=self.uid)
-        for folder in ("workspace", "home", "scratch"):
-            tar.folder(folder)
-        tar.folder("tmp", 0o1777)
-        if task.workspace_seed is not None and self.contract is None:
-            tar.tree("workspace", task.workspace_seed)
-        tar.folder("tools", uid=0)  # ours, read-only to the agent
-        tar.files("", shipped_files(), uid=0)
-        return tar.getvalue()
 
     def _prepare_host_root(self, root: Path) -> None:
         for rel, data in shipped_files().items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_bytes(data)
         (root / "tmp").chmod(0o1777)
-        _chown_tree(root, self.config.uid)
+        chown_tree(root, self.config.uid)
 
     async def translate_url(self, url: str) -> str:
         return await self.sandbox.translate_url(url, self.engine.name, self.network)
 
-    def environment(self, extra: dict[str, str], cwd: str | None = None) -> dict[str, str]:
-        if self.contract is not None:
-            return agent_env(self.contract, extra, home=self.home, cwd=cwd or self.workspace, token=self.token)
-        env = trial_env(home=self.home, workspace=cwd or self.workspace, tmp=self.tmp, token=self.token,
-                        user="root" if self.config.uid == 0 else "agent", extra=extra)
-        env["PWD"] = cwd or self.workspace
-        return env
-
-    async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> DockerAgent:
-        api = self.engine.client.api
-        cwd = spec.cwd or self.workspace
-        argv = [*RECORD_PID, *self._native(map_argv(spec.argv, ROOT))]
-        exec_id = (await self.engine.call(api.exec_create, self.container, argv,
-                                          environment=self.environment(spec.env, cwd), workdir=cwd,
-                                          user=self._user()))["Id"]
-        stream = ExecStream(self.engine, exec_id, on_output, asyncio.get_running_loop())
-        stream.start()
-        self.agent = DockerAgent(self.engine, exec_id, stream,
-                                 on_lost=lambda exc: self.sandbox.watch.down(self.engine.name, str(exc)))
-        with contextlib.suppress(*engines.engine_errors()):  # the pid is for display only
-            self.agent.pid = (await self.engine.call(api.exec_inspect, exec_id)).get("Pid") or None
-        return self.agent
-
-    def _native(self, argv: list[str]) -> list[str]:
-        """A mounted CLI's launcher becomes the command that runs it on the runtime bundle
-        (``clisbundle.py``): the image needs no node, no Python, and its libc is not used."""
-        if self.config.clis != "mount":
-            return argv
-        return container_argv(argv, self.clis_root, self.sandbox.bundle())
-
-    async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
-                   timeout: float | None = None) -> ExecResult:
-        run = self.engine.call(run_exec, self.engine, self.container, map_argv(argv, ROOT),
-                               env=self.environment(env or {}, cwd), cwd=cwd or self.workspace, user="0")
-        task = asyncio.ensure_future(run)
-        try:
-            return await asyncio.wait_for(asyncio.shield(task), timeout)
-        except TimeoutError:
-            await self.engine.call(signal_all, self.engine, self.container, "KILL")
-            result = await task
-            result.timed_out = True
-            return result
-
-    async def kill(self, policy: KillPolicy) -> None:
-        """The signal ladder inside the container (``run_ladder``), then the container killed."""
-        if self.container is None:
-            return
-        if self.agent is not None:
-            await self.engine.call(run_ladder, self.engine, self.container, policy.int_grace, policy.grace)
-        await self._kill_container()
-
-    async def _kill_container(self) -> None:
-        api = self.engine.client.api
-        with contextlib.suppress(*engines.engine_errors()):  # already stopped, or gone
-            await self.engine.call(api.kill, self.container)
-            await self.engine.call(api.wait, self.container, timeout=10, condition="not-running")
-
-    # -- files ----------------------------------------------------------------------------------
-
-    def _path(self, base: str) -> str:
-        """A base name ("home", "workspace", "scratch") or an absolute path in the container."""
-        if base.startswith("/"):
-            return base.rstrip("/") or "/"
-        return self.workspace if base == "workspace" else f"{ROOT}/{base}"
-
-    def _bound(self, base: str) -> bool:
-        """Whether ``base`` is in the bind-mounted folder of this machine (bind mode)."""
-        return self.host_files is not None and base in ("home", "workspace", "scratch") and \
-            self._path(base).startswith(ROOT + "/")
-
-    async def write_files(self, base: str, files: dict[str, bytes]) -> None:
-        if self._bound(base):
-            await self.host_files.write_files(base, files)
-            await asyncio.to_thread(_chown_tree, Path(self.host_files.root) / base, self.uid)
-            return
-        path = self._path(base)
-        tar = TarWriter(uid=self.uid)
-        if base.startswith("/"):  # made with its parents: /solution, /tests need not exist yet
-            tar.files(path.lstrip("/"), files)
-            path = "/"
-        else:
-            tar.files("", files)
-        await self.engine.call(self.engine.client.api.put_archive, self.container, path, tar.getvalue())
-
-    async def write_solution(self, files: dict[str, bytes]) -> str:
-        if self.contract is None:
-            return await super().write_solution(files)
-        await self.write_files("/solution", files)  # where Harbor puts it: solve.sh may `cd /solution`
-        return "/solution"
-
-    async def _copy_out(self, path: str, dest: Path, limit_bytes: int | None = None) -> Path:
-        """``path`` of the container copied to ``dest/<its name>``, which is returned."""
-        def fetch() -> Path:
-            chunks, _ = self.engine.client.api.get_archive(self.container, path)
-            return extract(chunks, dest, limit_bytes)
-
-        await self.engine.call(fetch)
-        return dest / os.path.basename(path)
-
-    async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
-        if self._bound(base):
-            return await self.host_files.fetch_files(base, patterns, limit_bytes)
-        from docker.errors import NotFound
-
-        with tempfile.TemporaryDirectory(prefix="agentmeter-fetch-") as tmp:
-            try:
-                folder = await self._copy_out(self._path(base), Path(tmp), limit_bytes)
-            except NotFound:  # e.g. /logs/verifier of a task whose tests removed it
-                return {}
-            return read_globs(folder, patterns, limit_bytes)
-
-    async def collect_workspace(self, dest: Path) -> Path:
-        if self._bound("workspace"):
-            return Path(self.host_files.workspace)
-        if self.workspace == "/":
-            raise RuntimeError("the task's working folder is /: not copied out whole")
-        return await self._copy_out(self.workspace, dest)
-
     async def cleanup(self, keep: bool = False) -> None:
-        if self.container is not None:
-            if keep and self.host_files is None:
-                kept = Path(tempfile.gettempdir()) / "agentmeter-kept" / f"t{self.trial_id}-{self.token}"
-                with contextlib.suppress(*engines.engine_errors(), tarfile.TarError, RuntimeError):
-                    await self.collect_workspace(kept)
-            try:  # force = SIGKILL and remove at once: no stop timeout; v = its anonymous volume too
-                await self.engine.call(self.engine.client.api.remove_container, self.container, force=True, v=True)
-            except engines.engine_errors() as exc:
-                if "No such container" not in str(exc):
-                    raise
+        if keep:
+            await self.keep_workspace()
+        await self.remove_container()
         if self.host_files is not None:
             await self.host_files.cleanup(keep)
-
-
-def _chown_tree(root: Path, uid: int) -> None:
-    """Give the agent's user the folders it works in (bind mode; only root may chown)."""
-    if os.geteuid() != 0 or uid == 0:
-        return
-    os.chown(root, uid, uid)
-    for folder, subdirs, files in os.walk(root):
-        for name in subdirs + files:
-            os.lchown(os.path.join(folder, name), uid, uid)
 
 
 __all__ = ["DockerSandbox", "DockerSession", "DockerSettings"]
