@@ -33,7 +33,7 @@ from .taskfolders import (  # noqa: F401 - task.toml's models, imported from her
 from .tomlerrors import InputError, load_toml, validate
 
 TIERS: tuple[str, ...] = ("easy", "medium", "hard")
-HARBOR_SANDBOXES = ("docker",)  # sandboxes that give a task Harbor's container contract
+HARBOR_SANDBOXES = ("docker", "swarm")  # sandboxes that give a task Harbor's container contract
 
 
 class Budgets(Strict):
@@ -330,7 +330,7 @@ def load_suite(folder: str | Path) -> Suite:
     if harbor is not None and spec.sandbox.kind not in HARBOR_SANDBOXES:
         raise InputError(toml_path, _line(text, ("sandbox", "kind")), "sandbox.kind",
                          f"task '{harbor.id}' follows Harbor's contract (its tests write /logs/verifier/reward.*), "
-                         f"which runs in a container: use [sandbox] kind = \"docker\"")
+                         f"which runs in a container: use [sandbox] kind = \"docker\" (or \"swarm\")")
     suite = Suite(path=folder, spec=spec, tasks=tasks, skipped=skipped)
     for model in spec.models if _any_needs_model(spec) else []:
         for task in tasks:

@@ -23,7 +23,7 @@ from agentmeter_tui.core.usage import TOKEN_CLASSES, TokenUsage
 from agentmeter_tui.core.wireusage import fold
 from tests.conftest import FIXTURES, ROOT, agentmeter
 from tests.core.bare_image import bare_image, runtimes_in
-from tests.core.sandbox_support import docker_client, leftovers, unique_id, wait_runner_exit
+from tests.core.sandbox_support import docker_client, leftovers, swarm_client, unique_id, wait_runner_exit
 from tests.e2e import cases
 from tests.e2e.harness import require_cli, run_scenario
 
@@ -170,11 +170,14 @@ def test_the_metering_proxy_meters_a_cli_in_a_bare_image(tmp_path, image):
         assert extra["proxy"]["calls"] == extra["scripted"]["calls"]
 
 
-@pytest.mark.parametrize("cli", ["claude-code", "kimi-cli"])
-def test_solves_a_harbor_task_as_root_in_its_workdir(tmp_path, cli, image):
+@pytest.mark.parametrize(("cli", "kind"), [("claude-code", "docker"), ("kimi-cli", "docker"), ("claude-code", "swarm")])
+def test_solves_a_harbor_task_as_root_in_its_workdir(tmp_path, cli, kind, image):
     """Harbor's contract on top: the task's own Dockerfile ``FROM`` the bare image, the agent as
-    root in ``WORKDIR /app`` with the image's ENV, the reward file deciding."""
+    root in ``WORKDIR /app`` with the image's ENV, the reward file deciding; in a swarm
+    service's container too (the runner's .clis mounted there)."""
     require_cli(cli)
+    if kind == "swarm":
+        swarm_client()
     task = tmp_path / "tasks" / "greet"
     shutil.copytree(FIXTURES / "harbor" / "tasks" / "greet", task)
     dockerfile = task / "environment" / "Dockerfile"
@@ -202,13 +205,13 @@ def test_solves_a_harbor_task_as_root_in_its_workdir(tmp_path, cli, image):
         wall_seconds = 240
 
         [sandbox]
-        kind = "docker"
+        kind = "{kind}"
         """))
     db = tmp_path / "harbor.db"
     result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     (trial,) = Store(db).trials(suite_id)
-    assert trial["workspace"] == "/app", trial["workspace"]
+    assert (trial["workspace"], trial["sandbox"]) == ("/app", kind), trial
     assert trial["status"] == "passed" and trial["quality"] == 1, (trial["reason"], trial["verifier_output"])
     usage = TokenUsage(*(trial[c] for c in TOKEN_CLASSES))
     served = TokenUsage.from_dict(json.loads(trial["extra"])["scripted"]["usage"])

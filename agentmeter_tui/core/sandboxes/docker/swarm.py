@@ -12,6 +12,9 @@ the stop signal (SIGINT) and SIGKILL after ``stop_grace`` seconds; never a 10 s 
 Limits: a config holds at most 500 KB, so a workspace must compress below that (bake
 bigger ones into the task's image); containers of finished jobs on other nodes are removed
 by Swarm, those on this node by the runner.
+
+A task that follows Harbor's contract runs otherwise: one service per trial whose container
+the agent and the verifier exec into, on this manager's node (``swarmharbor.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
+from ...clisbundle import Manifest, load_manifest
+from ...paths import default_clis_root
 from ...run.placement import Host, Placement
 from ..archive import TarWriter, extract
 from ..base import (
@@ -42,8 +47,10 @@ from ..common import HostWatch, Settings, load_settings, map_argv, resolve_path,
 from ..local import LocalSession
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
-from .images import HOST_IMAGE, ImageResolver
+from .harbor import ContractCache
+from .images import HOST_IMAGE, ImageError, ImageResolver
 from .rootfs import AGENT_UID
+from .swarmharbor import SwarmHarborSession
 from .swarmjob import ROOT, Job
 
 if TYPE_CHECKING:
@@ -62,7 +69,7 @@ class SwarmSettings(Settings):
     memory: str = Field("1g", pattern=r"^\d+[bkmgBKMG]?$")
     user: str = Field(f"{AGENT_UID}:{AGENT_UID}", pattern=r"^(root|\d+(:\d+)?)$")
     python: str = "python3"
-    clis_root: str = "/opt/agentmeter/clis"  # where the image has the CLIs
+    clis_root: str = "/opt/agentmeter/clis"  # where the image has the CLIs (Harbor tasks: where .clis is mounted)
     stop_grace: float = Field(2.0, gt=0)
     start_timeout: float = Field(120.0, gt=0)  # a job no node takes in this long is infra-invalid
 
@@ -83,6 +90,8 @@ class SwarmSandbox(Sandbox):
         self.engine: engines.Engine | None = None
         self.watch = HostWatch(self.placement, self._probe, 10.0)
         self._lock = asyncio.Lock()
+        self.contracts = ContractCache(self.config)
+        self._bundle: Manifest | None | bool = False  # not read yet
 
     def capacity(self) -> int:
         return self.config.slots
@@ -110,7 +119,19 @@ class SwarmSandbox(Sandbox):
     async def preflight(self) -> None:
         engine = await self.connect()
         for task in self.suite.tasks:
-            await engine.call(self.images.resolve, engine.client, self.host_name, self.suite.id, task)
+            try:
+                await engine.call(self.images.resolve, engine.client, self.host_name, self.suite.id, task)
+            except ImageError as exc:
+                if exc.task is None:  # the suite's own image: nothing can run
+                    raise
+                # The task's own image (its Dockerfile failed): its trials end infra-invalid with
+                # the reason, the run goes on (as in the docker sandbox).
+
+    def bundle(self) -> Manifest | None:
+        """The mounted CLIs' runtime manifest (Harbor tasks), read once per run."""
+        if self._bundle is False:
+            self._bundle = load_manifest(default_clis_root())
+        return self._bundle
 
     def translate_url(self, url: str) -> str:
         if not is_loopback(url):
@@ -122,9 +143,17 @@ class SwarmSandbox(Sandbox):
         raise RuntimeError(f"the model at {url} is on this machine's loopback: jobs reach it only with "
                            f"network = \"host\" (on this node) or a relay_address every node reaches")
 
-    async def open(self, task: Task, trial_id: int, token: str) -> SwarmSession:
+    async def open(self, task: Task, trial_id: int, token: str) -> SwarmSession | SwarmHarborSession:
         engine = await self.connect()
         image = await engine.call(self.images.resolve, engine.client, self.host_name, self.suite.id, task)
+        if task.contract == "harbor":
+            harbor = SwarmHarborSession(self, engine, image, trial_id, token)
+            try:
+                await harbor.create(task)
+            except BaseException:
+                await harbor.cleanup()
+                raise
+            return harbor
         session = SwarmSession(self, engine, image, trial_id, token)
         await session.create(task)
         return session

@@ -1,0 +1,146 @@
+"""Harbor tasks in the swarm sandbox: one long-lived service per trial, then the docker
+sandbox's session (``session.py``) on its container.
+
+Our own swarm jobs (``swarmjob.py``) carry the trial's files in and out through a config and
+the service's logs, a new job per command. Harbor's contract needs more: the agent's changes
+to the image's own filesystem (``/app``, ``/usr``...) are what the verifier checks, in the
+same container. So a Harbor trial's service runs the task's image (built or loaded on the
+manager, ``images.py``) with the keep-alive under Docker's init, as root, in the image's
+WORKDIR, on its writable root filesystem, within the task's ``cpus`` and ``memory_mb`` as
+service limits; once Swarm reports its container running, the agent and the verifier are
+execs in it, the files go in and out as tar archives, a kill is the in-container signal
+ladder, exactly as in the docker sandbox. Cleanup removes the service and the container.
+
+Execs reach only containers of the engine we talk to, so a Harbor task's service is placed
+on that manager node (a placement constraint): Harbor tasks do not spread over other nodes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from ...clisbundle import Manifest
+from ...paths import default_clis_root
+from ..base import TrialSlot
+from . import engine as engines
+from .containers import KEEPALIVE
+from .harbor import EngineLimits, ImageContract, run_as, unenforced
+from .session import ContainerSession
+
+if TYPE_CHECKING:
+    from ...suites import Task
+    from .swarm import SwarmSandbox
+
+FAILED = {"complete", "failed", "rejected", "shutdown", "orphaned", "remove"}
+
+
+class SwarmHarborSession(ContainerSession):
+    def __init__(self, sandbox: SwarmSandbox, engine: engines.Engine, image: str, trial_id: int, token: str):
+        config = sandbox.config
+        super().__init__(engine, token, trial_id, python=config.python, clis_root=config.clis_root, uid=0,
+                         slot=TrialSlot("swarm", sandbox.host_name))
+        self.sandbox, self.config, self.image = sandbox, config, image
+        self.service_id: str | None = None
+        # The task's image has no CLIs: the runner's .clis is mounted (this node's folder).
+        self.mount_clis = default_clis_root().is_dir()
+
+    def bundle(self) -> Manifest | None:
+        return self.sandbox.bundle() if self.mount_clis else None
+
+    def translate_url(self, url: str) -> str:
+        return self.sandbox.translate_url(url)
+
+    async def create(self, task: Task) -> None:
+        engine = self.engine
+        contract, limits = await self.sandbox.contracts.contract(engine, self.image, task)
+        self.adopt(contract, run_as(self.config))
+        self.notes += unenforced(task, limits)
+        if not task.spec.environment.allow_internet and self.config.network != "none":
+            self.notes.append(f"[environment] allow_internet = false is not enforced in the swarm sandbox: the "
+                              f"trial is on the suite's network \"{self.config.network}\" (the docker sandbox "
+                              f"closes it)")
+        await engine.call(self._create_service, task, contract, limits)
+        self.container = await engine.call(self._wait_running)
+        await engine.call(engine.client.api.put_archive, self.container, "/", self.seed_tar(task, "agentmeter/"))
+        await self.seed_contract(task)
+
+    def _create_service(self, task: Task, contract: ImageContract, limits: EngineLimits) -> None:
+        """Blocking: the trial's service, pinned to this manager's node, never restarted."""
+        from docker.types import Mount, Resources, RestartPolicy, ServiceMode
+        from docker.utils import parse_bytes
+
+        config, client = self.config, self.engine.client
+        env = task.spec.environment
+        cpus = min(env.cpus or config.cpus, limits.cpus)
+        memory = env.memory_mb * 1024 * 1024 if env.memory_mb else parse_bytes(config.memory)
+        labels = engines.trial_labels(self.sandbox.suite.id, self.trial_id, self.token)
+        mounts = [Mount(config.clis_root, str(default_clis_root()), type="bind", read_only=True)] \
+            if self.mount_clis else []
+        node = (self.engine.info.get("Swarm") or {}).get("NodeID")
+        service = client.services.create(
+            self.image, command=KEEPALIVE, name=f"agentmeter-t{self.trial_id}-{self.token[:8]}", labels=labels,
+            container_labels=labels, init=True, user="0:0", workdir=contract.workdir, mounts=mounts,
+            # Limits, not reservations: Harbor's cpus and memory_mb are ceilings (docker --cpus, --memory).
+            resources=Resources(cpu_limit=int(cpus * 1e9), mem_limit=memory),
+            mode=ServiceMode("replicated", replicas=1), restart_policy=RestartPolicy("none"),
+            constraints=[f"node.id=={node}"] if node else None,
+            networks=[config.network] if config.network != "bridge" else None,
+            stop_grace_period=int(config.stop_grace * 1e9))
+        self.service_id = service.id
+
+    def _wait_running(self) -> str:
+        """Blocking: the id of the service's container once Swarm reports it running."""
+        api = self.engine.client.api
+        started = time.monotonic()
+        while True:
+            tasks = api.tasks(filters={"service": self.service_id})
+            for found in tasks:
+                status = found["Status"]
+                container = (status.get("ContainerStatus") or {}).get("ContainerID")
+                if status["State"] == "running" and container:
+                    return container
+                if status["State"] in FAILED:
+                    raise engines.EngineError(f"the trial's swarm service did not start ({status['State']}): "
+                                              f"{status.get('Err') or status.get('Message')}")
+            if time.monotonic() - started > self.config.start_timeout:
+                raise engines.EngineError(f"the trial's swarm service did not start in {self.config.start_timeout:g} s "
+                                          f"(state: {', '.join(t['Status']['State'] for t in tasks) or 'no task'})")
+            time.sleep(0.1)
+
+    async def cleanup(self, keep: bool = False) -> None:
+        if keep:
+            await self.keep_workspace()
+        await self.engine.call(self._remove_service)
+        await self.remove_container()
+        await self.engine.call(self._wait_gone)
+
+    def _remove_service(self) -> None:
+        if self.service_id is not None:
+            try:
+                self.engine.client.api.remove_service(self.service_id)
+            except engines.engine_errors() as exc:
+                if "not found" not in str(exc):
+                    raise
+
+    def _wait_gone(self, timeout: float = 10.0) -> None:
+        """Swarm removes a removed service's container on its own too; wait (bounded) until no
+        container of the trial is left on this node, so the run leaves nothing behind."""
+        selector = {"label": f"{engines.TRIAL}={self.token}"}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                left: list[Any] = self.engine.client.api.containers(all=True, filters=selector)
+            except engines.engine_errors():
+                return
+            if not left:
+                return
+            for container in left:
+                try:
+                    self.engine.client.api.remove_container(container["Id"], force=True, v=True)
+                except engines.engine_errors():
+                    pass  # Swarm is removing it: look again
+            time.sleep(0.1)
+
+
+__all__ = ["SwarmHarborSession"]

@@ -1,0 +1,128 @@
+"""Harbor-format tasks in the swarm sandbox (the CI engine is a one-node swarm): each trial is
+a service running the task's image (built locally, FROM busybox-static + bash of this
+machine), the agent and Harbor's verifier exec'd into its one container; and a Harbor trial
+killed by its budget (docker and swarm) ends ``killed``, unverified, with nothing left."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from agentmeter_tui.core.store import Store
+from tests.conftest import agentmeter
+from tests.core.harbor_support import events_text, harbor_suite, run
+from tests.core.sandbox_support import docker_engine_fixture, leftovers, swarm_client  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def swarm():
+    client = swarm_client()
+    yield client
+    client.close()
+
+
+def swarm_suite(tmp_path, name):
+    suite, suite_id = harbor_suite(tmp_path, name)
+    toml = suite / "suite.toml"
+    toml.write_text(toml.read_text().replace('kind = "docker"', 'kind = "swarm"'))
+    return suite, suite_id
+
+
+def test_reference_agent_on_harbor_tasks_in_swarm(tmp_path, db, swarm):
+    suite, suite_id = swarm_suite(tmp_path, "agents")
+    trials = run(suite, db)
+    assert len(trials) == 6 and all(t["sandbox"] == "swarm" and t["workspace"] == "/app" for t in trials.values())
+    assert (trials[("greet", "solver")]["status"], trials[("greet", "solver")]["quality"]) == ("passed", 1.0)
+    # test.sh exits 0 for a wrong answer too: the reward (0) decides.
+    wrong = trials[("greet", "wrong")]
+    assert (wrong["status"], wrong["quality"], wrong["verifier_exit"]) == ("failed", 0.0, 0), wrong
+    count = trials[("count", "wrong")]
+    assert (count["status"], count["quality"]) == ("failed", 0.5), count
+    assert orjson.loads(count["extra"])["verifier"]["rewards"] == {"reward": 0.5, "exact": 0.0, "format": 1.0}
+    assert trials[("count", "solver")]["status"] == "passed"
+    # The agent ran in the image's WORKDIR as root, with its ENV and HOME, on a writable root,
+    # without /tests; the verifier then saw its /app/probe.txt: the same container.
+    probe = trials[("probe", "solver")]
+    assert probe["status"] == "passed", probe
+    seen = events_text(db, probe["id"])
+    for line in ("pwd=/app", "uid=0", "mark=from-the-image", "home=/root", "tests=absent", "rootfs=writable"):
+        assert line in seen, seen
+    assert '"schema_version": "ATIF-v' in probe["verifier_output"].replace('":"', '": "')
+    planted = trials[("probe", "wrong")]
+    assert "planted" in events_text(db, planted["id"])
+    assert planted["status"] == "failed" and "wrote no /logs/verifier/reward.txt" in planted["reason"], planted
+    assert leftovers(swarm, suite_id, db) == {}
+
+
+def test_oracle_and_broken_tasks_in_swarm(tmp_path, db, swarm):
+    suite, suite_id = swarm_suite(tmp_path, "oracle")
+    trials = run(suite, db)
+    assert {k[0]: t["status"] for k, t in trials.items()} == {"count": "passed", "greet": "passed",
+                                                              "probe": "passed", "no-solution": "failed"}
+    assert "has no solution/solve.sh" in trials[("no-solution", "oracle")]["reason"]
+    # A Dockerfile that fails and a test.sh that hangs: named, and the run goes on.
+    broken, broken_id = swarm_suite(tmp_path / "b", "broken")
+    result = agentmeter("run", str(broken), "--headless", "--db", str(db), timeout=600)
+    assert result.returncode == 0, result.stderr + result.stdout
+    found = {t["task_id"]: t for t in Store(db).trials(broken_id)}
+    assert found["bad-docker"]["status"] == "infra-invalid", found["bad-docker"]
+    assert "bad-docker/environment/Dockerfile:3" in found["bad-docker"]["reason"]
+    assert found["hang"]["status"] == "failed" and "timeout_sec = 2 s" in found["hang"]["reason"], found["hang"]
+    assert found["ok"]["status"] == "passed"
+    assert leftovers(swarm, suite_id, db) == {} and leftovers(swarm, broken_id, db) == {}
+
+
+async def test_a_harbor_service_has_the_task_limits_and_says_what_it_cannot_apply(tmp_path, swarm):
+    from agentmeter_tui.core.sandboxes.docker.swarm import SwarmSandbox
+    from agentmeter_tui.core.suites import load_suite
+
+    suite_dir, suite_id = swarm_suite(tmp_path, "agents")
+    suite = load_suite(suite_dir)
+    sandbox = SwarmSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+    try:
+        await sandbox.preflight()
+        session = await sandbox.open(suite.task("greet"), 1, "swarmharbor0001")
+        try:
+            (service,) = swarm.api.services(filters={"label": f"agentmeter.suite={suite_id}"})
+            spec = service["Spec"]["TaskTemplate"]
+            container = swarm.api.inspect_container(session.container)
+            notes = list(session.notes)
+        finally:
+            await session.cleanup()
+    finally:
+        await sandbox.close()
+    # greet's [environment] cpus = 1 and memory_mb = 512 are the service's limits.
+    assert spec["Resources"]["Limits"] == {"NanoCPUs": 1_000_000_000, "MemoryBytes": 512 * 1024 * 1024}
+    assert (spec["ContainerSpec"]["Dir"], container["Config"]["WorkingDir"]) == ("/app", "/app")
+    assert container["HostConfig"]["ReadonlyRootfs"] is False
+    node = swarm.info()["Swarm"]["NodeID"]
+    assert spec["Placement"]["Constraints"] == [f"node.id=={node}"]  # execs reach this node's containers
+    # allow_internet = false cannot be applied to a swarm service here, and storage_mb only on
+    # overlay2 over xfs: both said in the trial's transcript, never silently dropped.
+    assert any("allow_internet = false is not enforced" in n for n in notes), notes
+    driver = swarm.info()
+    backing = dict(driver.get("DriverStatus") or []).get("Backing Filesystem")
+    assert any("storage_mb = 1024 is not enforced" in n for n in notes) == \
+        (driver["Driver"] != "overlay2" or backing != "xfs"), notes
+    assert leftovers(swarm, suite_id) == {}
+
+
+@pytest.mark.parametrize("kind", ["docker", "swarm"])
+def test_a_budget_killed_harbor_trial_is_not_verified(tmp_path, db, docker_engine, kind):
+    if kind == "swarm":
+        swarm_client()
+    suite, suite_id = harbor_suite(tmp_path, "killed")
+    toml = suite / "suite.toml"
+    toml.write_text(toml.read_text().replace('kind = "docker"', f'kind = "{kind}"'))
+    trials = run(suite, db)
+    trial = trials[("spin", "burner")]
+    assert (trial["status"], trial["reason"]) == ("killed", "budget:tokens"), trial
+    assert trial["sandbox"] == kind and trial["workspace"] == "/app"
+    # Never verified: no verifier output, no reward (its test.sh would have written 1).
+    assert trial["verifier_output"] is None and trial["verifier_exit"] is None and not trial["passed"], trial
+    text = events_text(db, trial["id"])
+    assert "started in /app" in text and "the verifier ran" not in text and "verifying" not in text
+    # The container (or service) and the setsid sleep the agent left behind are gone.
+    assert leftovers(docker_engine, suite_id, db) == {}
