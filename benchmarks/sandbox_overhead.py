@@ -1,6 +1,7 @@
-"""Per-trial sandbox overhead for a trivial agent: local, docker, ssh, and a Harbor task in docker.
+"""Per-trial sandbox overhead for a trivial agent: local, docker, ssh, and a Harbor task in
+docker (and, with ``--kinds swarm-harbor``, in the swarm sandbox: a service per trial).
 
-    python benchmarks/sandbox_overhead.py [--trials 20] [--kinds local,docker,ssh,harbor]
+    python benchmarks/sandbox_overhead.py [--trials 20] [--kinds local,docker,ssh,harbor,swarm-harbor]
 
 For each trial: *start* is from ``open`` (fresh workspace, container or remote folder) until
 the agent's first output line arrives (``start`` included, so the time to a running agent);
@@ -109,7 +110,7 @@ async def one_trial(sandbox, task, index: int, command: str = "echo ready") -> t
 
 
 async def measure(kind: str, sandbox_toml: str, trials: int, tmp: Path) -> tuple[list[float], ...]:
-    suite = load_suite(make_suite(tmp / kind, sandbox_toml, harbor=kind == "harbor"))
+    suite = load_suite(make_suite(tmp / kind, sandbox_toml, harbor=kind in ("harbor", "swarm-harbor")))
     sandbox = SANDBOXES.get(suite.spec.sandbox.kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
     await sandbox.preflight()
     task = suite.tasks[0]
@@ -151,7 +152,8 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="agentmeter-overhead-") as tmp_name:
         tmp = Path(tmp_name)
-        configs = {"local": 'kind = "local"', "docker": 'kind = "docker"', "harbor": 'kind = "docker"'}
+        configs = {"local": 'kind = "local"', "docker": 'kind = "docker"', "harbor": 'kind = "docker"',
+                   "swarm-harbor": 'kind = "swarm"'}
         sshd = None
         if "ssh" in kinds:
             sys.path.insert(0, str(ROOT / "tests" / "core"))
@@ -175,11 +177,11 @@ def main() -> int:
 
             floor = docker_run_floor(ensure_host_image(connect()), min(args.trials, 10))
     print(f"median per trial over {args.trials} sequential trials (trivial agent: sh -c 'echo ready')")
-    print(f"{'sandbox':8}  {'start -> agent running':>22}  {'agent exit -> reward read':>25}  "
+    print(f"{'sandbox':12}  {'start -> agent running':>22}  {'agent exit -> reward read':>25}  "
           f"{'agent exit -> cleaned up':>24}  {'total':>10}  {'kill -> no process':>18}")
     for kind, starts, verifies, ends, kills in rows:
         total = [a + b for a, b in zip(starts, ends, strict=True)]
-        print(f"{kind:8}  {ms(starts):>22}  {ms(verifies):>25}  {ms(ends):>24}  {ms(total):>10}  {ms(kills):>18}")
+        print(f"{kind:12}  {ms(starts):>22}  {ms(verifies):>25}  {ms(ends):>24}  {ms(total):>10}  {ms(kills):>18}")
     if floor:
         print(f"floor: docker run --rm (same image, start to exit to removed): {ms(floor).strip()}")
         print("peer: Harbor 15.4 s per sequential docker trial (10.7 s of it a stop timeout); target <= 1 s")

@@ -137,5 +137,13 @@ def docker_engine_fixture():
 docker_engine = docker_engine_fixture  # the name other test modules import it by
 
 
+@pytest.fixture(name="swarm")
+def swarm_fixture():
+    """The local engine's client when it is a swarm manager (import ``swarm_fixture`` to use ``swarm``)."""
+    client = swarm_client()
+    yield client
+    client.close()
+
+
 def unique_id(prefix: str) -> str:
     return f"{prefix}-{os.getpid()}-{os.urandom(3).hex()}"

@@ -5,22 +5,14 @@ killed by its budget (docker and swarm) ends ``killed``, unverified, with nothin
 
 from __future__ import annotations
 
-import orjson
 import pytest
 
 from agentmeter_tui.core.store import Store
 from tests.conftest import agentmeter
-from tests.core.harbor_support import events_text, harbor_suite, run
-from tests.core.sandbox_support import docker_engine_fixture, leftovers, swarm_client  # noqa: F401 - a fixture
+from tests.core.harbor_support import assert_agent_verdicts, events_text, harbor_suite, run
+from tests.core.sandbox_support import docker_engine_fixture, leftovers, swarm_client, swarm_fixture  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture
-def swarm():
-    client = swarm_client()
-    yield client
-    client.close()
 
 
 def swarm_suite(tmp_path, name):
@@ -33,26 +25,7 @@ def swarm_suite(tmp_path, name):
 def test_reference_agent_on_harbor_tasks_in_swarm(tmp_path, db, swarm):
     suite, suite_id = swarm_suite(tmp_path, "agents")
     trials = run(suite, db)
-    assert len(trials) == 6 and all(t["sandbox"] == "swarm" and t["workspace"] == "/app" for t in trials.values())
-    assert (trials[("greet", "solver")]["status"], trials[("greet", "solver")]["quality"]) == ("passed", 1.0)
-    # test.sh exits 0 for a wrong answer too: the reward (0) decides.
-    wrong = trials[("greet", "wrong")]
-    assert (wrong["status"], wrong["quality"], wrong["verifier_exit"]) == ("failed", 0.0, 0), wrong
-    count = trials[("count", "wrong")]
-    assert (count["status"], count["quality"]) == ("failed", 0.5), count
-    assert orjson.loads(count["extra"])["verifier"]["rewards"] == {"reward": 0.5, "exact": 0.0, "format": 1.0}
-    assert trials[("count", "solver")]["status"] == "passed"
-    # The agent ran in the image's WORKDIR as root, with its ENV and HOME, on a writable root,
-    # without /tests; the verifier then saw its /app/probe.txt: the same container.
-    probe = trials[("probe", "solver")]
-    assert probe["status"] == "passed", probe
-    seen = events_text(db, probe["id"])
-    for line in ("pwd=/app", "uid=0", "mark=from-the-image", "home=/root", "tests=absent", "rootfs=writable"):
-        assert line in seen, seen
-    assert '"schema_version": "ATIF-v' in probe["verifier_output"].replace('":"', '": "')
-    planted = trials[("probe", "wrong")]
-    assert "planted" in events_text(db, planted["id"])
-    assert planted["status"] == "failed" and "wrote no /logs/verifier/reward.txt" in planted["reason"], planted
+    assert_agent_verdicts(trials, db, tmp_path, "swarm")
     assert leftovers(swarm, suite_id, db) == {}
 
 

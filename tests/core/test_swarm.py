@@ -15,18 +15,11 @@ from tests.core.sandbox_support import (
     assert_smoke_verdicts,
     leftovers,
     suite_copy,
-    swarm_client,
+    swarm_fixture,  # noqa: F401 - the swarm fixture
     unique_id,
 )
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture
-def swarm():
-    client = swarm_client()
-    yield client
-    client.close()
 
 
 def test_smoke_suite_runs_as_swarm_jobs(tmp_path, db, swarm):

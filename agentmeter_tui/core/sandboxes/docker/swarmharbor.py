@@ -106,7 +106,7 @@ class SwarmHarborSession(ContainerSession):
             if time.monotonic() - started > self.config.start_timeout:
                 raise engines.EngineError(f"the trial's swarm service did not start in {self.config.start_timeout:g} s "
                                           f"(state: {', '.join(t['Status']['State'] for t in tasks) or 'no task'})")
-            time.sleep(0.1)
+            time.sleep(0.05)
 
     async def cleanup(self, keep: bool = False) -> None:
         if keep:
