@@ -99,3 +99,22 @@ def test_a_budget_killed_harbor_trial_is_not_verified(tmp_path, db, docker_engin
     assert "started in /app" in text and "the verifier ran" not in text and "verifying" not in text
     # The container (or service) and the setsid sleep the agent left behind are gone.
     assert leftovers(docker_engine, suite_id, db) == {}
+
+
+def test_a_harbor_suite_in_swarm_needs_the_runtime_bundle(tmp_path, db, swarm):
+    """A CLI installed without its runtime bundle (install-clis predates it) cannot start in a
+    task's image: the run stops before any trial, saying what to run."""
+    from agentmeter_tui.core.harnesses import ADAPTERS
+
+    clis = tmp_path / "clis"
+    launcher = clis / ADAPTERS.get("claude-code")().executable(str(clis))[len(str(clis)) + 1:]
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text("")
+    suite, suite_id = swarm_suite(tmp_path, "agents")
+    toml = suite / "suite.toml"
+    toml.write_text(toml.read_text().replace('adapter = "reference"', 'adapter = "claude-code"'))
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=300,
+                        env={"AGENTMETER_CLIS_DIR": str(clis)})
+    assert result.returncode != 0
+    assert f"claude-code: no runtime bundle under {clis}" in result.stderr and "agentmeter install-clis" in result.stderr
+    assert Store(db).trials(suite_id) == [] and leftovers(swarm, suite_id, db) == {}

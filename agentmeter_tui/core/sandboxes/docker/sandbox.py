@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...clisbundle import Manifest, load_manifest
-from ...harnesses import ADAPTERS
 from ...paths import default_clis_root
 from ...run.placement import Host, Placement
 from ..base import Sandbox, TrialSlot
@@ -37,7 +36,7 @@ from . import engine as engines
 from .containers import ISOLATED_NETWORK, ROOT, ContainerFactory, DockerSettings
 from .harbor import ContractCache, run_as, unenforced
 from .images import ImageError, ImageResolver
-from .session import ContainerSession, chown_tree
+from .session import ContainerSession, check_bundle, chown_tree
 
 if TYPE_CHECKING:
     from ...suites import Task
@@ -97,11 +96,8 @@ class DockerSandbox(Sandbox):
         if self.network_mode() == "none":
             raise engines.EngineError('network = "none" leaves the agents no way to reach their models; '
                                       'use "isolated" (only the model server or metering proxy is reachable)')
-        unbundled = self._unbundled()
-        if unbundled:
-            raise engines.EngineError(f"{', '.join(unbundled)}: no runtime bundle under {default_clis_root()} "
-                                      f"starts it inside a container (task images have no node or Python of "
-                                      f"their own); run: agentmeter install-clis")
+        if self.config.clis == "mount":
+            check_bundle(self.suite, self.config.clis_root, self.bundle())
         for name in self.entries:
             engine = await self.engine(name)
             shapes = set()
@@ -192,21 +188,6 @@ class DockerSandbox(Sandbox):
                 self.watch.down(host, str(exc))
             raise
         return session
-
-    def _unbundled(self) -> list[str]:
-        """The suite's installed CLIs (npm, PyPI) that the mounted runtime bundle cannot start."""
-        if self.config.clis != "mount":
-            return []
-        bundle = self.bundle()
-        launchers = bundle.launchers if bundle is not None else {}
-        missing = []
-        for entry in self.suite.spec.clis:
-            adapter = ADAPTERS.get(entry.adapter)
-            if adapter.install.registry in ("npm", "pypi"):
-                launcher = adapter().executable(self.config.clis_root)[len(self.config.clis_root) + 1:]
-                if launcher not in launchers:
-                    missing.append(entry.adapter)
-        return missing
 
     def bundle(self) -> Manifest | None:
         """The mounted CLIs' runtime manifest, read once per run."""

@@ -29,7 +29,7 @@ from .exec import RECORD_PID, DockerAgent, ExecStream, run_exec, run_ladder, sig
 from .harbor import ImageContract, agent_env, harbor_home
 
 if TYPE_CHECKING:
-    from ...suites import Task
+    from ...suites import Suite, Task
 
 
 class ContainerSession(SandboxSession):
@@ -248,6 +248,25 @@ class ContainerSession(SandboxSession):
         if self.workspace == "/":
             raise RuntimeError("the task's working folder is /: not copied out whole")
         return await self._copy_out(self.workspace, dest)
+
+
+def check_bundle(suite: Suite, clis_root: str, manifest: Manifest | None) -> None:
+    """Refuse a run whose installed CLIs (npm, PyPI) the mounted runtime bundle cannot start
+    (task images have no node or Python of their own), before any trial."""
+    from ...harnesses import ADAPTERS
+    from ...paths import default_clis_root
+
+    launchers = manifest.launchers if manifest is not None else {}
+    missing = []
+    for entry in suite.spec.clis:
+        adapter = ADAPTERS.get(entry.adapter)
+        if adapter.install.registry in ("npm", "pypi") and \
+                adapter().executable(clis_root)[len(clis_root) + 1:] not in launchers:
+            missing.append(entry.adapter)
+    if missing:
+        raise engines.EngineError(f"{', '.join(missing)}: no runtime bundle under {default_clis_root()} starts it "
+                                  f"inside a container (task images have no node or Python of their own); run: "
+                                  f"agentmeter install-clis")
 
 
 def literal_prefix(patterns: list[str]) -> str:

@@ -50,6 +50,7 @@ from . import engine as engines
 from .harbor import ContractCache
 from .images import HOST_IMAGE, ImageError, ImageResolver
 from .rootfs import AGENT_UID
+from .session import check_bundle
 from .swarmharbor import SwarmHarborSession
 from .swarmjob import ROOT, Job
 
@@ -126,6 +127,8 @@ class SwarmSandbox(Sandbox):
                     raise
                 # The task's own image (its Dockerfile failed): its trials end infra-invalid with
                 # the reason, the run goes on (as in the docker sandbox).
+        if any(t.contract == "harbor" for t in self.suite.tasks) and engine.local and default_clis_root().is_dir():
+            check_bundle(self.suite, self.config.clis_root, self.bundle())  # .clis is mounted into their images
 
     def bundle(self) -> Manifest | None:
         """The mounted CLIs' runtime manifest (Harbor tasks), read once per run."""

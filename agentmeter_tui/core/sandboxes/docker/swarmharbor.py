@@ -42,14 +42,18 @@ class SwarmHarborSession(ContainerSession):
                          slot=TrialSlot("swarm", sandbox.host_name))
         self.sandbox, self.config, self.image = sandbox, config, image
         self.service_id: str | None = None
-        # The task's image has no CLIs: the runner's .clis is mounted (this node's folder).
-        self.mount_clis = default_clis_root().is_dir()
+        # The task's image has no CLIs: the runner's .clis is mounted (a folder of this machine,
+        # so a local manager only; a remote one's images must have them at clis_root).
+        self.mount_clis = engine.local and default_clis_root().is_dir()
 
     def bundle(self) -> Manifest | None:
         return self.sandbox.bundle() if self.mount_clis else None
 
     def translate_url(self, url: str) -> str:
         return self.sandbox.translate_url(url)
+
+    def engine_lost(self, exc: BaseException) -> None:
+        self.sandbox.watch.down(self.sandbox.host_name, str(exc))
 
     async def create(self, task: Task) -> None:
         engine = self.engine
