@@ -62,13 +62,14 @@ def stream_chat(base_url: str, api_key: str, payload: dict, timeout: float) -> d
     response = conn.getresponse()
     if response.status != 200:
         raise ApiError(response.status, response.read().decode("utf-8", "replace"))
-    text, reasoning, calls, usage = [], [], {}, None
+    text, reasoning, calls, usage, done = [], [], {}, None, False
     for raw in response:
         line = raw.decode("utf-8", "replace").strip()
         if not line.startswith("data:"):
             continue
         data = line[5:].strip()
         if data == "[DONE]":
+            done = True
             break
         chunk = json.loads(data)
         if chunk.get("usage"):
@@ -87,6 +88,8 @@ def stream_chat(base_url: str, api_key: str, payload: dict, timeout: float) -> d
                 slot["name"] += function.get("name") or ""
                 slot["arguments"] += function.get("arguments") or ""
     conn.close()
+    if not done:  # the connection ended mid-answer: a cut stream is not an answer
+        raise ConnectionError("the stream ended before [DONE]")
     return {"text": "".join(text), "reasoning": "".join(reasoning),
             "tool_calls": [calls[i] for i in sorted(calls)], "usage": usage}
 

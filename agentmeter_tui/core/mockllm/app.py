@@ -9,6 +9,8 @@ health). Any other path answers 404 and is logged, so unknown endpoints of a CLI
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 import time
 from pathlib import Path
 from typing import Any
@@ -111,10 +113,14 @@ async def model_call(request: web.Request, protocol: Protocol) -> web.StreamResp
                     call.first_byte = time.monotonic()
                     if reply.stall_ms:
                         await asyncio.sleep(reply.stall_ms / 1000)
+                    if reply.reset:
+                        return _reset(request, response, call)
             await response.write_eof()
         else:
             if reply.stall_ms:  # nothing to hold mid-body: a stall just delays the whole answer
                 await asyncio.sleep(reply.stall_ms / 1000)
+            if reply.reset:
+                return _reset(request, None, call)
             response = await _send(request, json_body(protocol.complete(reply, model, req), 200, headers))
         served.completed = True
         return response
@@ -123,6 +129,19 @@ async def model_call(request: web.Request, protocol: Protocol) -> web.StreamResp
         raise
     finally:
         call.done()
+
+
+def _reset(request: web.Request, response: web.StreamResponse | None, call: _Call) -> web.StreamResponse:
+    """A connection the provider's side drops mid-answer: a TCP reset (linger 0, then abort),
+    so the client reads ECONNRESET, not a clean end of stream. The call is not completed."""
+    call.outcome = "reset by the scenario"
+    transport = request.transport
+    if transport is not None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
+    return response if response is not None else web.Response(status=200)
 
 
 def count_tokens(raw: bytes) -> int:

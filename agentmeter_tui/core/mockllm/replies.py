@@ -56,6 +56,7 @@ class Reply:
     usage: TokenUsage = field(default_factory=TokenUsage)
     delay_ms: int = 0
     stall_ms: int = 0
+    reset: bool = False
     error: ScriptedError | None = None
     message_id: str = "msg"
 
@@ -106,7 +107,7 @@ def _fill(text: str | None, call: int) -> str | None:
 def reply_for_turn(turn: Turn, number: int, tools: list[OfferedTool], call: int, call_id: str) -> Reply:
     """The answer of scenario turn ``number`` (1-based) to the session's ``call``-th model call."""
     reply = Reply(kind="turn", turn=number, reasoning=_fill(turn.reasoning, call), text=_fill(turn.text, call),
-                  usage=turn.tokens(), delay_ms=turn.delay_ms, stall_ms=turn.stall_ms,
+                  usage=turn.tokens(), delay_ms=turn.delay_ms, stall_ms=turn.stall_ms, reset=turn.reset,
                   error=turn.error)
     if turn.error is not None:
         return reply

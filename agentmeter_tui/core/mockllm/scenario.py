@@ -72,6 +72,7 @@ class Turn(_Strict):
     usage: ScriptedUsage | None = None
     delay_ms: NonNegativeInt = 0
     stall_ms: NonNegativeInt = 0
+    reset: bool = False  # cut the connection (TCP reset) after the first streamed chunk
     error: ScriptedError | None = None
     repeat: PositiveInt = 1
     loop: bool = False

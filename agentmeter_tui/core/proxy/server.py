@@ -180,6 +180,9 @@ class MeteringProxy:
                 # and the CLI must see it cut, not a stream that ends as if complete.
                 gone = transport is None or transport.is_closing()
                 call.outcome = "client disconnected" if gone else f"upstream error: {type(exc).__name__}"
+                if not gone:  # the provider's fault: an agent that ends on it is infra-invalid, retried
+                    call.error = {"status": 502, "type": "upstream reset", "message": type(exc).__name__,
+                                  "retry_after": None}
                 if transport is not None:
                     transport.close()
                 return response
