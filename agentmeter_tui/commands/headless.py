@@ -44,6 +44,8 @@ def summary(progress: dict, totals: dict) -> Text:
     text.append(f" · {totals['tokens']:,} tokens · ${totals['usd']:.4f}")
     if progress.get("paused"):
         text.append(" · PAUSED", style="bold yellow")
+    for why in progress.get("held") or []:
+        text.append(f" · HELD: {why}", style="bold red")
     return text
 
 

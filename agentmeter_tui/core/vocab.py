@@ -70,7 +70,8 @@ class ParsedEvent:
 
 @dataclass(frozen=True, slots=True)
 class KillReason:
-    """Why a trial was stopped: ``operator``, ``budget:time|tokens|usd``, ``thrash``, ``shutdown``."""
+    """Why a trial was stopped: ``operator``, ``budget:time|tokens|usd``, ``thrash``, ``shutdown``,
+    ``infra`` (our side failed under it: the trial ends infra-invalid, with ``detail`` as its reason)."""
 
     code: str
     detail: str = ""

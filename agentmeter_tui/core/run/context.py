@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..proxy.server import MeteringProxy
     from ..sandboxes.base import Sandbox, SandboxSession
     from ..suites import ModelEntry, Suite
+    from .modelserver import ScriptedServer
     from .trial import TrialRun
 
 
@@ -72,6 +73,7 @@ class RunContext:
             else PriceSnapshot.empty()
         self._log = log or (lambda text: print(text, file=sys.stderr, flush=True))
         self.sink = sink or NULL_SINK
+        self.scripted: ScriptedServer | None = None  # the watched scripted model server, if the run has one
 
     # -- store --------------------------------------------------------------------------------
 
@@ -89,12 +91,18 @@ class RunContext:
     def price(self, model: ModelEntry, usage: TokenUsage) -> Decimal | None:
         return self.prices.cost_usd(model.price_ref, usage)
 
+    def scripted_lost(self, trial: TrialRun) -> str | None:
+        """Why the scripted model server this trial talked to is gone (None: it is not)."""
+        if self.scripted is None:
+            return None
+        return self.scripted.died(getattr(trial, "scripted_url", None))
+
     async def scripted_served(self, trial: TrialRun) -> dict[str, Any] | None:
         """What the scripted model server served this trial: the ground truth a dry run checks
         the adapter's accounting against. The session is forgotten afterwards."""
         key = getattr(trial, "scripted_key", None)
-        if key is None or self.mock_url is None:
-            return None
+        if key is None or self.mock_url is None or self.scripted_lost(trial):
+            return None  # a server that died took the session with it
         from ..mockllm.client import forget_session, session_info
 
         try:
@@ -122,6 +130,7 @@ class RunContext:
             from ..mockllm.client import register_session
 
             api_key = f"am-{trial.token}"
+            trial.scripted_url = self.mock_url
             scenario = self.suite.scenario_for(model, plan.task)
             await asyncio.to_thread(register_session, self.mock_url, api_key, str(scenario),
                                     f"trial-{trial.id}")

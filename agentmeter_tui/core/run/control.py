@@ -66,6 +66,7 @@ class Progress(TypedDict, total=False):
     queued: int
     paused: bool
     stopping: bool
+    held: list[str]  # why our side holds new trials back (a full disk, a model server restarting)
 
 
 class Snapshot(TypedDict):

@@ -95,7 +95,8 @@ class Feed:
             return {}
         return {"done": self.done_before + scheduler.finished, "total": self.done_before + scheduler.total,
                 "running": len(scheduler.running), "queued": len(scheduler.queue),
-                "paused": not scheduler.paused.is_set(), "stopping": scheduler.stopping}
+                "paused": not scheduler.paused.is_set(), "stopping": scheduler.stopping,
+                "held": sorted(scheduler.holds.values())}
 
     def snapshot(self) -> Snapshot:
         scheduler = self.runner.scheduler

@@ -48,7 +48,28 @@ class Runner:
         self.started = time.time()
 
     def log(self, text: str) -> None:
-        print(f"[{utcnow()}] {text}", file=sys.stderr, flush=True)
+        try:
+            print(f"[{utcnow()}] {text}", file=sys.stderr, flush=True)
+        except OSError:  # the log shares the store's disk, which may be full: the run goes on
+            pass
+
+    def _disk(self, full: bool, why: str) -> None:
+        """The store writer's news of a full disk (on its thread): hold or release the schedule."""
+        self._loop.call_soon_threadsafe(self._disk_changed, full, why)
+
+    def _disk_changed(self, full: bool, why: str) -> None:
+        if full:
+            self._full = (time.monotonic(), why)
+            self.log(f"agentmeter: {why}: no new trial starts until it has room; the running ones go on, "
+                     "their events kept in memory until they can be written")
+            if self.scheduler is not None:
+                self.scheduler.hold("disk", why)
+            return
+        since, was = getattr(self, "_full", (time.monotonic(), "the store's disk was full"))
+        self.log(f"agentmeter: the store's disk has room again after {time.monotonic() - since:.1f} s "
+                 f"({was}); everything held was written, the schedule resumes")
+        if self.scheduler is not None:
+            self.scheduler.release("disk")
 
     async def main(self) -> int:
         owner_only(lock_path(self.db))
@@ -59,7 +80,8 @@ class Runner:
             self.log(f"another runner is using {self.db}")
             return 5
         become_subreaper()
-        writer = StoreWriter(self.db)
+        self._loop = asyncio.get_running_loop()
+        writer = StoreWriter(self.db, on_full=self._disk)
         try:
             return await self._run(writer)
         finally:
@@ -91,11 +113,14 @@ class Runner:
         ctx = RunContext(suite, writer, sandbox, run_id=self.run_id, clis_root=self.clis_root,
                          mock_url=self.mock.base_url if self.mock else None, log=self.log, proxy=self.proxy,
                          sink=self.feed)
+        ctx.scripted = self.mock
         plans = await call(lambda store: pending_plans(store, ctx, plan_cells(ctx, config_ids),
                                                        suite.spec.suite.max_retries))
         concurrency = min(suite.concurrency, sandbox.capacity())
         self.scheduler = scheduler = Scheduler(ctx, plans, concurrency=concurrency,
                                                max_retries=suite.spec.suite.max_retries)
+        if writer.full:  # the disk filled up before the schedule existed
+            scheduler.hold("disk", writer.full)
         done_before = await call(Store.count_trials, suite.id, COUNTABLE_STATUSES)
         self.feed.done_before = done_before
         server = await self._serve()
@@ -106,6 +131,7 @@ class Runner:
         ticker = asyncio.create_task(self.feed.run())
         reaper = asyncio.create_task(self._reap())
         sweeper = asyncio.create_task(SWEEPER.run())
+        watch = asyncio.create_task(self.mock.watch(scheduler, ctx, self._give_up)) if self.mock else None
         self.log(f"run {self.run_id}: {len(plans)} trial(s) to go, concurrency {concurrency}")
         try:
             await scheduler.run()
@@ -114,6 +140,8 @@ class Runner:
             ticker.cancel()
             reaper.cancel()
             sweeper.cancel()
+            if watch:
+                watch.cancel()
             # Everything is cleaned up (processes, containers, services) before any client is
             # told the run finished, so "finished" means nothing of the run is left.
             await BACKGROUND.drain()
@@ -130,9 +158,10 @@ class Runner:
         """The scripted model server, the metering proxy and the sandbox, checked before any trial."""
         suite = self.suite
         if any(suite.provider(m).kind == "scripted" for m in suite.spec.models):
-            from ..mockllm.client import start_server_process
+            from .modelserver import ScriptedServer
 
-            self.mock = await asyncio.to_thread(start_server_process)
+            self.mock = ScriptedServer(self.log)
+            await self.mock.start()
         if suite.spec.suite.proxy:
             from ..proxy.server import MeteringProxy
 
@@ -158,13 +187,19 @@ class Runner:
         if self.proxy:
             await self.proxy.close()
         if self.mock:
-            await asyncio.to_thread(self.mock.stop)
+            await self.mock.stop()
 
     async def _reap(self) -> None:
         while True:
             await asyncio.sleep(1.0)
             running = {t.pid for t in self.scheduler.running.values() if t.pid}
+            if self.mock and self.mock.pid:
+                running.add(self.mock.pid)  # its exit code is the watch's to read
             reap_orphans(running)
+
+    def _give_up(self, reason: str) -> None:
+        self.log(f"agentmeter: the run stops: {reason}")
+        self.stop()
 
     def stop(self) -> None:
         """Stop starting trials and stop the running ones; they become infra-invalid and
@@ -174,6 +209,8 @@ class Runner:
             return
         scheduler.stopping = True
         scheduler.resume()
+        scheduler.holds.clear()
+        scheduler.unheld.set()
         for trial in list(scheduler.running.values()):
             trial.request_kill(KillReason("shutdown"))
 

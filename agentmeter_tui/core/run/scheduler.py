@@ -74,6 +74,11 @@ class Scheduler:
         self.total = len(plans)
         self.paused = asyncio.Event()
         self.paused.set()  # set = running; cleared = paused
+        # Holds are pauses our side puts on the schedule (a full disk under the store, a model
+        # server being restarted): no trial starts while any is on; each says why.
+        self.holds: dict[str, str] = {}
+        self.unheld = asyncio.Event()
+        self.unheld.set()
         self.stopping = False
         self._budget_overrides: dict[str, float] = {}
         # which host's slot each trial gets: per-host slots and per-provider limits
@@ -84,6 +89,15 @@ class Scheduler:
 
     def resume(self) -> None:
         self.paused.set()
+
+    def hold(self, name: str, why: str) -> None:
+        self.holds[name] = why
+        self.unheld.clear()
+
+    def release(self, name: str) -> None:
+        self.holds.pop(name, None)
+        if not self.holds:
+            self.unheld.set()
 
     def set_default_budget(self, **limits: float | None) -> None:
         self._budget_overrides.update({k: v for k, v in limits.items() if v is not None})
@@ -98,9 +112,10 @@ class Scheduler:
                 return
             if self.queue:
                 await self.paused.wait()
+                await self.unheld.wait()
                 await slots.acquire()
-                # A pause that came while this loop waited for a slot holds the trial back too.
-                if self.stopping or not self.queue or not self.paused.is_set():
+                # A pause or hold that came while this loop waited for a slot holds the trial back too.
+                if self.stopping or not self.queue or not self.paused.is_set() or not self.unheld.is_set():
                     slots.release()
                     continue
                 taken = await self.placement.take(self.queue, lambda: self.stopping)

@@ -75,6 +75,7 @@ class TrialRun:
         self._tool_counts: Counter[str] = Counter()
         self.session: SandboxSession | None = None
         self.scripted_key: str | None = None
+        self.scripted_url: str | None = None  # the scripted model server it talks to
         self.proxy_route: Route | None = None  # set when the trial's model calls go through the metering proxy
         self.provider_errors = ProviderErrors()  # 429/529/5xx/mid-stream errors seen at the wire
         self.pid: int | None = None
@@ -232,7 +233,7 @@ class TrialRun:
             final = await self._run()
         except Exception as exc:  # our side failed: never lose the trial, record why
             ctx.log(f"trial {self.id} infra error: {exc!r}\n{traceback.format_exc()}")
-            final = (TrialStatus.INFRA_INVALID, f"infra: {exc}", None)
+            final = (TrialStatus.INFRA_INVALID, f"infra: {ctx.scripted_lost(self) or exc}", None)
         status, reason, verdict = final
         await self._finish(status, reason, verdict)
         return status
@@ -282,8 +283,12 @@ class TrialRun:
         await self._recover_usage(session, killed)
         outcome: AgentOutcome = self.parser.outcome(exit_code, killed)
         self._exit_code = exit_code
+        if killed and self.kill_reason.code == "infra":  # our side failed under it (the model server died)
+            return (TrialStatus.INFRA_INVALID, f"infra: {self.kill_reason.detail}", None)
         if killed:
             return (TrialStatus.KILLED, self.kill_reason.code, None)
+        if (lost := ctx.scripted_lost(self)) is not None:  # the agent ended on our server's death
+            return (TrialStatus.INFRA_INVALID, f"infra: {lost}", None)
         if self.provider_errors.gave_up:  # the agent's run ended on the provider's error, not its own
             return (TrialStatus.INFRA_INVALID, f"infra: provider errors: {self.provider_errors.summary()}", None)
         if outcome.errored:

@@ -7,6 +7,11 @@ most that fraction of a second). Everything else (trial rows, run rows) goes thr
 trial as finished without the events that led there. sqlite3 releases the GIL while it
 steps, so the writer's inserts run on the second core while the event loop parses output.
 
+A full disk under the store (SQLite's ``SQLITE_FULL``, or ``ENOSPC``) loses nothing: the
+pending batch stays in memory, a call that failed on it is retried until it goes through, and
+``on_full(full, why)`` tells the runner when the disk fills up and when it has room again, so
+that it holds new trials back meanwhile (docs/runner.md).
+
 The search index (``search``) is filled here too, but never on the insert path: a tick whose
 flush was small (ingest well below what the writer sustains) indexes one chunk of the backlog
 after it, so a flood of events is stored at full speed and indexed when it slows down.
@@ -22,7 +27,9 @@ dropped, and the runner's memory stays flat however long the flood lasts.
 from __future__ import annotations
 
 import asyncio
+import errno
 import queue
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -41,9 +48,21 @@ USAGE_SQL = ("insert into usage (trial_id, seq, source, model, uncached_input, c
              "reasoning, cost_usd, reported_cost_usd, cache_write_1h) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
+FULL_RETRY = 0.25  # seconds between tries while the disk is full
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the store's disk (or its quota) is full."""
+    if isinstance(exc, sqlite3.Error):
+        return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
 class StoreWriter:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, on_full: Callable[[bool, str], None] | None = None):
         self.store = Store(path)
+        self.on_full = on_full
+        self.full: str | None = None  # why the disk is full, while it is
         self._events: list[tuple] = []
         self._usage: list[tuple] = []
         self._lock = threading.Lock()
@@ -125,6 +144,30 @@ class StoreWriter:
                 self._usage[:0] = usage
             raise
         self.events_written += len(events)
+        self._set_full(None)
+
+    def _set_full(self, exc: BaseException | None) -> None:
+        why = None if exc is None else f"the store's disk is full ({self.store.path}: {exc})"
+        if (why is None) == (self.full is None):
+            return
+        self.full = why
+        if self.on_full is not None:
+            self.on_full(why is not None, why or "")
+
+    def _until_room(self, attempt: Callable[[], Any]) -> Any:
+        """``attempt()``, tried again while the disk is full (each try is one transaction that
+        rolled back whole, so a retry never doubles anything)."""
+        while True:
+            try:
+                result = attempt()
+            except BaseException as exc:
+                if not disk_full(exc):
+                    raise
+                self._set_full(exc)
+                time.sleep(FULL_RETRY)
+                continue
+            self._set_full(None)
+            return result
 
     def _loop(self) -> None:
         next_flush = time.monotonic() + FLUSH_SECONDS
@@ -148,8 +191,8 @@ class StoreWriter:
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                self._flush()
-                future.set_result(fn(self.store, *args))
+                self._until_room(self._flush)
+                future.set_result(self._until_room(lambda: fn(self.store, *args)))
             except BaseException as exc:  # the caller decides; the writer keeps going
                 future.set_exception(exc)
 
@@ -157,6 +200,8 @@ class StoreWriter:
         try:
             self.store.index_events()
         except Exception as exc:  # the index is an accelerator: search scans what it lacks
+            if disk_full(exc):
+                return
             import sys
 
             print(f"agentmeter: search index update failed: {exc!r}", file=sys.stderr, flush=True)
@@ -165,6 +210,9 @@ class StoreWriter:
         try:
             self._flush()
         except Exception as exc:  # a failed batch must not kill the writer; say so loudly
+            if disk_full(exc):  # the batch waits in memory; the runner was told once
+                self._set_full(exc)
+                return
             import sys
 
             print(f"agentmeter: store write failed: {exc!r}", file=sys.stderr, flush=True)
