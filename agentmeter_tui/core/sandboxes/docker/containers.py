@@ -175,3 +175,19 @@ class ContainerFactory:
                     container = await ready
                     await engine.call(engine.client.api.remove_container, container, force=True, v=True)
         self.pool.clear()
+
+
+def sweep(engine: Engine, suite_id: str) -> str | None:
+    """Remove what this runner made for ``suite_id`` and still finds on ``engine`` (blocking):
+    a trial's container whose removal failed while the engine was gone (a restarted dockerd
+    keeps its stopped containers) and the volumes of such containers. Returns what failed."""
+    api = engine.client.api
+    selector = {"label": [f"{engines.RUNNER}={engines.runner_label()}", f"{engines.SUITE}={suite_id}"]}
+    try:
+        for container in api.containers(all=True, filters=selector):
+            api.remove_container(container["Id"], force=True, v=True)
+        for volume in api.volumes(filters=selector).get("Volumes") or []:
+            api.remove_volume(volume["Name"], force=True)
+    except engines.engine_errors() as exc:
+        return f"docker engine {engine.name}: leftovers of suite {suite_id} not removed: {exc}"
+    return None

@@ -44,6 +44,17 @@ class EngineError(RuntimeError):
     pass
 
 
+def lost(name: str, exc: BaseException) -> BaseException:
+    """``exc`` (the engine did not answer) as an error whose text names the engine: a trial's
+    infra-invalid reason reads ``infra: docker engine NAME lost: ...``. Still a requests
+    ``ConnectionError``, so whoever catches :func:`engine_errors` still does."""
+    import requests
+
+    if str(exc).startswith("docker engine "):
+        return exc
+    return requests.exceptions.ConnectionError(f"docker engine {name} lost: {exc}")
+
+
 def engine_errors() -> tuple[type[BaseException], ...]:
     """What a call to an engine raises when the engine refuses or is gone (for ``except``)."""
     from docker.errors import DockerException
@@ -121,8 +132,18 @@ class Engine:
     info: dict[str, Any] = field(default_factory=dict)
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn`` on the engine's pool. A connection that fails (dockerd stopped or restarting,
+        a remote engine out of reach) raises :func:`lost`'s error, which names the engine."""
+        import requests
+
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+        try:
+            return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+        except requests.exceptions.ConnectionError as exc:
+            named = lost(self.name, exc)
+            if named is exc:
+                raise
+            raise named from exc
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)

@@ -21,6 +21,8 @@ image's WORKDIR, with the image's ENV, as root, on a writable root filesystem.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +35,7 @@ from ..common import HostWatch, load_settings, shipped_files
 from ..local import LocalSandbox
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
-from .containers import ISOLATED_NETWORK, ROOT, ContainerFactory, DockerSettings
+from .containers import ISOLATED_NETWORK, ROOT, ContainerFactory, DockerSettings, sweep
 from .harbor import ContractCache, run_as, unenforced
 from .images import ImageError, ImageResolver
 from .session import ContainerSession, check_bundle, chown_tree
@@ -177,15 +179,23 @@ class DockerSandbox(Sandbox):
     async def open(self, task: Task, trial_id: int, token: str) -> DockerSession:
         slot = self.placement.slot_for(token)
         host = slot.host if slot else self.placement.pick().name
-        engine = await self.engine(host)
-        image = await engine.call(self.images.resolve, engine.client, host, self.suite.id, task)
-        session = DockerSession(self, engine, token, trial_id)
+        session = None
         try:
+            engine = await self.engine(host)
+            image = await engine.call(self.images.resolve, engine.client, host, self.suite.id, task)
+            session = DockerSession(self, engine, token, trial_id)
             await session.create(task, image)
         except Exception as exc:
-            await session.cleanup()
+            if session is not None:
+                with contextlib.suppress(*engines.engine_errors()):  # the engine may be gone: close() sweeps
+                    await session.cleanup()
             if _engine_lost(exc):
+                # Its slots wait for the engine to answer again; the trial is infra-invalid, retried.
                 self.watch.down(host, str(exc))
+                named = engines.lost(host, exc)
+                if named is exc:
+                    raise
+                raise named from exc
             raise
         return session
 
@@ -203,6 +213,9 @@ class DockerSandbox(Sandbox):
     async def close(self) -> None:
         await self.watch.close()
         await self.containers.close(self.engines)
+        for engine in self.engines.values():  # what an engine that was gone for a while kept
+            if problem := await engine.call(sweep, engine, self.suite.id):
+                print(f"agentmeter: {problem}", file=sys.stderr, flush=True)
         await self.relays.close()
         for key, value in list(self.tunnels.items()):
             if isinstance(key, str):
