@@ -4,7 +4,8 @@
     python benchmarks/fault_matrix.py --ci     # the fixed-seed subset tests/core/test_fault_matrix.py runs
 
 One line per cell: what was injected, how many survived intact, how many were lost (a cell
-is lost when any check fails), then a total; the exit code is 1 when anything was lost.
+is lost when any check fails) and the cell's wall time, then a total with the load average;
+the exit code is 1 when anything was lost.
 
 Cells (the scripted model server on 127.0.0.1 plays every model):
 
@@ -29,24 +30,33 @@ Cells (the scripted model server on 127.0.0.1 plays every model):
   ``agentmeter run``; at the end every cell is final exactly once, no trial that had finished
   was touched again (status and events unchanged), and no process of any trial is left.
 
+- ``local/reference/server:dies``, ``local/reference/store:disk-full``,
+  ``local/{reference,claude-code}/proxy:upstream-reset``: the scripted model server
+  SIGKILLed mid-run, the disk under the store filled up (a tmpfs; root only), the provider
+  resetting a stream behind the metering proxy (benchmarks/faults/infra.py says what each
+  checks).
+- ``docker/reference/engine:restart``: dockerd restarted while trials run in containers;
+  they end infra-invalid and are retried, nothing is left on the engine
+  (benchmarks/faults/engine.py). It restarts the machine's engine: it is never in ``--ci``
+  nor in the test suite; run it with ``--only engine`` when nothing else uses the engine.
+
 Each cell draws its moments from its own generator (seed and cell name), so ``--only`` and
 ``--ci`` pick cells without changing what the others do. ``--ci`` runs five kill cells (every
 sandbox, every reason once but the operator twice), two real CLIs (Claude Code by a token
-budget, Codex by the operator) and four storms, with no random delay: every moment waits on
-an event.
-
-Not here yet: disk full, dockerd restart, upstream resets and a dying scripted
-server (issue 16 lists them).
+budget, Codex by the operator), three storms, the dying server, the full disk and the
+reference agent's upstream reset, with no random delay: every moment waits on an event.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -54,6 +64,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agentmeter_tui.core.run.control import ControlError
 from benchmarks.faults.clis import CLIS, cli_cell
 from benchmarks.faults.clis import REASONS as CLI_REASONS
+from benchmarks.faults.engine import engine_restart_cell
+from benchmarks.faults.infra import disk_full_cell, server_death_cell, upstream_reset_cell
 from benchmarks.faults.kills import REASONS, SANDBOXES, kill_cell
 from benchmarks.faults.storm import storm_cell
 
@@ -70,6 +82,12 @@ def cells(args: argparse.Namespace) -> list[tuple[str, bool, object]]:
              lambda folder, rng, c=cli, r=reason: cli_cell(c, r, args.cli_trials, rng, folder, jitter=not args.ci))
             for cli in CLIS for reason in CLI_REASONS]
     out.append(("local/reference/runner:kill-9", True, lambda folder, rng: storm_cell(args.storms, rng, folder)))
+    out.append(("local/reference/server:dies", True, server_death_cell))
+    out.append(("local/reference/store:disk-full", True, disk_full_cell))
+    out += [(f"local/{cli}/proxy:upstream-reset", cli == "reference",
+             lambda folder, rng, c=cli: upstream_reset_cell(c, rng, folder)) for cli in ("reference", "claude-code")]
+    # Never in --ci: it restarts the engine that everyone on this machine shares.
+    out.append(("docker/reference/engine:restart", False, engine_restart_cell))
     return out
 
 
@@ -80,16 +98,17 @@ def main() -> int:
     parser.add_argument("--cli-trials", type=int, default=2, help="trials per real-CLI cell")
     parser.add_argument("--storms", type=int, default=20, help="SIGKILLs of the runner")
     parser.add_argument("--only", default="", help="a regular expression: run the cells whose names match")
-    parser.add_argument("--ci", action="store_true", help="the fixed-seed subset: 2 burners a cell, 4 storms")
+    parser.add_argument("--ci", action="store_true", help="the fixed-seed subset: 2 burners a cell, 3 storms")
     args = parser.parse_args()
     if args.ci:
-        args.seed, args.trials, args.cli_trials, args.storms = 7, 2, 1, 4
-    total = [0, 0, 0]
-    print(f"fault matrix, seed {args.seed}: cell · injected · survived · lost")
+        args.seed, args.trials, args.cli_trials, args.storms = 7, 2, 1, 3
+    total, seconds = [0, 0, 0], 0.0
+    print(f"fault matrix, seed {args.seed}: cell · injected · survived · lost · wall time")
     for name, in_ci, run in cells(args):
         if (args.ci and not in_ci) or not re.search(args.only, name):
             continue
         rng = random.Random(f"{args.seed}:{name}")  # a cell's moments do not depend on which others ran
+        started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="agentmeter-faults-") as tmp:
             try:
                 injected, survived, problems = run(Path(tmp), rng)
@@ -98,9 +117,11 @@ def main() -> int:
                 injected, survived, problems = 1, 0, [f"{type(exc).__name__}: {exc} {detail[-300:]}"]
         lost = injected - survived
         total = [total[0] + injected, total[1] + survived, total[2] + lost]
-        print(f"{name:<40} injected {injected:>3} · survived {survived:>3} · lost {lost}"
-              + (f"  ({'; '.join(problems)[:300]})" if problems else ""), flush=True)
-    print(f"{'total':<40} injected {total[0]:>3} · survived {total[1]:>3} · lost {total[2]}")
+        seconds += (took := time.monotonic() - started)
+        print(f"{name:<40} injected {injected:>3} · survived {survived:>3} · lost {lost} · {took:5.1f} s"
+              + (f"  ({'; '.join(problems)[:600]})" if problems else ""), flush=True)
+    print(f"{'total':<40} injected {total[0]:>3} · survived {total[1]:>3} · lost {total[2]} · {seconds:5.1f} s"
+          f" (load average {os.getloadavg()[0]:.1f})")
     return 1 if total[2] else 0
 
 

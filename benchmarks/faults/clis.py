@@ -12,7 +12,6 @@ the server served; events numbered without a gap, one kill note among them.
 from __future__ import annotations
 
 import random
-import textwrap
 import time
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from .common import (
     Cell,
     agentmeter,
     events_intact,
+    one_task_suite,
     run_status,
     unique_id,
     wait_runners_gone,
@@ -40,37 +40,6 @@ from .common import (
 CLIS = ("claude-code", "codex", "gemini-cli", "qwen-code", "kimi-cli", "opencode")
 REASONS = ("operator", "budget:tokens")
 LOOP = ROOT / "tests" / "fixtures" / "scenarios" / "loop.toml"  # 2,500 tokens a call, forever
-PRICES = 'as_of = "2026-11-01"\n[models.mock]\ninput = "3"\ncached_input = "0.3"\noutput = "15"\n'
-
-
-def cli_suite(folder: Path, cli: str, suite_id: str, trials: int, budget: str) -> Path:
-    suite = folder / "suite"
-    (suite / "task" / "tests").mkdir(parents=True)
-    (suite / "scenarios").mkdir()
-    (suite / "suite.toml").write_text(textwrap.dedent(f"""\
-        [suite]
-        id = "{suite_id}"
-        pricing = "prices.toml"
-        trials = {trials}
-        concurrency = {trials}
-        kill_grace = 3.0
-        proxy = true
-
-        [[models]]
-        id = "mock"
-
-        [[clis]]
-        adapter = "{cli}"
-
-        [budgets.default]
-        {budget}
-        """))
-    (suite / "prices.toml").write_text(PRICES)
-    (suite / "scenarios" / "mock.toml").write_text(LOOP.read_text())
-    (suite / "task" / "task.toml").write_text("[verifier]\ntimeout_sec = 30\n")
-    (suite / "task" / "instruction.md").write_text("Keep appending to loop.txt.\n")
-    (suite / "task" / "tests" / "test.sh").write_text("#!/bin/sh\nexit 0\n")
-    return suite
 
 
 def proxy_calls(store: Store, trial_id: int) -> int:
@@ -113,7 +82,8 @@ def cli_cell(cli: str, reason: str, trials: int, rng: random.Random, folder: Pat
     tokens = rng.randint(5_000, 15_000) if reason == "budget:tokens" else None
     budget = "wall_seconds = 3600" + (f"\ntokens = {tokens}" if tokens else "")
     db = folder / "cli.db"
-    agentmeter("run", str(cli_suite(folder, cli, suite_id, trials, budget)), "--detach", "--db", str(db))
+    suite = one_task_suite(folder, suite_id, cli, LOOP.read_text(), f"trials = {trials}\nconcurrency = {trials}", budget)
+    agentmeter("run", str(suite), "--detach", "--db", str(db))
     store = Store(db)
     try:
         if reason == "operator":

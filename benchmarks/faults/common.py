@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -75,7 +76,7 @@ def usage_events(store: Store, trial_id: int) -> int:
 def events_intact(store: Store, trial: dict) -> list[str]:
     """The trial's events are numbered 1..n with none missing or doubled."""
     seqs = [e[0] for e in store.events(trial["id"])]
-    return [] if seqs == list(range(1, len(seqs) + 1)) and seqs else [f"event seqs broken ({len(seqs)} events)"]
+    return [] if seqs == list(range(1, len(seqs) + 1)) else [f"event seqs broken ({len(seqs)} events)"]
 
 
 def served_completed(trial: dict) -> list[TokenUsage]:
@@ -123,3 +124,55 @@ def wait_runners_gone(store: Store) -> None:
     """The runners of this store have exited (each closes its sandbox after its last trial)."""
     pids = runner_pids(store)
     wait_until(lambda: not any(alive(pid) for pid in pids), "the runner to exit")
+
+
+def slow_suite(folder: Path, prefix: str, settings: str = "", sandbox: str = "") -> tuple[Path, str]:
+    """The slow fixture suite (six short trials, two at a time) under a fresh suite id, with
+    more ``[suite]`` settings and a ``[sandbox]`` table."""
+    suite, suite_id = folder / "slow", unique_id(prefix)
+    shutil.copytree(FIXTURES / "slow", suite)
+    text = (suite / "suite.toml").read_text().replace('id = "slow"', f'id = "{suite_id}"')
+    text = text.replace("trials = 3", f"trials = 3\n{settings}" if settings else "trials = 3")
+    (suite / "suite.toml").write_text(text + (f"\n[sandbox]\n{sandbox}\n" if sandbox else ""))
+    return suite, suite_id
+
+
+def total_events(store: Store, suite_id: str) -> int:
+    return sum(store.event_count(t["id"]) for t in store.trials(suite_id))
+
+
+def wait_mid_run(store: Store, suite_id: str, events: int) -> None:
+    """The moment a fault lands: the run has written ``events`` events and a trial is running."""
+    wait_until(lambda: total_events(store, suite_id) >= events and store.trials(suite_id, "status = 'running'"),
+               "the run's first events with a trial running")
+
+
+def one_task_suite(folder: Path, suite_id: str, cli: str, scenario: str, settings: str, budget: str) -> Path:
+    """A suite of one task (its test passes), one scripted model ``mock`` and one CLI."""
+    suite = folder / "suite"
+    (suite / "task" / "tests").mkdir(parents=True)
+    (suite / "scenarios").mkdir()
+    (suite / "suite.toml").write_text(textwrap.dedent(f"""\
+        [suite]
+        id = "{suite_id}"
+        pricing = "prices.toml"
+        kill_grace = 3.0
+        proxy = true
+        {settings}
+
+        [[models]]
+        id = "mock"
+
+        [[clis]]
+        adapter = "{cli}"
+
+        [budgets.default]
+        {budget}
+        """))
+    (suite / "prices.toml").write_text('as_of = "2026-11-01"\n[models.mock]\ninput = "3"\ncached_input = "0.3"\n'
+                                       'output = "15"\n')
+    (suite / "scenarios" / "mock.toml").write_text(scenario)
+    (suite / "task" / "task.toml").write_text("[verifier]\ntimeout_sec = 30\n")
+    (suite / "task" / "instruction.md").write_text("Write hi to out.txt, then keep working.\n")
+    (suite / "task" / "tests" / "test.sh").write_text("#!/bin/sh\nexit 0\n")
+    return suite

@@ -16,11 +16,7 @@ from pathlib import Path
 from agentmeter_tui.core.procs import processes_with_token
 from agentmeter_tui.core.store import Store
 
-from .common import FIXTURES, Cell, agentmeter, alive, wait_until
-
-
-def total_events(store: Store) -> int:
-    return sum(store.event_count(t["id"]) for t in store.trials("slow"))
+from .common import FIXTURES, Cell, agentmeter, alive, total_events, wait_until
 
 
 def storm_cell(storms: int, rng: random.Random, folder: Path) -> Cell:
@@ -41,8 +37,8 @@ def storm_cell(storms: int, rng: random.Random, folder: Path) -> Cell:
         row = next(store.db.query("select pid, status from runs order by id desc limit 1"))
         if row["status"] != "running" or not alive(row["pid"]):
             break  # nothing left to run
-        target = total_events(store) + rng.randint(3, 30)
-        wait_until(lambda pid=row["pid"], s=store, n=target: total_events(s) >= n or not alive(pid),
+        target = total_events(store, "slow") + rng.randint(3, 30)
+        wait_until(lambda pid=row["pid"], s=store, n=target: total_events(s, "slow") >= n or not alive(pid),
                    "the run to write its next events")
         for trial in store.trials("slow", "finished_at is not null"):
             finished.setdefault(trial["id"], (trial["status"], store.event_count(trial["id"])))
