@@ -220,11 +220,19 @@ class LiveScreen(SessionScreen):
     def select(self, trial_id: int | None) -> None:
         """Make ``trial_id``'s pane the one the keys act on (a border change, not a focus change)."""
         old = self.panes.get(self.selected) if self.selected is not None else None
-        if old is not None:
-            old.set_class(False, "-selected")
         self.selected = trial_id if trial_id in self.panes else None
-        if self.selected is not None:
-            self.panes[self.selected].set_class(True, "-selected")
+        new = self.panes.get(self.selected) if self.selected is not None else None
+        # Only the pane's own border depends on -selected (styles/live.tcss), so only the two
+        # panes are restyled, not their subtrees: set_class's default restyles every widget
+        # inside (the transcript's component styles most of all), which under a flood of output
+        # was the bulk of a key's time.
+        changed = []
+        for pane, on in ((old, False), (new, True)):
+            if pane is not None and pane.has_class("-selected") != on:
+                pane.set_class(on, "-selected", update=False)
+                changed.append(pane)
+        if changed:
+            self.app.stylesheet.update_nodes(changed, animate=True)
 
     def selected_trial(self) -> int | None:
         """The trial keys act on: the highlighted row when the list has focus, else the selected pane."""
