@@ -100,6 +100,8 @@ async def watch(db: Path, seconds: float, gate: Path) -> dict:
             frames = FrameClock(app)
             while len(session.live.running()) < 2:
                 await asyncio.sleep(0.05)
+            app.screen.select(next(iter(app.screen.panes)))  # the first pane: "right" moves from it
+            await asyncio.sleep(0.2)
             started = time.perf_counter()
             for name in ("live", "grid"):
                 if name == "grid":
@@ -205,9 +207,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{counts['said'] - counts['stored']:,} missing), {counts['events']:,} events in the trial "
               f"({counts['stored'] / max(counts['span'], 1e-9):,.0f} lines/s from first to last stored); "
               f"trial {counts['status']}")
-        (t0, c0), (t1, c1) = sampler.cpu[0], sampler.cpu[-1]
+        (t0, c0) = sampler.cpu[0]  # the runner's CPU while the agent flooded (its first `seconds`)
+        (t1, c1) = next((t, c) for t, c in sampler.cpu if t >= t0 + args.seconds) if \
+            sampler.cpu[-1][0] >= t0 + args.seconds else sampler.cpu[-1]
         print(f"runner RSS: peak {max(rss) / 2**20:.0f} MB; at 1/4, 1/2, 3/4 and the end of the run "
-              + ", ".join(f"{q:.0f}" for q in quarters) + f" MB; runner CPU {(c1 - c0) / (t1 - t0) * 100:.0f}% of a core")
+              + ", ".join(f"{q:.0f}" for q in quarters) + f" MB; runner CPU during the flood {(c1 - c0) / (t1 - t0) * 100:.0f}% of a core")
         for name, r in keys.items():
             print(f"{name:>4} screen attached: keypress -> screen median {r['median_ms']:.1f} ms, "
                   f"p95 {r['p95_ms']:.1f} ms ({r['presses']} presses; target p95 < 100 ms), {r['frames_per_s']:.0f} frames/s, "
