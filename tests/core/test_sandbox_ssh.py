@@ -86,6 +86,25 @@ def test_runaways_are_killed_on_the_host(tmp_path, db, hosts):
         assert processes_of(trial["proc_token"]) == [], trial["model"]
 
 
+def test_a_flood_over_ssh_is_held_back_and_every_line_stored(tmp_path, db, hosts):
+    """An agent printing as fast as it can on the remote host: the channel stops being read
+    while the store writer is behind (SSH flow control holds the agent), and every numbered
+    line arrives, in order, once."""
+    from tests.core.test_flood import flood_accounting, flood_suite
+
+    pair, known = hosts
+    suite = flood_suite(tmp_path, 3)
+    (suite / "suite.toml").write_text((suite / "suite.toml").read_text() + "\n[sandbox]\n"
+                                      + sandbox_toml(pair[:1], known) + "\n")
+    result = run_suite(suite, db)
+    assert result.returncode == 0, result.stderr
+    store = Store(db)
+    (trial,) = store.trials("hostile")
+    said, flood, _ = flood_accounting(store, trial["id"])
+    assert trial["sandbox"] == "ssh" and said >= 4096
+    assert flood == [b"flood %d" % n for n in range(said)]
+
+
 def test_losing_a_host_mid_run_retries_its_trials_on_the_other(tmp_path, db, hosts):
     pair, known = hosts
     suite_id = unique_id("ssh-loss")
