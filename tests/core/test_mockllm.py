@@ -269,6 +269,23 @@ async def test_stall_holds_the_stream_after_the_first_chunk(server, tmp_path):
     assert info["served"][0]["completed"] is False and sum(info["usage"].values()) == 0
 
 
+async def test_reset_cuts_the_connection_after_the_first_chunk(server, tmp_path):
+    await register(server, "k1", write_scenario(tmp_path, '[[turns]]\ntext = "cut"\nreset = true\n'
+                                                          'usage = { uncached_input = 900, output = 7 }\n'))
+    async with aiohttp.ClientSession() as client, \
+            client.post(server.make_url("/v1/chat/completions"), json=chat_body(),
+                        headers={"Authorization": "Bearer k1"}) as response:
+        assert response.status == 200
+        first = await response.content.readuntil(b"\n\n")
+        assert json.loads(first[6:])["choices"][0]["delta"]["role"] == "assistant"
+        with pytest.raises(aiohttp.ClientPayloadError):  # a reset, not a clean end of the stream
+            await response.read()
+    _, info = await get_json(server, "/_scripted/sessions/k1")
+    assert info["served"][0]["completed"] is False and sum(info["usage"].values()) == 0
+    _, log = await get_json(server, "/_scripted/sessions/k1/requests")
+    assert log["requests"][0]["outcome"] == "reset by the scenario"
+
+
 # Control endpoints and other routes ---------------------------------------------------------------
 
 async def test_health_models_and_unknown_routes(server):
