@@ -73,6 +73,36 @@ async def test_search_finds_a_match_at_the_very_end(long_db):
         assert len(view.doc.chunks) <= 4  # windows read on the way were not all kept
 
 
+async def test_a_long_transcript_completes_the_search_index_and_searches_through_it(long_db, monkeypatch):
+    """The store was written directly (nothing indexed, as an old store or an import): the screen
+    indexes it in the background, and search then goes through the index (its scan fallback
+    made unusable here) to the same match."""
+    from agentmeter_tui.core.store import Store, search
+
+    path, trial = long_db
+    before = Store(path)
+    assert before.search_backlog() > EVENTS
+    before.close()
+    monkeypatch.setattr(review_transcript, "INDEX_CHUNK", 500)  # several store calls
+    app = make_app(path, screen="review")
+    async with app.run_test(size=SIZE) as pilot:
+        screen, view = await open_long(pilot, trial)
+        await settle(pilot)
+
+        def no_scan(*args):
+            raise AssertionError("scanned although the index is complete")
+
+        monkeypatch.setattr(search.SearchQueries, "_scan_events", no_scan)
+        await pilot.press("slash")
+        await pilot.press(*NEEDLE.upper())
+        await pilot.press("enter")
+        await settle(pilot)
+        assert view.doc.index.seqs[view.cursor] == EVENTS + 2
+    after = Store(path)
+    assert after.search_backlog() == 0
+    after.close()
+
+
 async def test_end_then_previous_error_lands_on_the_last_error(long_db):
     path, trial = long_db
     app = make_app(path, screen="review")
