@@ -104,6 +104,8 @@ class SearchQueries:
         mark under the write lock."""
         if not self.has_search_index() or self.db.conn.in_transaction:
             return 0  # never inside a caller's transaction: the chunk commits on its own
+        if self._top_rowid() <= self._indexed_rowid():
+            return 0  # complete: no write lock taken (the writer asks ten times a second)
         with immediate(self.db):
             mark = self._indexed_rowid()
             end = self.db.execute("select max(rowid) from (select rowid from events where rowid > ? order by rowid "
