@@ -49,6 +49,19 @@ async def test_p_pauses_and_resumes_the_schedule(sample_db, fake_runner):
         assert app.session.live.progress["paused"] is False
 
 
+async def test_a_held_schedule_says_why_in_the_run_bar(sample_db, fake_runner):
+    app = make_app(sample_db, live=True, runner=fake_runner)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot)
+        snapshot, first, _ = sample_feed(count=1)
+        why = "the store's disk is full (/data/agentmeter.db: database or disk is full)"
+        for message in (snapshot, {**first, "progress": {**first["progress"], "held": [why]}}):
+            app._feed_message(message)
+        await settle(pilot)
+        bar = str(app.screen.query_one("#run-bar").render())
+        assert "HELD" in bar and "disk is full" in bar
+
+
 async def test_p_without_a_runner_says_so(sample_db, fake_runner):
     app = make_app(sample_db, live=False, runner=fake_runner)
     async with app.run_test(size=SIZE) as pilot:

@@ -1,6 +1,7 @@
 """Provides :class:`RunBar`: the one-line run summary at the top of the grid and live screens.
 
-Suite and run, the connection to the runner (live, paused, finished, lost, or store only),
+Suite and run, the connection to the runner (live, paused, held and why, finished, lost, or
+store only),
 progress, totals and the burn rate of everything running. Redrawn by its screen's refresh
 cadence, and only when the text changed.
 """
@@ -26,6 +27,8 @@ def connection_markup(session: Session) -> str:
         return "[$text-muted]… connecting[/]"
     if live.progress.get("stopping"):
         return "[b $warning]■ stopping[/]"
+    if held := live.progress.get("held"):  # our side holds new trials back: say why
+        return f"[b $background on $error] ❚❚ HELD [/] [$error]{escape(held[0][:80])}[/]"
     if live.progress.get("paused"):
         return "[b $background on $warning] ❚❚ PAUSED [/]"
     return "[b $status-running]● live[/]"
