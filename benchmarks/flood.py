@@ -176,6 +176,7 @@ async def review(db: Path, trial: int, other: int) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="how long the agent floods")
+    parser.add_argument("--keep", action="store_true", help="keep the store (its folder is printed)")
     args = parser.parse_args(argv)
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     folder = Path(tempfile.mkdtemp(prefix="agentmeter-flood-"))
@@ -228,7 +229,10 @@ def main(argv: list[str] | None = None) -> int:
                 client.request("stop")
             while runner_alive(db):
                 time.sleep(0.1)
-        shutil.rmtree(folder, ignore_errors=True)
+        if args.keep:
+            print(f"store kept: {db}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

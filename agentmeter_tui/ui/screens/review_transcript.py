@@ -41,11 +41,13 @@ class ReviewTranscript:
         if last <= WHOLE:
             return TranscriptDoc(await self._read_window(trial_id, 0, None), width)
         doc = TranscriptDoc(None, width, last_seq=last, chunk=WINDOW)
-        # Search on a long transcript asks the store's index; finish it if the runner has not.
-        self.run_worker(self._index_for_search(), group="search-index", exclusive=True, exit_on_error=False)
         doc.request(0)
         first, end = doc.seq_range(0)
         doc.add_chunk(0, await self._read_window(trial_id, first, end))
+        # Search on a long transcript asks the store's index; finish it if the runner has not
+        # (after the first window: the store thread takes one call at a time, so the first
+        # window's read would otherwise wait behind an index chunk).
+        self.run_worker(self._index_for_search(), group="search-index", exclusive=True, exit_on_error=False)
         return doc
 
     async def _index_for_search(self) -> None:
