@@ -87,6 +87,53 @@ def test_writer_holds_output_back_while_behind_and_loses_none(tmp_path, monkeypa
         store.close()
 
 
+def test_on_a_full_disk_output_stays_held(tmp_path, monkeypatch):
+    """While the store's disk is full every try puts the batch back in memory, so the agents
+    stay held (their output waits in their pipes, not in the runner) until a write succeeds.
+    The full disk is SQLite's own error, raised by a trigger while ``full`` is set."""
+    monkeypatch.setattr(writer_module, "MAX_BACKLOG", 10)
+    Store(tmp_path / "w.db").close()
+    writer = StoreWriter(tmp_path / "w.db")
+    full, tries = [1], [0]
+
+    def disk(store):
+        def check() -> int:
+            tries[0] += 1
+            return full[0]
+        store.db.conn.create_function("disk_is_full", 0, check)
+        store.db.conn.execute("create temp trigger fill before insert on events when disk_is_full() "
+                              "begin select raise(abort, 'database or disk is full'); end")
+
+    def rows(first: int, count: int) -> list[tuple]:
+        return [(1, n, 0.0, "raw", "stdout", "x", b"x") for n in range(first, first + count)]
+
+    async def scenario() -> bool:
+        await asyncio.wrap_future(writer.call(disk))
+        writer.add_events(rows(1, 5))
+        await wait_until(lambda: writer.full is not None)
+        writer.add_events(rows(6, 20))
+        room = writer.room()
+        assert room is not None
+        before = tries[0]
+        await wait_until(lambda: tries[0] > before + 1)  # a whole failed try after the hold began
+        held = not room.done()
+        full[0] = 0  # room on the disk again
+        await room
+        return held
+
+    try:
+        held = asyncio.run(scenario())
+        assert held
+        assert writer.call(lambda store: store.event_count(1)).result(timeout=600) == 25  # fail-safe timeout
+    finally:
+        writer.close()
+
+
+async def wait_until(condition) -> None:
+    while not condition():
+        await asyncio.sleep(0.01)
+
+
 def test_a_docker_or_swarm_reader_thread_waits_for_held_output():
     """ThreadOutput: a reading thread has at most ``slots`` batches on their way and waits while
     the trial holds output back."""

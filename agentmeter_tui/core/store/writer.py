@@ -120,7 +120,9 @@ class StoreWriter:
         with self._lock:
             events, self._events = self._events, []
             usage, self._usage = self._usage, []
-            room, self._room = self._room, None
+            room = None
+            if self.full is None:  # on a full disk the agents stay held: the batch comes back
+                room, self._room = self._room, None
         self._last_flush = len(events)
         if room is not None:  # the batch is ours: the agents may print the next one meanwhile
             try:
