@@ -28,6 +28,7 @@ from ..store import Store, utcnow
 from ..usage import TokenUsage
 from ..verifiers import VERIFIERS
 from ..vocab import EventKind, KillReason, ParsedEvent, TrialStatus
+from . import record
 from .control import Meter
 from .provider_errors import ProviderErrors
 
@@ -35,9 +36,6 @@ if TYPE_CHECKING:
     from ..proxy.calls import ProxyCall, Route
     from ..suites import Budget, Configuration, Task
     from .context import RunContext
-
-DIVERGENCE = Decimal("0.05")  # reported vs comparable cost: flag beyond 5 %
-
 
 @dataclass
 class TrialPlan:
@@ -367,76 +365,14 @@ class TrialRun:
                 ctx.log(f"trial {self.id} cleanup failed: {exc!r}")
 
     async def _final_fields(self, status: TrialStatus, reason: str | None, verdict) -> dict[str, Any]:
-        ctx = self.ctx
-        await ctx.release_proxy(self)  # its last calls recorded before the meter is final
-        cost_fields = self.cost_fields()
-        extra: dict[str, Any] = {}
-        if verdict and verdict.details:
-            extra["verifier"] = verdict.details
-        if self.proxy_route is not None:
-            extra["proxy"] = self.proxy_route.summary()
-            extra["reported_usage"] = self.parser.usage.as_dict()  # what the CLI said, beside the proxy's
-            if self.proxy_route.charged_calls and self.parser.reported_cost_usd is not None:
-                # the provider's charge took the actual-cost column: the CLI's own figure stays beside it
-                extra["reported_cost_usd"] = float(self.parser.reported_cost_usd)
-        served = await ctx.scripted_served(self)
-        if served:
-            extra["scripted"] = served
-        return {"status": status.value, "reason": reason,
-                "passed": int(bool(verdict and verdict.passed and status == TrialStatus.PASSED)),
-                "quality": float(verdict.quality) if verdict else 0.0,
-                "verifier_exit": verdict.exit_code if verdict else None,
-                "verifier_output": verdict.output if verdict else None,
-                "extra": orjson.dumps(extra, default=str).decode() if extra else None, **cost_fields}
+        await self.ctx.release_proxy(self)  # its last calls recorded before the meter is final
+        return record.final_fields(self, status, reason, verdict, await self.ctx.scripted_served(self))
 
     def cost_fields(self) -> dict[str, Any]:
-        """Comparable and actual cost with their sources (SPEC section 4).
-
-        The CLI's own figure is comparable only where it bills its own provider's prices
-        (Claude Code on Anthropic); anywhere else it is kept as the actual figure only.
-        """
-        provider = self.ctx.suite.provider(self.plan.config.model)
-        reported = self.parser.reported_cost_usd
-        comparable, source = self.cost, "snapshot" if self.cost is not None else None
-        if reported is not None and provider.kind in self.adapter.reports_cost_for:
-            comparable, source = reported, "reported"
-        # What the provider says it charged (OpenRouter's usage.cost, read at the wire) is the
-        # actual cost; else the CLI's own figure. Comparable, CLI-reported and charged figures
-        # that disagree by more than DIVERGENCE flag the trial (review and reports show it).
-        route = self.proxy_route
-        charged = route.charged if route is not None and route.charged_calls else None
-        actual, actual_source = (charged, "provider") if charged is not None else \
-            (reported, f"{self.adapter.name}:reported" if reported is not None else None)
-        figures = [f for f in (self.cost, reported, charged) if f is not None]
-        if len(figures) > 1 and max(figures) > 0 and \
-                (max(figures) - min(figures)) / max(figures) > DIVERGENCE:
-            self.flags.add("cost-divergence")
-        if route is not None:
-            from ..proxy import diverges
-
-            if diverges(self.usage, self.parser.usage):
-                self.flags.add("usage-divergence")
-            usage_source = "proxy"
-        else:
-            usage_source = "session" if "usage-recovered" in self.flags else "stdout"
-        return {"cost_usd": None if comparable is None else float(comparable), "cost_source": source,
-                "cost_actual_usd": None if actual is None else float(actual),
-                "cost_actual_source": actual_source,
-                "usage_source": usage_source,
-                "flags": orjson.dumps(sorted(self.flags)).decode() if self.flags else None}
+        return record.cost_fields(self)
 
     def _row(self, **fields: Any) -> dict[str, Any]:
-        plan = self.plan
-        row = {"run_id": self.ctx.run_id, "suite_id": self.ctx.suite.id, "task_id": plan.task.id,
-               "tier": plan.task.tier, "config_id": plan.config_id, "model": plan.config.model.id,
-               "cli": plan.config.cli.label, "trial_index": plan.trial_index, "attempt": plan.attempt,
-               "proc_token": self.token, "cli_version": self.adapter.version,
-               **self.usage.as_dict(), "cache_write_1h": self.usage.cache_write_1h, "turns": self.turns, "tool_calls": self.tool_calls,
-               "flags": orjson.dumps(sorted(self.flags)).decode() if self.flags else None}
-        row.update(fields)
-        if isinstance(row.get("status"), TrialStatus):
-            row["status"] = row["status"].value
-        return row
+        return record.trial_row(self, **fields)
 
 
 def _float(value: Decimal | None) -> float | None:
