@@ -1,0 +1,123 @@
+"""``suite.toml``'s tables as pydantic models: what a suite file may say and its defaults.
+Loading, task folders and the checks across tables are in :mod:`.suites`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .taskfolders import Budget, Strict, Tier
+
+
+class Budgets(Strict):
+    default: Budget = Budget(wall_seconds=1800)
+    easy: Budget | None = None
+    medium: Budget | None = None
+    hard: Budget | None = None
+
+
+class ModelEntry(Strict):
+    id: str
+    provider: str = "scripted"
+    price_key: str | None = None  # key into the price snapshot; default: the model id
+    cli_names: dict[str, str] = {}  # adapter -> the model name that CLI must send (e.g. a slug it knows)
+
+    @property
+    def price_ref(self) -> str:
+        return self.price_key or self.id
+
+
+class CliEntry(Strict):
+    adapter: str
+    # A grid column of its own for one adapter under other flags or versions: "ADAPTER:VARIANT"
+    # (e.g. "claude-code:plan"). Stored as the trial's CLI; the part before ":" names the adapter,
+    # so anything that reads a stored trial can still find its parser (harnesses.adapter_name).
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*:[A-Za-z0-9][A-Za-z0-9._-]*$")
+    version: str | None = None  # pinned version; default: the adapter's own pin
+    args: list[str] = []
+    env: dict[str, str] = {}
+
+    @property
+    def label(self) -> str:
+        """The CLI as the grid, the store and the reports name it."""
+        return self.name or self.adapter
+
+
+class Provider(Strict):
+    """Where a model is served. ``scripted``: the project's scripted model server; ``none``: no
+    model at all (agents that need none, e.g. the ``command`` adapter in load tests)."""
+
+    kind: Literal["scripted", "anthropic", "openai", "openai-chat", "gemini", "none"] = "scripted"
+    base_url: str | None = None
+    api_key_env: str | None = None  # name of the variable holding the key; the key itself is never stored
+    scenarios: str = "scenarios"
+    concurrency: int | None = Field(None, ge=1)  # trials at once on this provider, across all hosts
+    calls_per_minute: int | None = Field(None, ge=1)  # model calls a minute to it, all trials together (proxy)
+
+
+class Scoring(BaseModel):
+    """AgentMeter metric settings; ``agentmeter calibrate --write`` fills grids, tau and tiers."""
+
+    model_config = ConfigDict(extra="forbid")
+    alpha: float = Field(0.6, ge=0, le=1)
+    grids: dict[Tier, list[float]] | None = None
+    tau: dict[Tier, float] | None = None
+    tiers: dict[str, Tier] | None = None  # task id -> calibrated tier
+
+
+class ReviewSection(Strict):
+    """``[review]``: independent reviews each trial asks for, and the score spread that sends a
+    trial to adjudication (``agentmeter review --reviews N`` overrides it per store)."""
+
+    reviews: int = Field(1, ge=1, le=20)
+    disagreement: int = Field(2, ge=1, le=3)
+
+
+class SandboxSection(BaseModel):
+    """``kind`` picks the sandbox; the other keys are validated by that sandbox kind."""
+
+    model_config = ConfigDict(extra="allow")
+    kind: str = "local"
+
+
+class SuiteSection(Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    version: str = "1"
+    name: str | None = None
+    description: str = ""
+    trials: int = Field(1, ge=1, le=10_000)
+    concurrency: int = Field(4, ge=1, le=512)
+    tasks: list[str] | None = None  # explicit order; default: every folder with a task.toml, sorted
+    tasks_dir: str | None = None  # tasks read in place from this folder (relative to the suite); default: the suite
+    include: list[str] = []  # globs on task folder names under tasks_dir
+    exclude: list[str] = []
+    pass_threshold: float = Field(1.0, ge=0, le=1)  # Harbor tasks: passed = reward >= this
+    own: str | None = None  # the suite author's own configuration ("model|cli") or CLI: the honesty gate
+    keep_workspaces: bool = False
+    max_retries: int = Field(2, ge=0, le=10)
+    kill_on_thrash: bool = False
+    thrash_repeats: int = Field(8, ge=2)
+    kill_grace: float = Field(5.0, gt=0)
+    pricing: str | None = None  # price snapshot, relative to the suite folder
+    proxy: bool = False  # meter through the metering proxy
+
+
+class SuiteFile(Strict):
+    suite: SuiteSection
+    models: list[ModelEntry] = Field(min_length=1)
+    clis: list[CliEntry] = Field(min_length=1)
+    providers: dict[str, Provider] = {"scripted": Provider()}
+    budgets: Budgets = Budgets()
+    scoring: Scoring = Scoring()
+    review: ReviewSection = ReviewSection()
+    sandbox: SandboxSection = SandboxSection()
+
+    @field_validator("models")
+    @classmethod
+    def _unique_models(cls, models: list[ModelEntry]) -> list[ModelEntry]:
+        ids = [m.id for m in models]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"model ids must be unique: {', '.join(dupes)}")
+        return models
