@@ -9,6 +9,7 @@ it is minutes, far beyond the slowest shared machine, so it is never the thing t
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -41,11 +42,14 @@ def pid_running(pid: int) -> bool:
         return False
 
 
-async def eventually(probe: Callable[[], Awaitable[T]], what: str = "the condition", interval: float = 0.02) -> T:
-    """``await probe()``'s first truthy value, for tests inside an event loop."""
+async def eventually(probe: Callable[[], Awaitable[T] | T], what: str = "the condition", interval: float = 0.02) -> T:
+    """``probe()``'s first truthy value (awaited when it is awaitable), for tests inside an
+    event loop: the loop runs between tries."""
     deadline = time.monotonic() + FAILSAFE
     while True:
-        value = await probe()
+        value = probe()
+        if inspect.isawaitable(value):
+            value = await value
         if value:
             return value
         if time.monotonic() > deadline:

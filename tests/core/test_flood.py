@@ -14,6 +14,7 @@ from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.store import writer as writer_module
 from agentmeter_tui.core.store.writer import StoreWriter
 from tests.conftest import agentmeter
+from tests.waiting import eventually
 
 from .test_hostile_output import AGENT, HOSTILE, printed_by_agent
 
@@ -110,12 +111,12 @@ def test_on_a_full_disk_output_stays_held(tmp_path, monkeypatch):
     async def scenario() -> bool:
         await asyncio.wrap_future(writer.call(disk))
         writer.add_events(rows(1, 5))
-        await wait_until(lambda: writer.full is not None)
+        await eventually(lambda: writer.full is not None, "the writer to meet the full disk")
         writer.add_events(rows(6, 20))
         room = writer.room()
         assert room is not None
         before = tries[0]
-        await wait_until(lambda: tries[0] > before + 1)  # a whole failed try after the hold began
+        await eventually(lambda: tries[0] > before + 1, "a whole failed try after the hold began")
         held = not room.done()
         full[0] = 0  # room on the disk again
         await room
@@ -127,11 +128,6 @@ def test_on_a_full_disk_output_stays_held(tmp_path, monkeypatch):
         assert writer.call(lambda store: store.event_count(1)).result(timeout=600) == 25  # fail-safe timeout
     finally:
         writer.close()
-
-
-async def wait_until(condition) -> None:
-    while not condition():
-        await asyncio.sleep(0.01)
 
 
 def test_a_docker_or_swarm_reader_thread_waits_for_held_output():
