@@ -43,6 +43,14 @@ class TarWriter:
         self.dirs.add(name)
         self.tar.addfile(self._info(name, tarfile.DIRTYPE, mode, uid))
 
+    def present(self, name: str) -> None:
+        """``name`` and its parents are folders the destination has already: entries go inside
+        them without an entry of their own, which would change their owner and mode."""
+        name = name.strip("/")
+        while name and name not in self.dirs:
+            self.dirs.add(name)
+            name = os.path.dirname(name)
+
     def data(self, name: str, data: bytes, mode: int = 0o644, uid: int | None = None) -> None:
         self.folder(os.path.dirname(name.strip("/")))
         info = self._info(name, tarfile.REGTYPE, mode, uid)

@@ -268,9 +268,12 @@ class DockerSession(ContainerSession):
             await self.sandbox.gateway(self.engine, self.network)
         self.container, started = await self.sandbox.containers.take(self.engine, image, name, labels, bind_root,
                                                                      shape)
-        if bind_root is None:
+        if bind_root is not None:
+            await self.seed_contract(task)
+        elif self.contract is not None:  # Harbor's writable root: everything in one archive
+            await self.engine.call(api.put_archive, self.container, "/", self.root_tar(task))
+        else:  # a read-only root takes archives only into its volumes
             await self.engine.call(api.put_archive, self.container, ROOT, self.seed_tar(task))
-        await self.seed_contract(task)
         if not started:
             await self.engine.call(api.start, self.container)
 

@@ -80,6 +80,9 @@ class ContainerSession(SandboxSession):
     def seed_tar(self, task: Task, prefix: str = "") -> bytes:
         """The trial's own folders under /agentmeter (``prefix`` "agentmeter/" when the archive
         goes to /), the shipped tools, and our own tasks' workspace seed."""
+        return self._seed(task, prefix).getvalue()
+
+    def _seed(self, task: Task, prefix: str) -> TarWriter:
         tar = TarWriter(uid=self.uid)
         if prefix:
             tar.folder(prefix.rstrip("/"), uid=0)
@@ -90,22 +93,38 @@ class ContainerSession(SandboxSession):
             tar.tree(prefix + "workspace", task.workspace_seed)
         tar.folder(prefix + "tools", uid=0)  # ours, read-only to the agent
         tar.files(prefix, shipped_files(), uid=0)
+        return tar
+
+    def root_tar(self, task: Task) -> bytes:
+        """Everything the container is seeded with, as one archive for / (one engine round trip
+        rather than three: a Harbor trial's start is mostly round trips): /agentmeter as
+        :meth:`seed_tar` makes it and, for a Harbor task, its HOME and its workspace seed."""
+        tar = self._seed(task, ROOT.strip("/") + "/")
+        self._contract_entries(tar, task)
         return tar.getvalue()
 
     async def seed_contract(self, task: Task) -> None:
         """A Harbor task's workspace seed into its WORKDIR, and its HOME made (the container's
         root filesystem is writable: both stay in the container)."""
-        api = self.engine.client.api
         if self.contract is None:
             return
+        tar = TarWriter(uid=self.uid)
+        if self._contract_entries(tar, task):
+            await self.engine.call(self.engine.client.api.put_archive, self.container, "/", tar.getvalue())
+
+    def _contract_entries(self, tar: TarWriter, task: Task) -> bool:
+        """A Harbor task's HOME and workspace seed into ``tar`` (an archive for /); whether any."""
+        if self.contract is None:
+            return False
+        wrote = False
         if self.home != f"{ROOT}/home":
-            home = TarWriter(uid=self.uid)
-            home.folder(self.home.strip("/"), 0o700)
-            await self.engine.call(api.put_archive, self.container, "/", home.getvalue())
+            tar.folder(self.home.strip("/"), 0o700)
+            wrote = True
         if task.workspace_seed is not None:
-            seed = TarWriter(uid=self.uid)
-            seed.tree("", task.workspace_seed)
-            await self.engine.call(api.put_archive, self.container, self.workspace, seed.getvalue())
+            tar.present(self.workspace)  # the image's WORKDIR keeps its owner and mode
+            tar.tree(self.workspace.strip("/"), task.workspace_seed)
+            wrote = True
+        return wrote
 
     def environment(self, extra: dict[str, str], cwd: str | None = None) -> dict[str, str]:
         if self.contract is not None:

@@ -66,8 +66,7 @@ class SwarmHarborSession(ContainerSession):
                               f"closes it)")
         await engine.call(self._create_service, task, contract, limits)
         self.container = await engine.call(self._wait_running)
-        await engine.call(engine.client.api.put_archive, self.container, "/", self.seed_tar(task, "agentmeter/"))
-        await self.seed_contract(task)
+        await engine.call(engine.client.api.put_archive, self.container, "/", self.root_tar(task))
 
     def _create_service(self, task: Task, contract: ImageContract, limits: EngineLimits) -> None:
         """Blocking: the trial's service, pinned to this manager's node, never restarted."""
