@@ -25,6 +25,12 @@ Cells (the scripted model server on 127.0.0.1 plays every model):
   where the CLI's protocol merges classes) on the row and in ``extra.proxy``, a budget's
   crossing call the last one served, events whole with one kill note
   (benchmarks/faults/clis.py).
+- ``SANDBOX/oracle/kill:REASON`` for SANDBOX in local, docker and REASON in operator,
+  budget:time: the oracle (the task's solution/solve.sh as the agent) stopped during its
+  solve.sh's long step (the operator: once its first line is stored; the clock: seeded).
+  Token and USD budgets cannot trip at zero tokens: no such cells. After each: status and
+  reason, no process left, nothing on the engine, zero tokens, no verification, events whole
+  with one kill note (benchmarks/faults/oracle.py).
 - ``local/reference/runner:kill-9``: the runner is SIGKILLed at seeded moments (after k more
   events) during a run of short trials, ``storms`` times, restarted each time with
   ``agentmeter run``; at the end every cell is final exactly once, no trial that had finished
@@ -67,6 +73,9 @@ from benchmarks.faults.clis import REASONS as CLI_REASONS
 from benchmarks.faults.engine import engine_restart_cell
 from benchmarks.faults.infra import disk_full_cell, server_death_cell, upstream_reset_cell
 from benchmarks.faults.kills import REASONS, SANDBOXES, kill_cell
+from benchmarks.faults.oracle import REASONS as ORACLE_REASONS
+from benchmarks.faults.oracle import SANDBOXES as ORACLE_SANDBOXES
+from benchmarks.faults.oracle import oracle_cell
 from benchmarks.faults.storm import storm_cell
 
 
@@ -81,6 +90,9 @@ def cells(args: argparse.Namespace) -> list[tuple[str, bool, object]]:
     out += [(f"local/{cli}/kill:{reason}", (cli, reason) in ci_clis,
              lambda folder, rng, c=cli, r=reason: cli_cell(c, r, args.cli_trials, rng, folder, jitter=not args.ci))
             for cli in CLIS for reason in CLI_REASONS]
+    out += [(f"{kind}/oracle/kill:{reason}", False,
+             lambda folder, rng, k=kind, r=reason: oracle_cell(k, r, args.cli_trials, rng, folder, jitter=not args.ci))
+            for kind in ORACLE_SANDBOXES for reason in ORACLE_REASONS]
     out.append(("local/reference/runner:kill-9", True, lambda folder, rng: storm_cell(args.storms, rng, folder)))
     out.append(("local/reference/server:dies", True, server_death_cell))
     out.append(("local/reference/store:disk-full", True, disk_full_cell))
