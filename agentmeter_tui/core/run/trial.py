@@ -12,6 +12,7 @@ the final row is committed before the trial counts as done, with every token see
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 import traceback
@@ -298,12 +299,32 @@ class TrialRun:
             from ..verifiers.harbor import trajectory_of
 
             verifier.trajectory = await trajectory_of(self)
-        verdict = await verifier.verify(session)
+        verdict = await self._verify_unless_killed(verifier.verify(session), session)
+        if verdict is None:  # the operator (or the runner's shutdown) stopped it while the verifier ran
+            return (TrialStatus.KILLED, self.kill_reason.code, None)
         if verdict.infra_error:
             return (TrialStatus.INFRA_INVALID, f"infra: {verdict.infra_error}", verdict)
         if verdict.passed:
             return (TrialStatus.PASSED, None, verdict)
         return (TrialStatus.FAILED, verdict.reason, verdict)
+
+    async def _verify_unless_killed(self, verifying, session: SandboxSession):
+        """The verifier's verdict, or None when a kill arrives while it runs: then it is stopped
+        like the agent (the signal ladder on every process of the trial) and gives no verdict;
+        a kill the runner acknowledged must never end in a pass."""
+        verify = asyncio.ensure_future(verifying)
+        kill = asyncio.ensure_future(self._kill.wait())
+        try:
+            await asyncio.wait({verify, kill}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            kill.cancel()
+        if verify.done():
+            return verify.result()
+        self.note(f"killing: {self.kill_reason}")
+        await session.kill(KillPolicy(grace=self.ctx.suite.spec.suite.kill_grace))
+        with contextlib.suppress(Exception):  # its processes are gone: what it returns is no verdict
+            await verify
+        return None
 
     async def _recover_usage(self, session: SandboxSession, killed: bool) -> None:
         """After a kill, or when the stream had no final record or no usage (or, for CLIs whose
