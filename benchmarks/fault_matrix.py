@@ -31,6 +31,10 @@ Cells (the scripted model server on 127.0.0.1 plays every model):
   Token and USD budgets cannot trip at zero tokens: no such cells. After each: status and
   reason, no process left, nothing on the engine, zero tokens, no verification, events whole
   with one kill note (benchmarks/faults/oracle.py).
+- ``SANDBOX/reference/kill:verifying`` for SANDBOX in local, docker: the operator's kill
+  arrives while the task's test.sh (a long step) runs; the trial ends killed (operator) with
+  no verdict, no process (test.sh's included) and nothing on the engine left, usage and
+  events as above (benchmarks/faults/verifying.py).
 - ``local/reference/runner:kill-9``: the runner is SIGKILLed at seeded moments (after k more
   events) during a run of short trials, ``storms`` times, restarted each time with
   ``agentmeter run``; at the end every cell is final exactly once, no trial that had finished
@@ -77,6 +81,7 @@ from benchmarks.faults.oracle import REASONS as ORACLE_REASONS
 from benchmarks.faults.oracle import SANDBOXES as ORACLE_SANDBOXES
 from benchmarks.faults.oracle import oracle_cell
 from benchmarks.faults.storm import storm_cell
+from benchmarks.faults.verifying import verifying_cell
 
 
 def cells(args: argparse.Namespace) -> list[tuple[str, bool, object]]:
@@ -93,6 +98,9 @@ def cells(args: argparse.Namespace) -> list[tuple[str, bool, object]]:
     out += [(f"{kind}/oracle/kill:{reason}", False,
              lambda folder, rng, k=kind, r=reason: oracle_cell(k, r, args.cli_trials, rng, folder, jitter=not args.ci))
             for kind in ORACLE_SANDBOXES for reason in ORACLE_REASONS]
+    out += [(f"{kind}/reference/kill:verifying", False,
+             lambda folder, rng, k=kind: verifying_cell(k, args.cli_trials, rng, folder, jitter=not args.ci))
+            for kind in ("local", "docker")]
     out.append(("local/reference/runner:kill-9", True, lambda folder, rng: storm_cell(args.storms, rng, folder)))
     out.append(("local/reference/server:dies", True, server_death_cell))
     out.append(("local/reference/store:disk-full", True, disk_full_cell))
