@@ -20,7 +20,16 @@ from agentmeter_tui.core.procs import TOKEN_VAR
 from agentmeter_tui.core.run.control import ControlClient
 from agentmeter_tui.core.store import Store
 
-from .common import Cell, agentmeter, burner_suite, run_status, trial_intact, unique_id, wait_runners_gone, wait_until
+from .common import (
+    Cell,
+    agentmeter,
+    burner_suite,
+    run_status,
+    trial_intact,
+    unique_id,
+    wait_runners_gone,
+    wait_until,
+)
 from .kills import sandbox_table
 
 ANSWER = """description = "answers at once: the verifier is what runs long"
