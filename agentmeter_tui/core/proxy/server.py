@@ -118,6 +118,19 @@ class MeteringProxy:
                     self._log(f"proxy: {route.label}: recording a call failed: {exc!r}")
             route.leave()
 
+    def _meter_received(self, route: Route, call: ProxyCall, scanner: UsageScanner | None,
+                        content: aiohttp.StreamReader) -> None:
+        """The CLI went away (or the provider did) mid-answer. What the provider already sent and
+        this side already received, but not yet passed on, still counts: a call whose final
+        figures are in it was generated and is billed, so it is metered (never waits)."""
+        if scanner is None:
+            return
+        rest = content.read_nowait()
+        if rest and scanner.feed(rest):
+            self._meter(route, call, scanner)
+        if content.at_eof() and scanner.finish():
+            self._meter(route, call, scanner)
+
     async def _forward(self, request: web.Request, route: Route, call: ProxyCall) -> web.StreamResponse:
         body = await request.read()
         protocol = call.protocol
@@ -153,15 +166,19 @@ class MeteringProxy:
                 await response.prepare(request)
                 # A provider's error answer is small: keep a copy to record its type and retry-after.
                 failed = bytearray() if protocol is not None and upstream.status >= 400 else None
-                async for chunk in upstream.content.iter_any():
-                    if call.ttfb_ms is None:
-                        call.ttfb_ms = round((time.monotonic() - call.clock) * 1000, 2)
-                    if scanner is not None and scanner.feed(chunk):
-                        self._meter(route, call, scanner)
-                    elif failed is not None and len(failed) < MAX_ERROR_BODY:
-                        failed += chunk[:MAX_ERROR_BODY - len(failed)]
-                    call.bytes_out += len(chunk)
-                    await response.write(chunk)
+                try:
+                    async for chunk in upstream.content.iter_any():
+                        if call.ttfb_ms is None:
+                            call.ttfb_ms = round((time.monotonic() - call.clock) * 1000, 2)
+                        if scanner is not None and scanner.feed(chunk):
+                            self._meter(route, call, scanner)
+                        elif failed is not None and len(failed) < MAX_ERROR_BODY:
+                            failed += chunk[:MAX_ERROR_BODY - len(failed)]
+                        call.bytes_out += len(chunk)
+                        await response.write(chunk)
+                except (asyncio.CancelledError, OSError):
+                    self._meter_received(route, call, scanner, upstream.content)
+                    raise
                 if scanner is not None and scanner.finish():
                     self._meter(route, call, scanner)
                 if failed is not None:
