@@ -12,7 +12,6 @@ the server served; events numbered without a gap, one kill note among them.
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 
 import orjson
@@ -20,7 +19,6 @@ import orjson
 from agentmeter_tui.core.harnesses import get_adapter
 from agentmeter_tui.core.paths import default_clis_root
 from agentmeter_tui.core.procs import processes_with_token
-from agentmeter_tui.core.run.control import ControlClient
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TOKEN_CLASSES, TokenUsage
 from agentmeter_tui.core.wireusage import MERGED, fold
@@ -30,6 +28,7 @@ from .common import (
     Cell,
     agentmeter,
     events_intact,
+    kill_each_at,
     one_task_suite,
     run_status,
     unique_id,
@@ -87,16 +86,15 @@ def cli_cell(cli: str, reason: str, trials: int, rng: random.Random, folder: Pat
     store = Store(db)
     try:
         if reason == "operator":
-            running = wait_until(lambda: len(rows := store.trials(suite_id, "status = 'running'")) == trials
-                                 and rows, "every CLI running")
-            for trial in running:
-                calls = rng.randint(1, 3)  # the moment: after the trial's k-th metered call
-                wait_until(lambda t=trial["id"], k=calls: proxy_calls(store, t) >= k or store.trial(t)["finished_at"],
-                           f"trial {trial['id']}'s call {calls}")
-                if jitter:
-                    time.sleep(rng.uniform(0.0, 0.3))
-                with ControlClient(db) as client:
-                    client.request("kill", trial=trial["id"])
+            calls: dict[int, int] = {}  # the moment: after the trial's k-th metered call, k seeded
+
+            def called(trial: dict) -> bool:
+                if trial["id"] not in calls:  # drawn in trial order, as the seed's figures were
+                    calls[trial["id"]] = rng.randint(1, 3)
+                return proxy_calls(store, trial["id"]) >= calls[trial["id"]]
+
+            kill_each_at(store, db, suite_id, trials, called, "CLI",
+                         (lambda: rng.uniform(0.0, 0.3)) if jitter else 0.0)
         wait_until(lambda: run_status(store) == "finished", "the run")
         wait_runners_gone(store)
         rows = store.trials(suite_id)

@@ -176,3 +176,21 @@ def one_task_suite(folder: Path, suite_id: str, cli: str, scenario: str, setting
     (suite / "task" / "instruction.md").write_text("Write hi to out.txt, then keep working.\n")
     (suite / "task" / "tests" / "test.sh").write_text("#!/bin/sh\nexit 0\n")
     return suite
+
+
+def kill_each_at(store: Store, db: Path, suite_id: str, trials: int, moment, what: str,
+                 delay: float = 0.0) -> None:
+    """The operator's kill of each of the suite's ``trials`` running trials, at its moment:
+    once ``moment(trial)`` holds (or the trial ended meanwhile), after ``delay()`` seconds of
+    seeded jitter when given (``delay`` a callable; benchmarks only, never the CI subset)."""
+    from agentmeter_tui.core.run.control import ControlClient
+
+    running = wait_until(lambda: len(rows := store.trials(suite_id, "status = 'running'")) == trials
+                         and rows, f"every {what} running")
+    for trial in running:
+        wait_until(lambda t=trial: moment(t) or store.trial(t["id"])["finished_at"],
+                   f"trial {trial['id']}'s moment")
+        if delay:
+            time.sleep(delay())
+        with ControlClient(db) as client:
+            client.request("kill", trial=trial["id"])

@@ -18,15 +18,22 @@ from __future__ import annotations
 
 import random
 import textwrap
-import time
 from pathlib import Path
 
 from agentmeter_tui.core.procs import processes_with_token
-from agentmeter_tui.core.run.control import ControlClient
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TOKEN_CLASSES
 
-from .common import Cell, agentmeter, events_intact, run_status, unique_id, wait_runners_gone, wait_until
+from .common import (
+    Cell,
+    agentmeter,
+    events_intact,
+    kill_each_at,
+    run_status,
+    unique_id,
+    wait_runners_gone,
+    wait_until,
+)
 from .kills import engine_leftovers
 
 REASONS = ("operator", "budget:time")  # budget:tokens and budget:usd cannot trip at zero tokens
@@ -114,15 +121,9 @@ def oracle_cell(kind: str, reason: str, trials: int, rng: random.Random, folder:
     store = Store(db)
     try:
         if reason == "operator":
-            running = wait_until(lambda: len(rows := store.trials(suite_id, "status = 'running'")) == trials
-                                 and rows, "every oracle running")
-            for trial in running:  # the moment: solve.sh's long step has started
-                wait_until(lambda t=trial["id"]: step_started(store, t) or store.trial(t)["finished_at"],
-                           f"trial {trial['id']}'s long step")
-                if jitter:
-                    time.sleep(rng.uniform(0.0, 0.5))
-                with ControlClient(db) as client:
-                    client.request("kill", trial=trial["id"])
+            # the moment: solve.sh's long step has started
+            kill_each_at(store, db, suite_id, trials, lambda t: step_started(store, t["id"]), "oracle",
+                         (lambda: rng.uniform(0.0, 0.5)) if jitter else 0.0)
         wait_until(lambda: run_status(store) == "finished", "the run")
         wait_runners_gone(store)
         rows = store.trials(suite_id)
