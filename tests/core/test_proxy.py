@@ -5,6 +5,7 @@ errors and failures, and no key in any record or log line."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import aiohttp
@@ -277,3 +278,35 @@ async def test_a_provider_that_drops_mid_stream_cuts_the_clis_stream_too(proxy):
         assert call.outcome.startswith("upstream error") and not call.usage
     finally:
         await provider.close()
+
+
+async def test_an_answer_received_whole_before_the_cli_went_away_is_metered(upstream, proxy, tmp_path):
+    """The CLI is killed while the proxy passes on the end of an answer the provider finished:
+    the end is in the proxy's buffer, not yet passed on. The provider bills that call, so its
+    final figures are read from what was received and metered; the CLI's write fails, not the
+    metering. Expected figures: what the scripted server served, read from the server."""
+    from aiohttp import StreamReader
+    from aiohttp.base_protocol import BaseProtocol
+
+    from agentmeter_tui.core.proxy.scan import UsageScanner
+
+    await session(upstream, tmp_path)
+    status, _, body = await send(str(upstream.make_url("")).rstrip("/"), "anthropic", REAL_KEY)
+    assert status == 200
+    info = await served(upstream)
+    assert info["calls"] == 1 and info["served"][0]["completed"]
+    billed = fold(TokenUsage.from_dict(info["usage"]), MERGED["anthropic"])  # Anthropic: reasoning in output
+    first = body.index(b"\n\n") + 2  # message_start: what was passed on before the CLI went away
+    sink = Sink()
+    route = proxy.route(str(upstream.make_url("")), REAL_KEY, sink)
+    call = ProxyCall(1, "anthropic", "POST", "/v1/messages")
+    scanner = UsageScanner("anthropic", "text/event-stream", "")
+    assert not scanner.feed(body[:first]) or scanner.final is None
+    loop = asyncio.get_running_loop()
+    received = StreamReader(BaseProtocol(loop), 2 ** 16, loop=loop)
+    received.feed_data(body[first:])
+    received.feed_eof()
+    proxy._meter_received(route, call, scanner, received)
+    assert call.usage == billed and sink.usage == billed and route.usage == billed
+    proxy._meter_received(route, call, scanner, received)  # a second look finds nothing more to count
+    assert sink.usage == billed
