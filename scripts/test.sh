@@ -9,6 +9,8 @@
 # 3: most tests wait on subprocesses, the scripted model server or dockerd rather than on a
 # core, so a third worker still helps on a 2-core machine; measured figures in
 # docs/testing.md). --dist loadgroup keeps tests that share an xdist_group on one worker.
+# --max-worker-restart 0: under loadgroup, xdist 3.8 can wait forever after it replaces a
+# crashed worker (pytest-xdist issues 1323, 1327, 1378); a crash must fail the run, not hang it.
 # Tests marked `serial` act on machine-wide state and run afterwards, one at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +27,7 @@ fi
 workers=${AGENTMETER_TEST_WORKERS:-3}
 status=0
 if [ "$workers" -gt 1 ]; then
-  .venv/bin/pytest -n "$workers" --dist loadgroup -m "not serial" || status=$?
+  .venv/bin/pytest -n "$workers" --dist loadgroup --max-worker-restart 0 -m "not serial" || status=$?
 else
   .venv/bin/pytest -m "not serial" || status=$?
 fi

@@ -52,14 +52,21 @@ def runner_log_path(db: Path) -> Path:
 def owner_only(path: Path, *, create: bool = True) -> None:
     """Make ``path`` readable and writable by its owner alone (0600), creating it so when
     missing. The store, its WAL, the runner's log and lock hold transcripts and usage, which
-    other local users must not read; a file of another owner is left as it is."""
+    other local users must not read; a file of another owner is left as it is.
+
+    An existing file is never opened here: closing any descriptor of a file drops every POSIX
+    lock this process holds on it, SQLite's included. Opening the store's shm file beside a
+    live connection once released that connection's lock on it; the runner, seeing no other
+    reader, reset the shared memory, and the process that still had it mapped died of SIGBUS."""
     try:
-        fd = os.open(path, (os.O_CREAT if create else 0) | os.O_RDONLY, 0o600)
+        status = os.stat(path)
     except FileNotFoundError:
-        return
-    try:
-        status = os.fstat(fd)
-        if status.st_uid == os.getuid() and status.st_mode & 0o077:
-            os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
+        if not create:
+            return
+        try:  # a new inode: nobody can hold a lock on it yet
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            return
+        except FileExistsError:  # made by another process meanwhile
+            status = os.stat(path)
+    if status.st_uid == os.getuid() and status.st_mode & 0o077:
+        os.chmod(path, 0o600)
