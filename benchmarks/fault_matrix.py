@@ -25,12 +25,12 @@ Cells (the scripted model server on 127.0.0.1 plays every model):
   where the CLI's protocol merges classes) on the row and in ``extra.proxy``, a budget's
   crossing call the last one served, events whole with one kill note
   (benchmarks/faults/clis.py).
-- ``SANDBOX/oracle/kill:REASON`` for SANDBOX in local, docker and REASON in operator,
+- ``SANDBOX/oracle/kill:REASON`` for SANDBOX in local, docker, ssh and REASON in operator,
   budget:time: the oracle (the task's solution/solve.sh as the agent) stopped during its
   solve.sh's long step (the operator: once its first line is stored; the clock: seeded).
   Token and USD budgets cannot trip at zero tokens: no such cells. After each: status and
-  reason, no process left, nothing on the engine, zero tokens, no verification, events whole
-  with one kill note (benchmarks/faults/oracle.py).
+  reason, no process left, nothing on the engine or the ssh host, zero tokens, no
+  verification, events whole with one kill note (benchmarks/faults/oracle.py).
 - ``SANDBOX/reference/kill:verifying`` for SANDBOX in local, docker: the operator's kill
   arrives while the task's test.sh (a long step) runs; the trial ends killed (operator) with
   no verdict, no process (test.sh's included) and nothing on the engine left, usage and

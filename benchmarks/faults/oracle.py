@@ -1,16 +1,17 @@
 """Kill cells of the oracle agent (``[[clis]] adapter = "oracle"``: the task's
-``solution/solve.sh`` run as the agent, no model) in the local and docker sandboxes.
+``solution/solve.sh`` run as the agent, no model) in the local, docker and ssh sandboxes.
 
 A solve.sh that prints a line, then runs a long step (``sleep``), is stopped by the operator
 (once that line is in the store, plus a seeded delay in the full run) or by a seeded wall
 clock. Token and USD budgets cannot trip: the oracle calls no model, so its usage stays
 zero; there are no such cells. The docker task is Harbor-format (``/solution``, ``/tests``,
 built ``FROM agentmeter/host-bash``); the local one is the plain task layout with a
-``solution/`` folder, which the local sandbox places in the trial's scratch folder.
+``solution/`` folder, which the local and ssh sandboxes place in the trial's scratch folder
+(ssh: a throwaway sshd on 127.0.0.1, whose trial folders must all be gone after).
 
 After each: status ``killed`` with that reason; no process of the trial on this machine (a
-container's processes are this machine's too); nothing labelled with the cell's suite on the
-engine; zero tokens; no verification (no verifier output, not passed: test.sh would pass);
+container's processes and the ssh host's are this machine's too); nothing labelled with the
+cell's suite on the engine, no trial folder on the ssh host; zero tokens; no verification (no verifier output, not passed: test.sh would pass);
 the solve.sh's line among the events, numbered without a gap, with one kill note.
 """
 
@@ -34,17 +35,17 @@ from .common import (
     wait_runners_gone,
     wait_until,
 )
-from .kills import engine_leftovers
+from .kills import sandbox_table
 
 REASONS = ("operator", "budget:time")  # budget:tokens and budget:usd cannot trip at zero tokens
-SANDBOXES = ("local", "docker")
+SANDBOXES = ("local", "docker", "ssh")
 STEP = "solve: the long step starts"
 SOLVE = f"#!/bin/bash\necho '{STEP}'\nsleep 600\necho done > /tmp/never\n"
 # Would pass any agent: a killed trial must never be verified.
 TEST = "#!/bin/bash\nmkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\necho 'the verifier ran'\n"
 
 
-def oracle_suite(folder: Path, suite_id: str, kind: str, trials: int, budget: str) -> Path:
+def oracle_suite(folder: Path, suite_id: str, kind: str, trials: int, budget: str, sandbox: str) -> Path:
     """One task with a long solve.sh; Harbor-format in docker, the plain layout locally."""
     suite, task = folder / "suite", folder / "suite" / "tasks" / "long"
     (task / "solution").mkdir(parents=True)
@@ -59,7 +60,6 @@ def oracle_suite(folder: Path, suite_id: str, kind: str, trials: int, budget: st
     else:
         (task / "task.toml").write_text("[verifier]\ntimeout_sec = 30\n")
         (task / "tests" / "test.sh").write_text("#!/bin/sh\necho 'the verifier ran'\nexit 0\n")
-    sandbox = '\n[sandbox]\nkind = "docker"\n' if kind == "docker" else ""
     (suite / "suite.toml").write_text(textwrap.dedent(f"""\
         [suite]
         id = "{suite_id}"
@@ -81,7 +81,7 @@ def oracle_suite(folder: Path, suite_id: str, kind: str, trials: int, budget: st
 
         [budgets.default]
         {budget}
-        """) + sandbox)
+        """) + (f"\n[sandbox]\n{sandbox}\n" if sandbox else ""))
     return suite
 
 
@@ -112,24 +112,26 @@ def oracle_intact(store: Store, trial: dict, reason: str) -> list[str]:
 
 def oracle_cell(kind: str, reason: str, trials: int, rng: random.Random, folder: Path, jitter: bool) -> Cell:
     suite_id = unique_id(f"oracle-{kind}-{reason.replace(':', '-')}")
-    # The docker wall clock leaves room for the image build and the container's start (the task
-    # sets no [agent] timeout_sec: it would be the wall clock instead).
-    low, high = (20.0, 30.0) if kind == "docker" else (1.0, 4.0)
+    # The docker wall clock leaves room for the image build and the container's start, the ssh
+    # one for the session's setup (the task sets no [agent] timeout_sec: it would be the wall
+    # clock instead).
+    low, high = {"docker": (20.0, 30.0), "ssh": (4.0, 8.0)}.get(kind, (1.0, 4.0))
     budget = "wall_seconds = 3600" if reason == "operator" else f"wall_seconds = {rng.uniform(low, high):.2f}"
     db = folder / "oracle.db"
-    agentmeter("run", str(oracle_suite(folder, suite_id, kind, trials, budget)), "--detach", "--db", str(db))
-    store = Store(db)
-    try:
-        if reason == "operator":
-            # the moment: solve.sh's long step has started
-            kill_each_at(store, db, suite_id, trials, lambda t: step_started(store, t["id"]), "oracle",
-                         (lambda: rng.uniform(0.0, 0.5)) if jitter else 0.0)
-        wait_until(lambda: run_status(store) == "finished", "the run")
-        wait_runners_gone(store)
-        rows = store.trials(suite_id)
-        lost = [f"#{t['id']}: {', '.join(p)}" for t in rows if (p := oracle_intact(store, t, reason))]
-        if kind == "docker" and (left := engine_leftovers(suite_id)):
-            lost.append(f"left on the engine: {', '.join(left)}")
-        return len(rows), max(0, len(rows) - len(lost)), lost
-    finally:
-        store.close()
+    with sandbox_table(kind, folder, trials, suite_id) as (table, leftovers):
+        agentmeter("run", str(oracle_suite(folder, suite_id, kind, trials, budget, table)), "--detach", "--db", str(db))
+        store = Store(db)
+        try:
+            if reason == "operator":
+                # the moment: solve.sh's long step has started
+                kill_each_at(store, db, suite_id, trials, lambda t: step_started(store, t["id"]), "oracle",
+                             (lambda: rng.uniform(0.0, 0.5)) if jitter else 0.0)
+            wait_until(lambda: run_status(store) == "finished", "the run")
+            wait_runners_gone(store)
+            rows = store.trials(suite_id)
+            lost = [f"#{t['id']}: {', '.join(p)}" for t in rows if (p := oracle_intact(store, t, reason))]
+            if left := leftovers():
+                lost.append(f"left in the sandbox: {', '.join(left)}")
+            return len(rows), max(0, len(rows) - len(lost)), lost
+        finally:
+            store.close()
