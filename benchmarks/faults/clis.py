@@ -28,12 +28,10 @@ from .common import (
     Cell,
     agentmeter,
     events_intact,
+    judge_cell,
     kill_each_at,
     one_task_suite,
-    run_status,
     unique_id,
-    wait_runners_gone,
-    wait_until,
 )
 
 CLIS = ("claude-code", "codex", "gemini-cli", "qwen-code", "kimi-cli", "opencode")
@@ -95,10 +93,6 @@ def cli_cell(cli: str, reason: str, trials: int, rng: random.Random, folder: Pat
 
             kill_each_at(store, db, suite_id, trials, called, "CLI",
                          (lambda: rng.uniform(0.0, 0.3)) if jitter else 0.0)
-        wait_until(lambda: run_status(store) == "finished", "the run")
-        wait_runners_gone(store)
-        rows = store.trials(suite_id)
-        lost = [f"#{t['id']}: {', '.join(p)}" for t in rows if (p := cli_intact(store, t, cli, reason, tokens))]
-        return len(rows), len(rows) - len(lost), lost
+        return judge_cell(store, suite_id, lambda t: cli_intact(store, t, cli, reason, tokens))
     finally:
         store.close()

@@ -126,6 +126,18 @@ def wait_runners_gone(store: Store) -> None:
     wait_until(lambda: not any(alive(pid) for pid in pids), "the runner to exit")
 
 
+def judge_cell(store: Store, suite_id: str, intact, leftovers=list) -> Cell:
+    """Once the run has finished and its runners have exited: each trial judged by
+    ``intact(trial)`` (its problems), then what ``leftovers()`` finds in the sandbox."""
+    wait_until(lambda: run_status(store) == "finished", "the run")
+    wait_runners_gone(store)
+    rows = store.trials(suite_id)
+    lost = [f"#{t['id']}: {', '.join(p)}" for t in rows if (p := intact(t))]
+    if left := leftovers():
+        lost.append(f"left behind: {', '.join(left)}")
+    return len(rows), max(0, len(rows) - len(lost)), lost
+
+
 def slow_suite(folder: Path, prefix: str, settings: str = "", sandbox: str = "") -> tuple[Path, str]:
     """The slow fixture suite (six short trials, two at a time) under a fresh suite id, with
     more ``[suite]`` settings and a ``[sandbox]`` table."""

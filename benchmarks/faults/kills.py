@@ -25,11 +25,10 @@ from .common import (
     Cell,
     agentmeter,
     burner_suite,
-    run_status,
+    judge_cell,
     trial_intact,
     unique_id,
     usage_events,
-    wait_runners_gone,
     wait_until,
 )
 
@@ -108,12 +107,6 @@ def kill_cell(kind: str, reason: str, trials: int, rng: random.Random, folder: P
         try:
             if reason == "operator":
                 kill_by_operator(db, store, suite_id, trials, rng, jitter)
-            wait_until(lambda: run_status(store) == "finished", "the run")
-            wait_runners_gone(store)
-            rows = store.trials(suite_id)
-            lost = [f"#{t['id']}: {', '.join(p)}" for t in rows if (p := trial_intact(store, t, reason))]
-            if left := leftovers():
-                lost.append(f"left behind: {', '.join(left)}")
-            return len(rows), max(0, len(rows) - len(lost)), lost
+            return judge_cell(store, suite_id, lambda t: trial_intact(store, t, reason), leftovers)
         finally:
             store.close()

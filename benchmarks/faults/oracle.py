@@ -29,11 +29,9 @@ from .common import (
     Cell,
     agentmeter,
     events_intact,
+    judge_cell,
     kill_each_at,
-    run_status,
     unique_id,
-    wait_runners_gone,
-    wait_until,
 )
 from .kills import sandbox_table
 
@@ -126,12 +124,6 @@ def oracle_cell(kind: str, reason: str, trials: int, rng: random.Random, folder:
                 # the moment: solve.sh's long step has started
                 kill_each_at(store, db, suite_id, trials, lambda t: step_started(store, t["id"]), "oracle",
                              (lambda: rng.uniform(0.0, 0.5)) if jitter else 0.0)
-            wait_until(lambda: run_status(store) == "finished", "the run")
-            wait_runners_gone(store)
-            rows = store.trials(suite_id)
-            lost = [f"#{t['id']}: {', '.join(p)}" for t in rows if (p := oracle_intact(store, t, reason))]
-            if left := leftovers():
-                lost.append(f"left in the sandbox: {', '.join(left)}")
-            return len(rows), max(0, len(rows) - len(lost)), lost
+            return judge_cell(store, suite_id, lambda t: oracle_intact(store, t, reason), leftovers)
         finally:
             store.close()
