@@ -23,38 +23,11 @@ from itertools import accumulate
 
 from .data import OPEN_KINDS, EventIndex
 from .format import event_summary
+from .wrapping import wrap_text
 
 MAX_WRAPPED = 4096  # events whose wrapped lines are cached; the rest are wrapped again when drawn
 CHUNK = 4096  # events per window read from the store
 MAX_CHUNKS = 24  # windows kept in memory (~100k events); the least recently drawn goes first
-
-
-def wrap_line(line: str, width: int) -> list[str]:
-    """Greedy word wrap of one line (no newlines) to ``width`` characters; long words are cut."""
-    if len(line) <= width:
-        return [line]
-    out = []
-    while len(line) > width:
-        cut = line.rfind(" ", 0, width + 1)
-        if cut <= 0:
-            out.append(line[:width])
-            line = line[width:]
-        else:
-            out.append(line[:cut])
-            line = line[cut + 1:]
-    out.append(line)
-    return out
-
-
-def wrap_text(text: str, width: int) -> list[str]:
-    width = max(8, width)
-    text = text.expandtabs(4).rstrip("\n") or ""
-    if "\n" not in text:
-        return wrap_line(text, width)
-    lines: list[str] = []
-    for line in text.split("\n"):
-        lines.extend(wrap_line(line, width))
-    return lines
 
 
 class _Chunk:

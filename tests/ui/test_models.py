@@ -14,7 +14,8 @@ from agentmeter_tui.ui.grid_state import GridState, TrialSummary
 from agentmeter_tui.ui.live_state import LiveState
 from agentmeter_tui.ui.settings import UiSettings, load_settings, reviewer_name
 from agentmeter_tui.ui.themes import load_themes
-from agentmeter_tui.ui.transcript_doc import TranscriptDoc, wrap_line, wrap_text
+from agentmeter_tui.ui.transcript_doc import TranscriptDoc
+from agentmeter_tui.ui.wrapping import wrap_line, wrap_text
 from tests.sample_data import T0, sample_feed, sample_meter
 
 
