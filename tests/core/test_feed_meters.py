@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import orjson
+
 from agentmeter_tui.core.run import feed as feed_module
-from agentmeter_tui.core.run.feed import METER_EVERY, Feed
+from agentmeter_tui.core.run.feed import MAX_LIVE, METER_EVERY, Feed, FeedOptions
 
 
 class FakeTrial:
@@ -34,7 +36,8 @@ def test_meters_of_printing_trials_are_paced_and_status_changes_are_not(monkeypa
             trials[trial_id].tokens = seq
             feed.trial_events(trials[trial_id], rows(seq))
         collected = feed._collect()
-        return collected or ({}, [], [])
+        events, _dropped, meters, finished = collected or ({}, {}, [], [])
+        return events, meters, finished
 
     events, meters, _ = tick(1)
     assert set(events) == {1, 2} and [m["id"] for m in meters] == [1, 2]  # first meters at once
@@ -50,3 +53,31 @@ def test_meters_of_printing_trials_are_paced_and_status_changes_are_not(monkeypa
     assert events == {} and [(m["id"], m["tokens"]["output"]) for m in meters] == [(1, 3)]
     clock[0] += METER_EVERY
     assert feed._collect() is None  # nothing new since: nothing sent
+
+
+def test_a_flood_is_kept_as_a_tail_and_a_count(monkeypatch):
+    """A trial that prints far more than a tick can carry: the feed keeps the newest MAX_LIVE
+    events and counts the rest, and each subscriber's tick says how many it skipped."""
+    trial = FakeTrial(7)
+    runner = SimpleNamespace(scheduler=SimpleNamespace(running={7: trial}), run_id=1, suite=None,
+                             db="x.db", started=0)
+    monkeypatch.setattr(Feed, "progress", lambda self: {})
+    feed = Feed(runner)  # type: ignore[arg-type]
+    printed = 0
+    for size in (3, MAX_LIVE + 1, 2 * MAX_LIVE, 10, 7 * MAX_LIVE):  # batches as the writer hands them
+        feed.trial_events(trial, [(7, printed + i, 0.0, "assistant", "stdout", f"line {printed + i}", None)
+                                  for i in range(size)])
+        printed += size
+        assert len(feed._live[trial]) <= 2 * MAX_LIVE  # never a copy of the whole flood
+    events, dropped, _, _ = feed._collect()
+    kept = events[7]
+    assert len(kept) + dropped[7] == printed  # every event is sent or counted
+    assert [row[0] for row in kept] == list(range(printed - len(kept), printed))  # the newest, in order
+    for options in (FeedOptions(max_events=200), FeedOptions(max_events=MAX_LIVE)):
+        feed.subscribers[object()] = options  # type: ignore[index]
+    messages = feed._encode((events, dropped, [], []))
+    for options, raw in messages.items():
+        tick = orjson.loads(raw)
+        sent = tick["events"]["7"]
+        assert len(sent) == options.max_events and tick["skipped"]["7"] == printed - options.max_events
+        assert sent[-1][0] == printed - 1

@@ -13,7 +13,9 @@ trials printing, a meter per trial per tick was most of what a client parsed, fo
 screens redraw about once a second anyway.
 
 Live clients show transcript *tails*, so a tick carries at most ``max_events`` events per
-trial (the newest) and says how many it ``skipped``; the store has all of them. A subscriber
+trial (the newest) and says how many it ``skipped``; the store has all of them. The feed
+itself keeps no more than the most a client may ask for (``MAX_LIVE`` per trial): an agent
+that floods its output costs the runner a count, not a copy of every line. A subscriber
 that asks ``events: false`` (the headless printer) gets meters and progress only. A
 subscriber whose socket still backs up (a stuck or dead client) is dropped: it can
 reconnect and reload history from the store.
@@ -33,10 +35,14 @@ if TYPE_CHECKING:
     from .runner import Runner
     from .trial import TrialRun
 
+# A tick's content: events and how many were left out, per trial id; meters; finished trials.
+Collected = tuple[dict[int, list[LiveEvent]], dict[int, int], list[Meter], list[Meter]]
+
 TICK = 0.1
 METER_EVERY = 0.5  # seconds between two meters of a trial that only printed (its tokens grew)
 MAX_BACKLOG = 8 << 20  # bytes buffered for one client before it is considered gone
 DEFAULT_MAX_EVENTS = 200
+MAX_LIVE = 5000  # the most events of one trial a tick can carry (a client's max_events at most)
 
 
 @dataclass(frozen=True)
@@ -47,7 +53,7 @@ class FeedOptions:
     @classmethod
     def from_request(cls, request: dict[str, Any]) -> FeedOptions:
         return cls(events=bool(request.get("events", True)),
-                   max_events=max(1, min(int(request.get("max_events") or DEFAULT_MAX_EVENTS), 5000)))
+                   max_events=max(1, min(int(request.get("max_events") or DEFAULT_MAX_EVENTS), MAX_LIVE)))
 
 
 class Feed:
@@ -58,7 +64,9 @@ class Feed:
         self._finished: list[Meter] = []
         self._done: list[Meter] = []  # every trial finished in this run, for clients that attach late
         self._live: dict[TrialRun, list[LiveEvent]] = {}  # events not yet sent, per running trial
+        self._dropped: dict[TrialRun, int] = {}  # events left out of _live (beyond MAX_LIVE), per trial
         self._final_events: dict[int, list[LiveEvent]] = {}  # the last events of trials that just finished
+        self._final_dropped: dict[int, int] = {}
         self._meter_due: dict[TrialRun, None] = {}  # printed since their last meter went out (ordered set)
         self._meter_sent: dict[TrialRun, float] = {}  # monotonic time of each running trial's last meter
         self.live_enabled = True  # whether any subscriber wants events (else no live copies are kept)
@@ -75,7 +83,14 @@ class Feed:
         live = self._live.get(trial)
         if live is None:
             live = self._live[trial] = []
+        if len(rows) > MAX_LIVE:
+            self._dropped[trial] = self._dropped.get(trial, 0) + len(rows) - MAX_LIVE
+            rows = rows[-MAX_LIVE:]
         live.extend([r[1], r[2], r[3], r[4], r[5][:LIVE_TEXT]] for r in rows)
+        if len(live) > 2 * MAX_LIVE:  # cut now and then, not at every batch
+            cut = len(live) - MAX_LIVE
+            del live[:cut]
+            self._dropped[trial] = self._dropped.get(trial, 0) + cut
 
     def trial_finished(self, trial: TrialRun) -> None:
         meter = trial.meter()
@@ -84,8 +99,11 @@ class Feed:
         self._meter_due.pop(trial, None)
         self._meter_sent.pop(trial, None)
         live = self._live.pop(trial, None)
+        dropped = self._dropped.pop(trial, 0)
         if live and trial.id is not None:
             self._final_events[trial.id] = live
+            if dropped:
+                self._final_dropped[trial.id] = dropped
 
     # -- views ------------------------------------------------------------------------------
 
@@ -136,10 +154,11 @@ class Feed:
             except (ConnectionError, RuntimeError):
                 self.subscribers.pop(writer, None)
 
-    def _collect(self) -> tuple[dict[int, list[LiveEvent]], list[Meter], list[Meter]] | None:
+    def _collect(self) -> Collected | None:
         scheduler = self.runner.scheduler
         events: dict[int, list[LiveEvent]] = self._final_events
-        self._final_events = {}
+        dropped: dict[int, int] = self._final_dropped
+        self._final_events, self._final_dropped = {}, {}
         meters = []
         now = time.monotonic()
         for trial in list(scheduler.running.values()):
@@ -148,6 +167,8 @@ class Feed:
             live = self._live.pop(trial, None)
             if live:
                 events[trial.id] = live
+                if left_out := self._dropped.pop(trial, 0):
+                    dropped[trial.id] = left_out
             printed = live or trial in self._meter_due
             if id(trial) in self._changed or (printed and now - self._meter_sent.get(trial, -METER_EVERY) >= METER_EVERY):
                 meters.append(trial.meter())
@@ -159,11 +180,10 @@ class Feed:
         finished, self._finished = self._finished, []
         if not (events or meters or finished):
             return None
-        return events, meters, finished
+        return events, dropped, meters, finished
 
-    def _encode(self, collected: tuple[dict[int, list[LiveEvent]], list[Meter], list[Meter]],
-                ) -> dict[FeedOptions, bytes]:
-        events, meters, finished = collected
+    def _encode(self, collected: Collected) -> dict[FeedOptions, bytes]:
+        events, dropped, meters, finished = collected
         base: Tick = {"type": "tick", "ts": time.time(), "meters": meters, "finished": finished,
                       "progress": self.progress()}
         out = {}
@@ -172,7 +192,8 @@ class Feed:
             if options.events:
                 cap = options.max_events
                 message["events"] = {tid: rows[-cap:] for tid, rows in events.items()}
-                skipped = {tid: len(rows) - cap for tid, rows in events.items() if len(rows) > cap}
+                skipped = {tid: max(0, len(rows) - cap) + dropped.get(tid, 0) for tid, rows in events.items()
+                           if len(rows) > cap or tid in dropped}
                 if skipped:
                     message["skipped"] = skipped
             out[options] = encode(message)
@@ -191,7 +212,9 @@ class Feed:
         if not self.live_enabled:
             # Nobody watching transcripts: stop buffering live copies (the store has them all).
             self._live.clear()
+            self._dropped.clear()
             self._final_events.clear()
+            self._final_dropped.clear()
         if not self.subscribers:
             self._changed.clear()
             self._finished.clear()
