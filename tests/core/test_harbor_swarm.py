@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentmeter_tui.core.sandboxes.docker.swarmharbor import CLOSED_NETWORK
 from agentmeter_tui.core.store import Store
 from tests.conftest import agentmeter
 from tests.core.harbor_support import assert_agent_verdicts, events_text, harbor_suite, run
@@ -62,6 +63,7 @@ async def test_a_harbor_service_has_the_task_limits_and_says_what_it_cannot_appl
             spec = service["Spec"]["TaskTemplate"]
             container = swarm.api.inspect_container(session.container)
             notes = list(session.notes)
+            url = session.translate_url("http://127.0.0.1:9/v1")
         finally:
             await session.cleanup()
     finally:
@@ -72,9 +74,15 @@ async def test_a_harbor_service_has_the_task_limits_and_says_what_it_cannot_appl
     assert container["HostConfig"]["ReadonlyRootfs"] is False
     node = swarm.info()["Swarm"]["NodeID"]
     assert spec["Placement"]["Constraints"] == [f"node.id=={node}"]  # execs reach this node's containers
-    # allow_internet = false cannot be applied to a swarm service here, and storage_mb only on
-    # overlay2 over xfs: both said in the trial's transcript, never silently dropped.
-    assert any("allow_internet = false is not enforced" in n for n in notes), notes
+    # greet's allow_internet = false: the container is on the internal swarm-scope bridge alone,
+    # and the model's loopback URL becomes the relay on that bridge's gateway (this machine).
+    networks = container["NetworkSettings"]["Networks"]
+    assert sorted(networks) == [CLOSED_NETWORK], networks
+    closed = swarm.api.inspect_network(CLOSED_NETWORK)
+    assert (closed["Internal"], closed["Scope"], closed["Driver"]) == (True, "swarm", "bridge")
+    assert url.startswith(f"http://{networks[CLOSED_NETWORK]['Gateway']}:") and url.endswith("/v1"), url
+    assert not any("allow_internet" in n for n in notes), notes
+    # storage_mb only on overlay2 over xfs: said in the trial's transcript, never silently dropped.
     driver = swarm.info()
     backing = dict(driver.get("DriverStatus") or []).get("Backing Filesystem")
     assert any("storage_mb = 1024 is not enforced" in n for n in notes) == \

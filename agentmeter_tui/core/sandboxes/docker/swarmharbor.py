@@ -13,6 +13,12 @@ ladder, exactly as in the docker sandbox. Cleanup removes the service and the co
 
 Execs reach only containers of the engine we talk to, so a Harbor task's service is placed
 on that manager node (a placement constraint): Harbor tasks do not spread over other nodes.
+
+``allow_internet = false``: when that manager is this machine's engine, the service joins
+``agentmeter-isolated-swarm``, an internal bridge network of swarm scope (a service can join
+only a network of that scope, not the docker sandbox's local ``agentmeter-isolated``); the
+bridge's gateway on this node is this machine, where a relay to the model server or metering
+proxy listens, the one thing the agent reaches, as in the docker sandbox.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ...clisbundle import Manifest
 from ...paths import default_clis_root
 from ..base import TrialSlot
+from ..relay import is_loopback
 from . import engine as engines
 from .containers import KEEPALIVE
 from .harbor import EngineLimits, ImageContract, run_as, unenforced
@@ -33,6 +40,26 @@ if TYPE_CHECKING:
     from .swarm import SwarmSandbox
 
 FAILED = {"complete", "failed", "rejected", "shutdown", "orphaned", "remove"}
+CLOSED_NETWORK = "agentmeter-isolated-swarm"
+
+
+def closed_network(client: Any) -> str:
+    """Blocking: the internal bridge network of swarm scope that closed Harbor trials join,
+    made on first use (by whichever runner gets there first) and kept, like the docker
+    sandbox's isolated network; ``doctor --clean`` removes it once its runner is gone."""
+    from docker.errors import APIError, NotFound
+
+    try:
+        client.networks.get(CLOSED_NETWORK)
+    except NotFound:
+        try:
+            client.networks.create(CLOSED_NETWORK, driver="bridge", scope="swarm", internal=True,
+                                   check_duplicate=True,
+                                   labels={engines.MANAGED: "1", engines.RUNNER: engines.runner_label()})
+        except APIError as exc:  # another trial or runner made it meanwhile
+            if exc.status_code != 409 and "already exists" not in str(exc):
+                raise
+    return CLOSED_NETWORK
 
 
 class SwarmHarborSession(ContainerSession):
@@ -42,6 +69,7 @@ class SwarmHarborSession(ContainerSession):
                          slot=TrialSlot("swarm", sandbox.host_name))
         self.sandbox, self.config, self.image = sandbox, config, image
         self.service_id: str | None = None
+        self.gateway: str | None = None  # set on the closed network (allow_internet = false)
         # The task's image has no CLIs: the runner's .clis is mounted (a folder of this machine,
         # so a local manager only; a remote one's images must have them at clis_root).
         self.mount_clis = engine.local and default_clis_root().is_dir()
@@ -50,6 +78,8 @@ class SwarmHarborSession(ContainerSession):
         return self.sandbox.bundle() if self.mount_clis else None
 
     def translate_url(self, url: str) -> str:
+        if self.gateway is not None:  # on the closed network: the relay on its gateway, or nothing
+            return self.sandbox.relays.translate(url, self.gateway) if is_loopback(url) else url
         return self.sandbox.translate_url(url)
 
     def engine_lost(self, exc: BaseException) -> None:
@@ -60,15 +90,29 @@ class SwarmHarborSession(ContainerSession):
         contract, limits = await self.sandbox.contracts.contract(engine, self.image, task)
         self.adopt(contract, run_as(self.config))
         self.notes += unenforced(task, limits)
+        network = None
         if not task.spec.environment.allow_internet and self.config.network != "none":
-            self.notes.append(f"[environment] allow_internet = false is not enforced in the swarm sandbox: the "
-                              f"trial is on the suite's network \"{self.config.network}\" (the docker sandbox "
-                              f"closes it)")
-        await engine.call(self._create_service, task, contract, limits)
+            if engine.local:
+                network = await engine.call(closed_network, engine.client)
+            else:
+                self.notes.append(f"[environment] allow_internet = false is not enforced on a remote swarm manager: "
+                                  f"the trial is on the suite's network \"{self.config.network}\" (its relay "
+                                  f"would have to listen on that node)")
+        try:
+            await engine.call(self._create_service, task, contract, limits, network)
+        except engines.engine_errors() as exc:
+            if network is None or "not found" not in str(exc):
+                raise
+            # `doctor --clean` removed the shared network in between (unused, and its maker's run
+            # over): make it again, once.
+            network = await engine.call(closed_network, engine.client)
+            await engine.call(self._create_service, task, contract, limits, network)
         self.container = await engine.call(self._wait_running)
+        if network is not None:
+            self.gateway = await engine.call(self._gateway, network)
         await engine.call(engine.client.api.put_archive, self.container, "/", self.root_tar(task))
 
-    def _create_service(self, task: Task, contract: ImageContract, limits: EngineLimits) -> None:
+    def _create_service(self, task: Task, contract: ImageContract, limits: EngineLimits, network: str | None) -> None:
         """Blocking: the trial's service, pinned to this manager's node, never restarted."""
         from docker.types import Mount, Resources, RestartPolicy, ServiceMode
         from docker.utils import parse_bytes
@@ -88,7 +132,7 @@ class SwarmHarborSession(ContainerSession):
             resources=Resources(cpu_limit=int(cpus * 1e9), mem_limit=memory),
             mode=ServiceMode("replicated", replicas=1), restart_policy=RestartPolicy("none"),
             constraints=[f"node.id=={node}"] if node else None,
-            networks=[config.network] if config.network != "bridge" else None,
+            networks=[network] if network else [config.network] if config.network != "bridge" else None,
             stop_grace_period=int(config.stop_grace * 1e9))
         self.service_id = service.id
 
@@ -110,6 +154,15 @@ class SwarmHarborSession(ContainerSession):
                 raise engines.EngineError(f"the trial's swarm service did not start in {self.config.start_timeout:g} s "
                                           f"(state: {', '.join(t['Status']['State'] for t in tasks) or 'no task'})")
             time.sleep(0.05)
+
+    def _gateway(self, network: str) -> str:
+        """Blocking: this node's address on the closed network, as the container sees it."""
+        attrs = self.engine.client.api.inspect_container(self.container)
+        gateway = ((attrs["NetworkSettings"].get("Networks") or {}).get(network) or {}).get("Gateway")
+        if not gateway:
+            raise engines.EngineError(f"the trial's container has no gateway on {network}: the model relay "
+                                      f"cannot be reached")
+        return gateway
 
     async def cleanup(self, keep: bool = False) -> None:
         if keep:
