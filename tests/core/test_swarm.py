@@ -46,3 +46,43 @@ def test_a_budget_kill_removes_the_job(tmp_path, db, swarm):
     # Removing the service stops its container wherever it runs; on this node SIGINT goes first.
     assert_runaways_killed(Store(db), suite_id)
     assert leftovers(swarm, suite_id, db) == {}
+
+
+async def test_closing_the_sandbox_sweeps_what_a_lost_engine_kept(tmp_path, swarm):
+    """A trial removes its own service, but not while the manager does not answer: what is
+    left of this runner's run then (a service, its config) goes when the sandbox closes; what
+    another suite or runner made stays."""
+    from agentmeter_tui.core.sandboxes.docker.engine import runner_label, trial_labels
+    from agentmeter_tui.core.sandboxes.docker.images import ensure_host_image
+    from agentmeter_tui.core.sandboxes.docker.swarm import SwarmSandbox
+    from agentmeter_tui.core.suites import load_suite
+
+    suite_id = unique_id("swarm-sweep")
+    suite = load_suite(suite_copy(SMOKE, tmp_path / "suite", 'kind = "swarm"', suite_id=suite_id))
+    image = ensure_host_image(swarm)
+    ours = trial_labels(suite_id, 1, "sweeptoken0001")
+    theirs = {**ours, "agentmeter.runner": f"{runner_label()}-another"}
+    made = []
+    for name, labels in (("ours", ours), ("theirs", theirs)):
+        config = swarm.configs.create(name=f"{suite_id}-{name}", data=b"x", labels=labels)
+        service = swarm.services.create(image, ["sleep", "300"], name=f"{suite_id}-{name}", labels=labels,
+                                        container_labels=labels)
+        made.append((name, config, service))
+    sandbox = SwarmSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+    try:
+        await sandbox.connect()
+    finally:
+        await sandbox.close()
+    try:
+        services = {s["Spec"]["Name"] for s in swarm.api.services(filters={"label": f"agentmeter.suite={suite_id}"})}
+        configs = {c["Spec"]["Name"] for c in swarm.api.configs(filters={"label": f"agentmeter.suite={suite_id}"})}
+        assert services == {f"{suite_id}-theirs"} and configs == {f"{suite_id}-theirs"}
+    finally:
+        from docker.errors import NotFound
+
+        for _, config, service in made:
+            for thing in (service, config):
+                try:
+                    thing.remove()
+                except NotFound:  # swept
+                    pass

@@ -177,13 +177,19 @@ class ContainerFactory:
         self.pool.clear()
 
 
-def sweep(engine: Engine, suite_id: str) -> str | None:
+def sweep(engine: Engine, suite_id: str, swarm: bool = False) -> str | None:
     """Remove what this runner made for ``suite_id`` and still finds on ``engine`` (blocking):
     a trial's container whose removal failed while the engine was gone (a restarted dockerd
-    keeps its stopped containers) and the volumes of such containers. Returns what failed."""
+    keeps its stopped containers) and the volumes of such containers; on a swarm manager its
+    services and configs first (a removed service's containers go with it). Returns what failed."""
     api = engine.client.api
     selector = {"label": [f"{engines.RUNNER}={engines.runner_label()}", f"{engines.SUITE}={suite_id}"]}
     try:
+        if swarm:
+            for service in api.services(filters=selector):
+                api.remove_service(service["ID"])
+            for config in api.configs(filters=selector):
+                api.remove_config(config["ID"])
         for container in api.containers(all=True, filters=selector):
             api.remove_container(container["Id"], force=True, v=True)
         for volume in api.volumes(filters=selector).get("Volumes") or []:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -47,6 +48,7 @@ from ..common import HostWatch, Settings, load_settings, map_argv, resolve_path,
 from ..local import LocalSession
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
+from .containers import sweep
 from .harbor import ContractCache
 from .images import HOST_IMAGE, ImageError, ImageResolver
 from .rootfs import AGENT_UID
@@ -165,6 +167,10 @@ class SwarmSandbox(Sandbox):
         await self.watch.close()
         await self.relays.close()
         if self.engine is not None:
+            # What a manager that was gone for a while kept: each trial removes its own service,
+            # but not while the engine does not answer.
+            if problem := await self.engine.call(sweep, self.engine, self.suite.id, True):
+                print(f"agentmeter: {problem}", file=sys.stderr, flush=True)
             self.engine.close()
 
 
