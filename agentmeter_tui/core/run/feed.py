@@ -1,8 +1,8 @@
 """The live feed from a runner to its clients.
 
 The feed is the run's sink (:class:`~.context.RunSink`): trials hand it their new events as
-output arrives and it keeps a live copy per trial (text cut to ``LIVE_TEXT``); every ``TICK``
-seconds it sends each subscriber one ``tick`` message with those events, the meters of
+output arrives and it keeps the newest of them per trial (text cut to ``LIVE_TEXT`` when
+sent); every ``TICK`` seconds it sends each subscriber one ``tick`` message with those events, the meters of
 trials that changed, the trials that finished, and the progress. One message per tick, not
 per event, keeps the cost flat however fast agents print. The messages' shapes are in
 ``control`` (:class:`~.control.Snapshot`, :class:`~.control.Tick`, :class:`~.control.Finished`).
@@ -14,8 +14,9 @@ screens redraw about once a second anyway.
 
 Live clients show transcript *tails*, so a tick carries at most ``max_events`` events per
 trial (the newest) and says how many it ``skipped``; the store has all of them. The feed
-itself keeps no more than the most a client may ask for (``MAX_LIVE`` per trial): an agent
-that floods its output costs the runner a count, not a copy of every line. A subscriber
+itself keeps no more than the most a client may ask for (``MAX_LIVE`` per trial, in
+:class:`Tail`): an agent that floods its output costs the runner a count, not a copy of every
+line. A subscriber
 that asks ``events: false`` (the headless printer) gets meters and progress only. A
 subscriber whose socket still backs up (a stuck or dead client) is dropped: it can
 reconnect and reload history from the store.
@@ -26,7 +27,9 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import deque
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from .control import LIVE_TEXT, Finished, LiveEvent, Meter, Progress, Snapshot, Tick, encode
@@ -56,6 +59,34 @@ class FeedOptions:
                    max_events=max(1, min(int(request.get("max_events") or DEFAULT_MAX_EVENTS), MAX_LIVE)))
 
 
+class Tail:
+    """A running trial's events not yet sent: its batches of rows as the trial emitted them,
+    kept by reference (a copy of each row was most of the feed's cost under a flood), trimmed
+    to those that hold the newest ``MAX_LIVE`` rows; ``dropped`` counts the rows trimmed."""
+
+    __slots__ = ("batches", "count", "dropped")
+
+    def __init__(self) -> None:
+        self.batches: deque[list[tuple]] = deque()
+        self.count = 0  # rows in batches
+        self.dropped = 0
+
+    def add(self, rows: list[tuple]) -> None:
+        self.batches.append(rows)
+        self.count += len(rows)
+        while self.count - len(self.batches[0]) >= MAX_LIVE:
+            oldest = self.batches.popleft()
+            self.count -= len(oldest)
+            self.dropped += len(oldest)
+
+    def take(self) -> tuple[list[LiveEvent], int]:
+        """The newest ``MAX_LIVE`` rows as live events (text cut to ``LIVE_TEXT``), and how
+        many rows before them are left out."""
+        rows = list(chain.from_iterable(self.batches))[-MAX_LIVE:]
+        return ([[r[1], r[2], r[3], r[4], r[5][:LIVE_TEXT]] for r in rows],
+                self.dropped + self.count - len(rows))
+
+
 class Feed:
     def __init__(self, runner: Runner):
         self.runner = runner
@@ -63,8 +94,7 @@ class Feed:
         self._changed: dict[int, TrialRun] = {}
         self._finished: list[Meter] = []
         self._done: list[Meter] = []  # every trial finished in this run, for clients that attach late
-        self._live: dict[TrialRun, list[LiveEvent]] = {}  # events not yet sent, per running trial
-        self._dropped: dict[TrialRun, int] = {}  # events left out of _live (beyond MAX_LIVE), per trial
+        self._live: dict[TrialRun, Tail] = {}  # events not yet sent, per running trial
         self._final_events: dict[int, list[LiveEvent]] = {}  # the last events of trials that just finished
         self._final_dropped: dict[int, int] = {}
         self._meter_due: dict[TrialRun, None] = {}  # printed since their last meter went out (ordered set)
@@ -80,17 +110,10 @@ class Feed:
     def trial_events(self, trial: TrialRun, rows: list[tuple]) -> None:
         if not self.live_enabled or not rows:
             return
-        live = self._live.get(trial)
-        if live is None:
-            live = self._live[trial] = []
-        if len(rows) > MAX_LIVE:
-            self._dropped[trial] = self._dropped.get(trial, 0) + len(rows) - MAX_LIVE
-            rows = rows[-MAX_LIVE:]
-        live.extend([r[1], r[2], r[3], r[4], r[5][:LIVE_TEXT]] for r in rows)
-        if len(live) > 2 * MAX_LIVE:  # cut now and then, not at every batch
-            cut = len(live) - MAX_LIVE
-            del live[:cut]
-            self._dropped[trial] = self._dropped.get(trial, 0) + cut
+        tail = self._live.get(trial)
+        if tail is None:
+            tail = self._live[trial] = Tail()
+        tail.add(rows)
 
     def trial_finished(self, trial: TrialRun) -> None:
         meter = trial.meter()
@@ -98,10 +121,9 @@ class Feed:
         self._done.append(meter)
         self._meter_due.pop(trial, None)
         self._meter_sent.pop(trial, None)
-        live = self._live.pop(trial, None)
-        dropped = self._dropped.pop(trial, 0)
-        if live and trial.id is not None:
-            self._final_events[trial.id] = live
+        tail = self._live.pop(trial, None)
+        if tail is not None and trial.id is not None:
+            self._final_events[trial.id], dropped = tail.take()
             if dropped:
                 self._final_dropped[trial.id] = dropped
 
@@ -164,17 +186,17 @@ class Feed:
         for trial in list(scheduler.running.values()):
             if trial.id is None:
                 continue
-            live = self._live.pop(trial, None)
-            if live:
-                events[trial.id] = live
-                if left_out := self._dropped.pop(trial, 0):
+            tail = self._live.pop(trial, None)
+            if tail is not None:
+                events[trial.id], left_out = tail.take()
+                if left_out:
                     dropped[trial.id] = left_out
-            printed = live or trial in self._meter_due
+            printed = tail is not None or trial in self._meter_due
             if id(trial) in self._changed or (printed and now - self._meter_sent.get(trial, -METER_EVERY) >= METER_EVERY):
                 meters.append(trial.meter())
                 self._meter_sent[trial] = now
                 self._meter_due.pop(trial, None)
-            elif live:
+            elif tail is not None:
                 self._meter_due[trial] = None
         self._changed.clear()
         finished, self._finished = self._finished, []
@@ -212,7 +234,6 @@ class Feed:
         if not self.live_enabled:
             # Nobody watching transcripts: stop buffering live copies (the store has them all).
             self._live.clear()
-            self._dropped.clear()
             self._final_events.clear()
             self._final_dropped.clear()
         if not self.subscribers:
