@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from ..core.harnesses import ADAPTERS, get_adapter
-from ..core.inert import inert
 from ..core.harnesses.summary import TranscriptSummary, session_files, summarize
+from ..core.inert import inert
 from ..core.registry import UnknownName
 from ..core.usage import TOKEN_CLASSES
 

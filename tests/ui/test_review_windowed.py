@@ -52,7 +52,7 @@ async def test_a_long_transcript_opens_on_its_first_window(long_db):
     path, trial = long_db
     app = make_app(path, screen="review")
     async with app.run_test(size=SIZE) as pilot:
-        screen, view = await open_long(pilot, trial)
+        _screen, view = await open_long(pilot, trial)
         doc = view.doc
         assert not doc.complete and set(doc.chunks) <= {0, 1}  # what is on screen, not the whole trial
         assert doc.index.seqs[0] == 1
@@ -63,7 +63,7 @@ async def test_search_finds_a_match_at_the_very_end(long_db):
     path, trial = long_db
     app = make_app(path, screen="review")
     async with app.run_test(size=SIZE) as pilot:
-        screen, view = await open_long(pilot, trial)
+        _screen, view = await open_long(pilot, trial)
         await pilot.press("slash")
         await pilot.press(*NEEDLE)
         await pilot.press("enter")
@@ -86,7 +86,7 @@ async def test_a_long_transcript_completes_the_search_index_and_searches_through
     monkeypatch.setattr(review_transcript, "INDEX_CHUNK", 500)  # several store calls
     app = make_app(path, screen="review")
     async with app.run_test(size=SIZE) as pilot:
-        screen, view = await open_long(pilot, trial)
+        _screen, view = await open_long(pilot, trial)
         await settle(pilot)
 
         def no_scan(*args):
@@ -107,7 +107,7 @@ async def test_end_then_previous_error_lands_on_the_last_error(long_db):
     path, trial = long_db
     app = make_app(path, screen="review")
     async with app.run_test(size=SIZE) as pilot:
-        screen, view = await open_long(pilot, trial)
+        _screen, view = await open_long(pilot, trial)
         await pilot.press("end")
         await settle(pilot)
         assert view.doc.index.seqs[view.cursor] == EVENTS + 2
@@ -127,7 +127,7 @@ async def test_folding_and_cursor_cross_window_edges(long_db):
     path, trial = long_db
     app = make_app(path, screen="review")
     async with app.run_test(size=SIZE) as pilot:
-        screen, view = await open_long(pilot, trial)
+        _screen, view = await open_long(pilot, trial)
         doc = view.doc
         last_of_first = len(doc.chunks[0].heights) - 1
         view.show_event(last_of_first)

@@ -22,9 +22,9 @@ from ..harnesses.reference import AGENT_FILE
 from ..tomlerrors import InputError, load_toml, validate
 
 if TYPE_CHECKING:
-    from .base import OutputCallback
     from ..run.placement import Placement
     from ..suites import Suite
+    from .base import OutputCallback
 
 M = TypeVar("M", bound=BaseModel)
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
