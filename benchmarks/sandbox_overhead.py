@@ -1,5 +1,6 @@
 """Per-trial sandbox overhead for a trivial agent: local, docker, ssh, and a Harbor task in
-docker (and, with ``--kinds swarm-harbor``, in the swarm sandbox: a service per trial).
+docker (and, with ``--kinds swarm-harbor``, in the swarm sandbox: a service per trial;
+``swarm-harbor-closed``: the same task with ``allow_internet = false``, on the closed network).
 
     python benchmarks/sandbox_overhead.py [--trials 20] [--kinds local,docker,ssh,harbor,swarm-harbor]
 
@@ -57,7 +58,7 @@ TESTS = {"agentmeter": '#!/bin/sh\necho 1 > "$AGENTMETER_REWARD_FILE"\n',
          "harbor": "#!/bin/bash\nmkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n"}
 
 
-def make_suite(folder: Path, sandbox: str, harbor: bool = False) -> Path:
+def make_suite(folder: Path, sandbox: str, harbor: bool = False, closed: bool = False) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "suite.toml").write_text(SUITE.format(sandbox=sandbox))
     task = folder / "trivial"
@@ -65,7 +66,7 @@ def make_suite(folder: Path, sandbox: str, harbor: bool = False) -> Path:
     (task / "tests" / "test.sh").write_text(TESTS["harbor" if harbor else "agentmeter"])
     (task / "instruction.md").write_text("Say ready.\n")
     if harbor:
-        (task / "task.toml").write_text(HARBOR_TASK)
+        (task / "task.toml").write_text(HARBOR_TASK + ("[environment]\nallow_internet = false\n" if closed else ""))
         (task / "environment").mkdir(exist_ok=True)
         (task / "environment" / "Dockerfile").write_text("FROM agentmeter/host-bash\nWORKDIR /app\n"
                                                          "COPY README.md /app/README.md\n")
@@ -110,7 +111,8 @@ async def one_trial(sandbox, task, index: int, command: str = "echo ready") -> t
 
 
 async def measure(kind: str, sandbox_toml: str, trials: int, tmp: Path) -> tuple[list[float], ...]:
-    suite = load_suite(make_suite(tmp / kind, sandbox_toml, harbor=kind in ("harbor", "swarm-harbor")))
+    suite = load_suite(make_suite(tmp / kind, sandbox_toml, harbor="harbor" in kind,
+                                  closed=kind.endswith("-closed")))
     sandbox = SANDBOXES.get(suite.spec.sandbox.kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
     await sandbox.preflight()
     task = suite.tasks[0]
@@ -153,7 +155,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="agentmeter-overhead-") as tmp_name:
         tmp = Path(tmp_name)
         configs = {"local": 'kind = "local"', "docker": 'kind = "docker"', "harbor": 'kind = "docker"',
-                   "swarm-harbor": 'kind = "swarm"'}
+                   "swarm-harbor": 'kind = "swarm"', "swarm-harbor-closed": 'kind = "swarm"'}
         sshd = None
         if "ssh" in kinds:
             sys.path.insert(0, str(ROOT / "tests" / "core"))
