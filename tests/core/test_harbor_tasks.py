@@ -102,10 +102,15 @@ def test_oracle_on_a_remote_engine_over_ssh(tmp_path, db, docker_engine, sshd): 
     suite, suite_id = harbor_suite(tmp_path, "oracle")
     toml = suite / "suite.toml"
     text = toml.read_text().replace('kind = "docker"', remote_engine_toml(sshd, sshd.trust()))
-    toml.write_text(text.replace('tasks_dir = "../tasks"', 'tasks_dir = "../tasks"\ninclude = ["probe", "count"]'))
+    toml.write_text(text.replace('tasks_dir = "../tasks"', 'tasks_dir = "../tasks"\ninclude = ["probe", "count", "greet"]'))
     trials = run(suite, db)
-    assert {k: t["status"] for k, t in trials.items()} == {("count", "oracle"): "passed", ("probe", "oracle"): "passed"}
+    assert {k: t["status"] for k, t in trials.items()} == {("count", "oracle"): "passed", ("probe", "oracle"): "passed",
+                                                           ("greet", "oracle"): "passed"}
     assert all(t["host"] == f"ssh://root@127.0.0.1:{sshd.port}" for t in trials.values())
+    # greet's allow_internet = false cannot close a remote engine's host network: said, not silent.
+    said = "allow_internet = false is not enforced on a remote engine"
+    assert said in events_text(db, trials[("greet", "oracle")]["id"])
+    assert said not in events_text(db, trials[("count", "oracle")]["id"])
     assert leftovers(docker_engine, suite_id, db) == {}
 
 

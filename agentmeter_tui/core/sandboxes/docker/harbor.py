@@ -69,6 +69,16 @@ def unenforced(task: Task, limits: EngineLimits) -> list[str]:
     return []
 
 
+def open_network(task: Task, local: bool, network: str) -> list[str]:
+    """A note when ``allow_internet = false`` cannot be applied: a remote engine's containers
+    reach the model only on that host's own network (an SSH tunnel to its loopback), so they
+    keep the suite's network instead of the isolated one (never silent)."""
+    if task.spec.environment.allow_internet or local or network in ("isolated", "none"):
+        return []
+    return [(f"[environment] allow_internet = false is not enforced on a remote engine: the trial is on "
+             f"its \"{network}\" network (the model is reached through an SSH tunnel to that host's loopback)")]
+
+
 def container_shape(config: DockerSettings, task: Task, contract: ImageContract, limits: EngineLimits,
                     local: bool) -> ContainerShape:
     """The task's limits over the suite's; CPUs capped at the engine's (Docker refuses more).

@@ -36,7 +36,7 @@ from ..local import LocalSandbox
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
 from .containers import ISOLATED_NETWORK, ROOT, ContainerFactory, DockerSettings, sweep
-from .harbor import ContractCache, run_as, unenforced
+from .harbor import ContractCache, open_network, run_as, unenforced
 from .images import ImageError, ImageResolver
 from .session import ContainerSession, check_bundle, chown_tree
 
@@ -258,6 +258,7 @@ class DockerSession(ContainerSession):
         if contract is not None:
             self.adopt(contract, run_as(self.config))
             self.notes += unenforced(task, self.sandbox.contracts.limits[self.engine.name])
+            self.notes += open_network(task, self.engine.local, self.config.network)
         if self.config.workspace == "bind":
             self.host_files = await self.sandbox.local_files().open(task, self.trial_id, self.token)
             await asyncio.to_thread(self._prepare_host_root, Path(self.host_files.root))
