@@ -20,14 +20,12 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # sqlite-utils loads when a Store opens, not when a light command imports this
-    import sqlite_utils
+from typing import Any
 
 from ..paths import DEFAULT_DB, owner_only
 from . import quick
 from .imports import ImportQueries
+from .lazydb import Database
 from .migrations import migrate
 from .reports import ReportQueries
 from .reviews import ReviewQueries, ScoreRow
@@ -40,15 +38,12 @@ __all__ = ["DEFAULT_DB", "ScoreRow", "SeedHashChanged", "Store", "connect", "sha
 
 
 
-def connect(path: str | Path) -> sqlite_utils.Database:
+def connect(path: str | Path) -> Database:
     path = Path(path)
     owner_only(path)  # SQLite gives the WAL and shm files the database file's mode
     conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
-    import sqlite_utils
-
-    db = sqlite_utils.Database(conn)
-    with db.ensure_autocommit_on():
-        conn.execute("PRAGMA journal_mode=WAL")
+    db = Database(conn)
+    conn.execute("PRAGMA journal_mode=WAL")  # a new connection is in no transaction yet
     for suffix in ("-wal", "-shm"):  # made by an older version, before the store was owner-only
         owner_only(path.with_name(path.name + suffix), create=False)
     conn.execute("PRAGMA synchronous=NORMAL")

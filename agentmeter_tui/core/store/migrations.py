@@ -129,9 +129,9 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
     """
     applied: list[str] = []
     if "_migrations" in db.table_names():
-        done = {row["name"] for row in db["_migrations"].rows}
+        done = {name for (name,) in db.execute("select name from _migrations")}
         if all(m.__name__ in done for m in MIGRATIONS):
-            return applied  # the common case, without taking the write lock
+            return applied  # the common case, without taking the write lock (nor loading sqlite-utils)
     with immediate(db):
         if "_migrations" not in db.table_names():
             db["_migrations"].create({"name": str, "applied_at": str}, pk="name")

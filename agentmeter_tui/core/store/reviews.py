@@ -73,7 +73,7 @@ class ReviewQueries:
         Works on a store opened read-only before issue 15's migration (merge reads other
         stores without changing them): the missing columns read as NULL."""
         clause, args = _suite_clause(suite_id)
-        have = set(self.db["scores"].columns_dict)
+        have = {row[1] for row in self.db.execute("pragma table_info(scores)")}
         columns = ", ".join(f"s.{c}" if c in have else "null" for c in (c.strip() for c in SCORE_COLUMNS.split(",")))
         sql = (f"select {columns} from scores s "
                f"join trials t on t.id = s.trial_id where 1 = 1{clause} order by s.id")
