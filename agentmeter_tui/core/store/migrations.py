@@ -7,6 +7,7 @@ brings it forward and opening a current one does nothing.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -121,6 +122,16 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial, m002_
                                                            m004_13_import_source, m005_17_event_search]
 
 
+def is_current(conn: sqlite3.Connection) -> bool:
+    """Whether every migration has run on the store behind ``conn`` (plain SQL: the check on
+    every open, and light commands, need no sqlite-utils)."""
+    try:
+        done = {name for (name,) in conn.execute("select name from _migrations")}
+    except sqlite3.OperationalError:  # no _migrations table: a new or foreign file
+        return False
+    return all(m.__name__ in done for m in MIGRATIONS)
+
+
 def migrate(db: sqlite_utils.Database) -> list[str]:
     """Apply pending migrations in one immediate transaction; return the names applied.
 
@@ -128,10 +139,8 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
     the first takes the write lock, the second waits and then finds nothing to do.
     """
     applied: list[str] = []
-    if "_migrations" in db.table_names():
-        done = {name for (name,) in db.execute("select name from _migrations")}
-        if all(m.__name__ in done for m in MIGRATIONS):
-            return applied  # the common case, without taking the write lock (nor loading sqlite-utils)
+    if is_current(db.conn):
+        return applied  # the common case, without taking the write lock (nor loading sqlite-utils)
     with immediate(db):
         if "_migrations" not in db.table_names():
             db["_migrations"].create({"name": str, "applied_at": str}, pk="name")

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .migrations import MIGRATIONS
+from .migrations import is_current
 from .reviews import ADJUDICATION, SCORE_COLUMNS, ScoreRow
 
 
@@ -27,11 +27,7 @@ def open_current(path: str | Path) -> sqlite3.Connection | None:
     """A connection to an existing store whose migrations have all run, else None."""
     conn = sqlite3.connect(str(path), timeout=30)
     conn.execute("PRAGMA busy_timeout=30000")
-    try:
-        done = {name for (name,) in conn.execute("select name from _migrations")}
-    except sqlite3.OperationalError:  # no _migrations table: a new or foreign file
-        done = set()
-    if not all(m.__name__ in done for m in MIGRATIONS):
+    if not is_current(conn):
         conn.close()
         return None
     conn.execute("PRAGMA synchronous=NORMAL")
