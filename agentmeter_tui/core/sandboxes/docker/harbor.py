@@ -69,14 +69,12 @@ def unenforced(task: Task, limits: EngineLimits) -> list[str]:
     return []
 
 
-def open_network(task: Task, local: bool, network: str) -> list[str]:
-    """A note when ``allow_internet = false`` cannot be applied: a remote engine's containers
-    reach the model only on that host's own network (an SSH tunnel to its loopback), so they
-    keep the suite's network instead of the isolated one (never silent)."""
-    if task.spec.environment.allow_internet or local or network in ("isolated", "none"):
+def open_network(task: Task, network: str, where: str) -> list[str]:
+    """A note when ``allow_internet = false`` cannot be applied ``where`` the trial runs and it
+    keeps the suite's ``network`` (never silent): a remote docker engine or swarm manager."""
+    if task.spec.environment.allow_internet or network in ("isolated", "none"):
         return []
-    return [(f"[environment] allow_internet = false is not enforced on a remote engine: the trial is on "
-             f"its \"{network}\" network (the model is reached through an SSH tunnel to that host's loopback)")]
+    return [f"[environment] allow_internet = false is not enforced {where}: the trial is on the \"{network}\" network"]
 
 
 def container_shape(config: DockerSettings, task: Task, contract: ImageContract, limits: EngineLimits,

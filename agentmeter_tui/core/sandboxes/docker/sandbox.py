@@ -258,7 +258,8 @@ class DockerSession(ContainerSession):
         if contract is not None:
             self.adopt(contract, run_as(self.config))
             self.notes += unenforced(task, self.sandbox.contracts.limits[self.engine.name])
-            self.notes += open_network(task, self.engine.local, self.config.network)
+            if not self.engine.local:  # its containers reach the model through an SSH tunnel on that host
+                self.notes += open_network(task, self.config.network, "on a remote engine")
         if self.config.workspace == "bind":
             self.host_files = await self.sandbox.local_files().open(task, self.trial_id, self.token)
             await asyncio.to_thread(self._prepare_host_root, Path(self.host_files.root))

@@ -32,7 +32,7 @@ from ..base import TrialSlot
 from ..relay import is_loopback
 from . import engine as engines
 from .containers import KEEPALIVE
-from .harbor import EngineLimits, ImageContract, run_as, unenforced
+from .harbor import EngineLimits, ImageContract, open_network, run_as, unenforced
 from .session import ContainerSession
 
 if TYPE_CHECKING:
@@ -91,13 +91,10 @@ class SwarmHarborSession(ContainerSession):
         self.adopt(contract, run_as(self.config))
         self.notes += unenforced(task, limits)
         network = None
-        if not task.spec.environment.allow_internet and self.config.network != "none":
-            if engine.local:
-                network = await engine.call(closed_network, engine.client)
-            else:
-                self.notes.append(f"[environment] allow_internet = false is not enforced on a remote swarm manager: "
-                                  f"the trial is on the suite's network \"{self.config.network}\" (its relay "
-                                  f"would have to listen on that node)")
+        if not engine.local:  # the closed network's relay would have to listen on that node
+            self.notes += open_network(task, self.config.network, "on a remote swarm manager")
+        elif not task.spec.environment.allow_internet and self.config.network != "none":
+            network = await engine.call(closed_network, engine.client)
         try:
             await engine.call(self._create_service, task, contract, limits, network)
         except engines.engine_errors() as exc:
