@@ -2,10 +2,11 @@
 
 The feed is the run's sink (:class:`~.context.RunSink`): trials hand it their new events as
 output arrives and it keeps the newest of them per trial (text cut to ``LIVE_TEXT`` when
-sent); every ``TICK`` seconds it sends each subscriber one ``tick`` message with those events, the meters of
-trials that changed, the trials that finished, and the progress. One message per tick, not
-per event, keeps the cost flat however fast agents print. The messages' shapes are in
-``control`` (:class:`~.control.Snapshot`, :class:`~.control.Tick`, :class:`~.control.Finished`).
+sent); every ``TICK`` seconds it sends each subscriber one ``tick`` message with those
+events, the meters of trials that changed, the trials that finished, and the progress. One
+message per tick, not per event, keeps the cost flat however fast agents print. The
+messages' shapes are in ``control`` (:class:`~.control.Snapshot`, :class:`~.control.Tick`,
+:class:`~.control.Finished`).
 
 A trial's meter goes out in the next tick when its status, flags or budget changed, but when
 it only printed (its token counts grew) at most every ``METER_EVERY`` seconds: with a thousand
@@ -16,10 +17,9 @@ Live clients show transcript *tails*, so a tick carries at most ``max_events`` e
 trial (the newest) and says how many it ``skipped``; the store has all of them. The feed
 itself keeps no more than the most a client may ask for (``MAX_LIVE`` per trial, in
 :class:`Tail`): an agent that floods its output costs the runner a count, not a copy of every
-line. A subscriber
-that asks ``events: false`` (the headless printer) gets meters and progress only. A
-subscriber whose socket still backs up (a stuck or dead client) is dropped: it can
-reconnect and reload history from the store.
+line. A subscriber that asks ``events: false`` (the headless printer) gets meters and
+progress only. A subscriber whose socket still backs up (a stuck or dead client) is dropped:
+it can reconnect and reload history from the store.
 """
 
 from __future__ import annotations
