@@ -303,10 +303,17 @@ async def test_an_answer_received_whole_before_the_cli_went_away_is_metered(upst
     scanner = UsageScanner("anthropic", "text/event-stream", "")
     assert not scanner.feed(body[:first]) or scanner.final is None
     loop = asyncio.get_running_loop()
-    received = StreamReader(BaseProtocol(loop), 2 ** 16, loop=loop)
-    received.feed_data(body[first:])
-    received.feed_eof()
-    proxy._meter_received(route, call, scanner, received)
+    connection = BaseProtocol(loop)
+    connection.connection_made(asyncio.Transport())  # the provider's connection, still open
+    received = StreamReader(connection, 2 ** 16, loop=loop)
+    rest = asyncio.create_task(proxy._meter_rest(route, call, scanner, received))
+
+    def arrives() -> None:  # after the task's first step: the end comes in while it waits for it
+        received.feed_data(body[first:])
+        received.feed_eof()
+
+    loop.call_soon(arrives)
+    await rest
     assert call.usage == billed and sink.usage == billed and route.usage == billed
-    proxy._meter_received(route, call, scanner, received)  # a second look finds nothing more to count
+    await proxy._meter_rest(route, call, scanner, received)  # a second look finds nothing more to count
     assert sink.usage == billed

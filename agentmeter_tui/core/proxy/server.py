@@ -41,6 +41,7 @@ from .wire import (
 KEY_PREFIX = "amp-"
 SHUTDOWN_TIMEOUT = 0.5
 DRAIN_TIMEOUT = 2.0  # seconds a finished trial waits for its last calls to be recorded
+ANSWER_DRAIN = 1.5  # seconds the rest of an answer is read for its figures once its CLI is gone (< DRAIN_TIMEOUT)
 
 
 class MeteringProxy:
@@ -118,17 +119,23 @@ class MeteringProxy:
                     self._log(f"proxy: {route.label}: recording a call failed: {exc!r}")
             route.leave()
 
-    def _meter_received(self, route: Route, call: ProxyCall, scanner: UsageScanner | None,
-                        content: aiohttp.StreamReader) -> None:
-        """The CLI went away (or the provider did) mid-answer. What the provider already sent and
-        this side already received, but not yet passed on, still counts: a call whose final
-        figures are in it was generated and is billed, so it is metered (never waits)."""
+    async def _meter_rest(self, route: Route, call: ProxyCall, scanner: UsageScanner | None,
+                          content: aiohttp.StreamReader) -> None:
+        """The CLI went away mid-answer. The provider bills an answer it finished, so the rest of
+        it is still read, for its final figures only (nothing is passed on), until its end or
+        for ``ANSWER_DRAIN`` seconds at most; an answer cut there keeps its partial figures.
+        Reading only what had already arrived missed a call the server had finished sending
+        while the proxy was still passing on its start (the codex kill cell, 1 run in ~10)."""
         if scanner is None:
             return
-        rest = content.read_nowait()
-        if rest and scanner.feed(rest):
-            self._meter(route, call, scanner)
-        if content.at_eof() and scanner.finish():
+        try:
+            async with asyncio.timeout(ANSWER_DRAIN):
+                async for chunk in content.iter_any():
+                    if scanner.feed(chunk):
+                        self._meter(route, call, scanner)
+        except (TimeoutError, aiohttp.ClientError, OSError, RuntimeError):  # cut: the partial figures stay
+            return
+        if scanner.finish():
             self._meter(route, call, scanner)
 
     async def _forward(self, request: web.Request, route: Route, call: ProxyCall) -> web.StreamResponse:
@@ -177,7 +184,8 @@ class MeteringProxy:
                         call.bytes_out += len(chunk)
                         await response.write(chunk)
                 except (asyncio.CancelledError, OSError):
-                    self._meter_received(route, call, scanner, upstream.content)
+                    if not upstream.content.exception():  # the CLI's side failed, not the provider's
+                        await self._meter_rest(route, call, scanner, upstream.content)
                     raise
                 if scanner is not None and scanner.finish():
                     self._meter(route, call, scanner)
