@@ -170,10 +170,10 @@ class MeteringProxy:
                                               headers=response_headers(upstream.headers.items()))
                 if upstream.content_length is not None:
                     response.content_length = upstream.content_length
-                await response.prepare(request)
                 # A provider's error answer is small: keep a copy to record its type and retry-after.
                 failed = bytearray() if protocol is not None and upstream.status >= 400 else None
-                try:
+                try:  # from the headers on: the CLI can be gone before they reach it
+                    await response.prepare(request)
                     async for chunk in upstream.content.iter_any():
                         if call.ttfb_ms is None:
                             call.ttfb_ms = round((time.monotonic() - call.clock) * 1000, 2)
