@@ -9,6 +9,7 @@ from decimal import Decimal
 from agentmeter_tui.core.harnesses import LaunchContext, get_adapter
 from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.vocab import EventKind
+from tests.conftest import FIXTURES
 
 ADAPTER = get_adapter("claude-code")
 
@@ -129,6 +130,30 @@ def test_absorb_takes_the_session_after_a_kill():
     event = parser.absorb(recovery)
     assert event.usage == TokenUsage(output=153) and event.turns == 0
     assert parser.absorb(recovery) is None  # nothing new the second time
+
+
+def test_absorb_merges_per_message_when_the_files_lack_the_last_call():
+    """Recorded in the e2e loop: killed after its 5th call, Claude Code printed no ``result``
+    and its session file (written on a 100 ms timer) lacked the 5th message. The four it has
+    are final; the stream's copies of them were ``message_start`` estimates (output 1). Each
+    call keeps its larger figures; a smaller session total must not throw the four away."""
+    streams = FIXTURES / "streams" / "claude-code"
+    stdout = streams.joinpath("loop-killed.stdout.jsonl").read_bytes().splitlines()[:10]  # up to call 5
+    session = streams.joinpath("loop-killed.session.jsonl").read_bytes().splitlines()[:4]  # calls 1-4
+    parser = ADAPTER.new_parser()
+    feed(parser, stdout)
+    recorded = {}  # message id -> usage, as the CLI wrote it (session file first, stdout after)
+    for raw in session + stdout:
+        message = json.loads(raw).get("message") or {}
+        if "usage" in message:
+            recorded.setdefault(message["id"], message["usage"])
+    expected = TokenUsage(*(sum(u[key] for u in recorded.values()) for key in
+                            ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")))
+    assert len(recorded) == 5 and parser.usage != expected  # the stream alone says output 5
+    event = parser.absorb(ADAPTER.recover({"s.jsonl": b"\n".join(session)}))
+    assert parser.usage == expected and parser.turns == 5
+    assert event.usage.output == expected.output - 5 and event.turns == 0
+    assert parser.absorb(ADAPTER.recover({"s.jsonl": b"\n".join(session)})) is None
 
 
 def test_launch():

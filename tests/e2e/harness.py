@@ -63,7 +63,8 @@ def require_cli(name: str) -> None:
 def run_scenario(tmp_path: Path, cli: str, scenario: str, *, instruction: str = "Do the task.",
                  test_sh: str = DEFAULT_TEST, workspace: dict[str, str] | None = None,
                  budget: str = "wall_seconds = 120", model_name: str | None = None,
-                 suite_extra: str = "", cli_args: list[str] | None = None, timeout: float = 240) -> TrialResult:
+                 suite_extra: str = "", cli_args: list[str] | None = None, timeout: float = 240,
+                 kill_grace: float = 3.0) -> TrialResult:
     require_cli(cli)
     suite = tmp_path / "suite"
     task = suite / "task"
@@ -74,7 +75,7 @@ def run_scenario(tmp_path: Path, cli: str, scenario: str, *, instruction: str = 
         [suite]
         id = "e2e-{cli}"
         pricing = "prices.toml"
-        kill_grace = 3.0
+        kill_grace = {kill_grace}
         {suite_extra}
         [[models]]
         id = "mock"

@@ -90,6 +90,7 @@ class StreamParser(ABC):
         self.errors: list[str] = []
         self.final_seen = False  # the CLI printed its end-of-run record
         self._messages: dict[str, TokenUsage] = {}  # message id -> usage counted (count_message)
+        self._total_set = False  # a cumulative total (set_total) replaced the per-message sum
 
     @abstractmethod
     def feed(self, stream: str, line: bytes) -> list[ParsedEvent]: ...
@@ -143,6 +144,7 @@ class StreamParser(ABC):
         new_turns = 0 if turns is None else max(0, turns - self.turns)
         if not new_turns and not any(delta.as_tuple()):
             return None
+        self._total_set = True
         self.usage = total
         self.turns += new_turns
         return ParsedEvent(EventKind.USAGE, _usage_text(delta), usage=delta, turns=new_turns, model=model)
@@ -150,17 +152,30 @@ class StreamParser(ABC):
     def absorb(self, recovery: Recovery) -> ParsedEvent | None:
         """Usage read from the CLI's session files (during the run or after it), taken as the
         running total where it shows more than the stream has; an event with the difference."""
-        if recovery.usage.raw < self.usage.raw:
-            return None
-        if recovery.usage.raw == self.usage.raw and recovery.turns <= self.turns:
-            return None
-        event = self.set_total(recovery.usage, turns=recovery.turns)
+        if recovery.calls and not self._total_set and recovery.calls.keys() & self._messages.keys():
+            event = self._absorb_calls(recovery.calls)
+        elif (recovery.usage.raw, recovery.turns) <= (self.usage.raw, self.turns):
+            return None  # shows no more than the stream: fewer tokens, or as many and no more calls
+        else:
+            event = self.set_total(recovery.usage, turns=recovery.turns)
         if event is not None:
             if event.usage is not None and not any(event.usage.as_tuple()):
                 event.text = f"{event.turns} more model call(s), no new tokens (from {recovery.source})"
             else:
                 event.text = f"{event.text} (from {recovery.source})"
         return event
+
+    def _absorb_calls(self, calls: dict[str, TokenUsage]) -> ParsedEvent | None:
+        """Merge per message id, keeping each class's larger figure. A total would not do: after
+        a kill the files may lack the last call (written on a timer) while holding the final
+        figures of the others, whose stream copies were only estimates (Claude Code's output 1)."""
+        usage, turns = self.usage, self.turns
+        for message_id, found in calls.items():
+            self.count_message(message_id, found)
+        if (self.usage, self.turns) == (usage, turns):
+            return None
+        delta = self.usage - usage
+        return ParsedEvent(EventKind.USAGE, _usage_text(delta), usage=delta, turns=self.turns - turns)
 
     def raw(self, line: bytes) -> ParsedEvent:
         return ParsedEvent(EventKind.RAW, line.decode("utf-8", "replace")[:2000])
@@ -178,13 +193,14 @@ class Recovery:
     usage: TokenUsage
     turns: int
     source: str  # e.g. "session:.codex/sessions/.../rollout-x.jsonl"
+    calls: dict[str, TokenUsage] = field(default_factory=dict)  # per call id, where the files have ids
 
     @classmethod
     def per_call(cls, calls: dict[str, TokenUsage], files: set[str]) -> Recovery | None:
         """The sum of de-duplicated per-call figures (one entry per call id), None if none."""
         if not calls:
             return None
-        return cls(sum(calls.values(), TokenUsage()), len(calls), "session:" + ", ".join(sorted(files)))
+        return cls(sum(calls.values(), TokenUsage()), len(calls), "session:" + ", ".join(sorted(files)), dict(calls))
 
 
 class HarnessAdapter(ABC):
