@@ -86,18 +86,38 @@ def assert_runaway_stopped(result: TrialResult, cli: str) -> None:
 def claude_final_or_announced(result: TrialResult, completed: list[TokenUsage]) -> list[TokenUsage]:
     """Claude Code prints each call with its ``message_start`` output count (1); the final one
     reaches only its ``result`` line and its session file, written on a 100 ms timer. Killed
-    before either (seen once in CI under load), a call is knowable only as announced: the
-    served figures with the output the CLI printed. Every other call must be exact."""
-    lines = [json.loads(line) for line in stdout_stream(result).splitlines() if line.startswith(b"{")]
+    before its ``result`` (seen once in CI under load), each call is knowable only as the CLI
+    wrote it down: the served figures with the largest output count it recorded, in its
+    session file or on stdout."""
+    lines = json_lines(stdout_stream(result))
     if any(obj.get("type") == "result" for obj in lines):
         return completed
-    announced = list({obj["message"]["id"]: obj["message"] for obj in lines if obj.get("type") == "assistant"}.values())
     home = Path(result.row["workspace"]).parent / "home"
-    written = {json.loads(line).get("message", {}).get("id")
-               for path in home.glob(".claude/projects/*/*.jsonl") for line in path.read_bytes().splitlines() if line}
-    return [served if index >= len(announced) or announced[index]["id"] in written
-            else replace(served, output=announced[index]["usage"]["output_tokens"])
+    files = [obj for path in home.glob(".claude/projects/*/*.jsonl") for obj in json_lines(path.read_bytes())]
+    output: dict[str, int] = {}  # message id -> largest output_tokens recorded
+    announced: list[str] = []  # message ids in the order stdout printed them (the server's order)
+    for on_stdout, objects in ((True, lines), (False, files)):
+        for obj in objects:
+            message = obj.get("message") if obj.get("type") == "assistant" else None
+            if isinstance(message, dict) and "usage" in message:
+                if on_stdout and message["id"] not in output:
+                    announced.append(message["id"])
+                output[message["id"]] = max(output.get(message["id"], 0), message["usage"]["output_tokens"])
+    return [replace(served, output=output[announced[index]]) if index < len(announced) else served
             for index, served in enumerate(completed)]
+
+
+def json_lines(data: bytes) -> list[dict]:
+    """The JSON objects of a JSONL file; a line cut off by SIGKILL is skipped."""
+    objects = []
+    for line in data.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            objects.append(obj)
+    return objects
 
 
 def run_passing(tmp_path: Path, cli: str, scenario: str, name: str, *, turns: int, tool_calls: int,
