@@ -156,6 +156,32 @@ def test_absorb_merges_per_message_when_the_files_lack_the_last_call():
     assert parser.absorb(ADAPTER.recover({"s.jsonl": b"\n".join(session)})) is None
 
 
+def test_live_session_reads_merge_with_stdout_in_any_order():
+    """The runner reads the session file while Claude Code runs: a call may be in the file
+    before its stdout line is parsed, or after. Either way each call counts once, at its final
+    figures, and the ``result`` total changes nothing when they were already right."""
+    streams = FIXTURES / "streams" / "claude-code"
+    stdout = streams.joinpath("loop-killed.stdout.jsonl").read_bytes().splitlines()
+    session = streams.joinpath("loop-killed.session.jsonl").read_bytes().splitlines()
+    final = {}  # message id -> usage as the session file recorded it
+    for raw in session:
+        message = json.loads(raw)["message"]
+        final[message["id"]] = message["usage"]
+    expected = TokenUsage(*(sum(u[key] for u in final.values()) for key in
+                            ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")))
+    parser = ADAPTER.new_parser()
+    assert parser.absorb(ADAPTER.recover({"s.jsonl": session[0]})).turns == 1  # call 1, file first
+    feed(parser, stdout[:4])  # calls 1 and 2 on stdout: 1 adds nothing, 2 its estimate
+    assert parser.turns == 2
+    parser.absorb(ADAPTER.recover({"s.jsonl": b"\n".join(session[:3])}))  # 2 corrected, 3 first seen
+    feed(parser, stdout[4:10])  # calls 3 to 5
+    parser.absorb(ADAPTER.recover({"s.jsonl": b"\n".join(session)}))
+    assert parser.usage == expected and parser.turns == 5
+    result = json.loads(stdout[-1])
+    assert result["type"] == "result" and sum(m["outputTokens"] for m in result["modelUsage"].values()) == expected.output
+    assert not [event for event in feed(parser, stdout[10:]) if event.usage]  # the total agrees: no correction
+
+
 def test_launch():
     ctx = LaunchContext(model_name="claude-sonnet-4-6", instruction="-starts with a dash", workspace="/w",
                         home="/h", base_url="http://127.0.0.1:9/", api_key="k", clis_root="/c")

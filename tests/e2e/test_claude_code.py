@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentmeter_tui.core.usage import TokenUsage
 from tests.e2e import cases
 
 CLI = "claude-code"
@@ -50,3 +51,26 @@ def test_http_400_is_errored(tmp_path):
 
 def test_runaway_stopped_by_token_budget(tmp_path):
     cases.run_runaway(tmp_path, CLI)
+
+
+OUTPUT_LOOP = """
+description = "a runaway whose calls cost only output: stdout says 1 for each, the truth is 2,000"
+[[turns]]
+loop = true
+shell = "echo again {call} >> loop.txt"
+usage = { uncached_input = 0, output = 2000 }
+"""
+
+
+def test_a_token_budget_sees_the_output_before_the_result(tmp_path):
+    """Until its ``result``, Claude Code's stdout counts each call's output as 1. The runner
+    reads the session files while it runs (each call's final usage), so a 5,000-token budget
+    stops the loop within a few calls, not at the wall clock 5,000 calls later (the old code:
+    killed by ``wall_seconds``)."""
+    result = cases.run_scenario(tmp_path, CLI, OUTPUT_LOOP, budget="wall_seconds = 60\ntokens = 5000",
+                                suite_extra=cases.KEEP)
+    assert (result.row["status"], result.row["reason"]) == ("killed", "budget:tokens")
+    assert "from session:" in " ".join(row[4] for row in result.events("usage"))
+    completed = [usage for _status, done, usage in cases.served_calls(result) if done]
+    kept = sum(cases.claude_final_or_announced(result, completed)[:result.row["turns"]], TokenUsage())
+    assert result.usage == kept and result.usage.output >= 5000

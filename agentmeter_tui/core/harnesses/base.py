@@ -152,7 +152,7 @@ class StreamParser(ABC):
     def absorb(self, recovery: Recovery) -> ParsedEvent | None:
         """Usage read from the CLI's session files (during the run or after it), taken as the
         running total where it shows more than the stream has; an event with the difference."""
-        if recovery.calls and not self._total_set and recovery.calls.keys() & self._messages.keys():
+        if recovery.calls and not self._total_set:
             event = self._absorb_calls(recovery.calls)
         elif (recovery.usage.raw, recovery.turns) <= (self.usage.raw, self.turns):
             return None  # shows no more than the stream: fewer tokens, or as many and no more calls
@@ -193,14 +193,18 @@ class Recovery:
     usage: TokenUsage
     turns: int
     source: str  # e.g. "session:.codex/sessions/.../rollout-x.jsonl"
-    calls: dict[str, TokenUsage] = field(default_factory=dict)  # per call id, where the files have ids
+    #: per call, only where the files name calls as the stream does (Claude Code's message ids):
+    #: then the two are merged call by call instead of total against total
+    calls: dict[str, TokenUsage] = field(default_factory=dict)
 
     @classmethod
-    def per_call(cls, calls: dict[str, TokenUsage], files: set[str]) -> Recovery | None:
-        """The sum of de-duplicated per-call figures (one entry per call id), None if none."""
+    def per_call(cls, calls: dict[str, TokenUsage], files: set[str], *, stream_ids: bool = False) -> Recovery | None:
+        """The sum of de-duplicated per-call figures (one entry per call id), None if none;
+        ``stream_ids``: the ids are those the CLI's stdout uses too."""
         if not calls:
             return None
-        return cls(sum(calls.values(), TokenUsage()), len(calls), "session:" + ", ".join(sorted(files)), dict(calls))
+        return cls(sum(calls.values(), TokenUsage()), len(calls), "session:" + ", ".join(sorted(files)),
+                   dict(calls) if stream_ids else {})
 
 
 class HarnessAdapter(ABC):
@@ -216,8 +220,8 @@ class HarnessAdapter(ABC):
     #: folded into output; tests and the UI use it to compare like with like
     merged_classes: ClassVar[dict[str, str]] = {}
     #: seconds between reads of ``session_globs`` while the CLI runs, for CLIs whose stdout has
-    #: no per-call usage (Codex, Gemini CLI): meters and token budgets then see every call;
-    #: None reads them only after the run (a kill, or no final record)
+    #: no per-call usage (Codex, Gemini CLI) or only an estimate (Claude Code's output count):
+    #: meters and budgets then see every call; None reads them only after the run
     live_session_poll: ClassVar[float | None] = None
     #: False for agents that call no model (the oracle): no scenario, no relay, no proxy route
     needs_model: ClassVar[bool] = True

@@ -6,8 +6,11 @@ stream-json prints one ``assistant`` event per content block, all with the same
 ``message.id`` and the same usage, whose ``output_tokens`` is the ``message_start`` figure
 (1), not the final one. So each message's usage is counted once, as a live estimate, and the
 final ``result`` (its ``modelUsage``, which also covers background models) is taken as the
-truth through :meth:`StreamParser.set_total`. ``total_cost_usd`` is Claude Code's own figure,
-priced from Anthropic's table whatever the endpoint: the bill only on Anthropic itself.
+truth through :meth:`StreamParser.set_total`. Until then the runner reads the session files
+(``live_session_poll``), where each call has its final usage, and merges them call by call,
+so the meter and a USD or token budget see the output a call really cost within a second.
+``total_cost_usd`` is Claude Code's own figure, priced from Anthropic's table whatever the
+endpoint: the bill only on Anthropic itself.
 Errors: an HTTP 400 ends in ``result`` with ``subtype: success`` and ``is_error: true``.
 After a kill without a ``result`` (SIGTERM), ``~/.claude/projects/*/<session>.jsonl`` has
 each call's final usage, written more than once per message id.
@@ -176,7 +179,7 @@ def recover_claude(files: dict[str, bytes]) -> Recovery | None:
         if message_id not in best or found.raw > best[message_id].raw:
             best[message_id] = found
         sources.add(name)
-    return Recovery.per_call(best, sources)
+    return Recovery.per_call(best, sources, stream_ids=True)  # the message ids stdout prints
 
 
 class ClaudeCodeAdapter(HarnessAdapter):
@@ -186,6 +189,7 @@ class ClaudeCodeAdapter(HarnessAdapter):
     reports_cost_for = frozenset({"anthropic"})
     session_globs: ClassVar[list[str]] = [".claude/projects/*/*.jsonl", ".claude/projects/*/*/subagents/*.jsonl"]
     merged_classes: ClassVar[dict[str, str]] = {"reasoning": "output"}  # thinking is inside output_tokens, never split out
+    live_session_poll = 0.5
 
     def command(self, ctx: LaunchContext) -> list[str]:
         # "--" before the instruction: an instruction may start with a dash.
