@@ -349,7 +349,8 @@ class TrialRun:
         """Take the usage in the CLI's session files where it shows more than the stream did."""
         try:
             files = await session.fetch_files("home", self.adapter.session_globs)
-            recovery = self.adapter.recover(files) if files else None
+            # off the loop: a long session is megabytes of JSON, read twice a second while it runs
+            recovery = await asyncio.to_thread(self.adapter.recover, files) if files else None
         except Exception as exc:
             self.note(f"usage recovery failed: {exc!r}", EventKind.ERROR)
             return False

@@ -188,7 +188,7 @@ class LocalSession(SandboxSession):
             target.write_bytes(data)
 
     async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
-        return read_globs(self._base(base), patterns, limit_bytes)
+        return await asyncio.to_thread(read_globs, self._base(base), patterns, limit_bytes)
 
     async def collect_workspace(self, dest: Path) -> Path:
         return Path(self.workspace)
