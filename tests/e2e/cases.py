@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agentmeter_tui.core.harnesses import ADAPTERS
+from agentmeter_tui.core.harnesses.jsonl import load_object
 from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.wireusage import fold
 from tests.conftest import FIXTURES
@@ -109,15 +110,7 @@ def claude_final_or_announced(result: TrialResult, completed: list[TokenUsage]) 
 
 def json_lines(data: bytes) -> list[dict]:
     """The JSON objects of a JSONL file; a line cut off by SIGKILL is skipped."""
-    objects = []
-    for line in data.splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            objects.append(obj)
-    return objects
+    return [obj for line in data.splitlines() if (obj := load_object(line)) is not None]
 
 
 def run_passing(tmp_path: Path, cli: str, scenario: str, name: str, *, turns: int, tool_calls: int,
