@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..core.paths import suites_root
+from ..core.wire import provider_kinds
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     new.add_argument("--model", action="append", required=True, help="a model id (repeat for several)")
     new.add_argument("--cli", action="append", required=True, help="an adapter, e.g. claude-code or oracle (repeat)")
     new.add_argument("--provider", default="scripted",
-                     help="the models' provider kind: scripted (default), anthropic, openai, openai-chat, gemini, none")
+                     help=f"the models' provider kind: scripted (default), {', '.join(provider_kinds())}, none")
     new.add_argument("--include", action="append", default=[], help="glob on task folder names (repeat)")
     new.add_argument("--exclude", action="append", default=[], help="glob on task folder names (repeat)")
     new.add_argument("--sandbox", help="sandbox kind (default: docker when a task follows Harbor's contract)")

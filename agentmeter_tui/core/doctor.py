@@ -25,7 +25,7 @@ from .sandboxes.base import KillPolicy, LaunchSpec
 from .sandboxes.hostcheck import HostCheck
 from .sandboxes.local import LocalSession
 from .usage import TokenUsage
-from .wireusage import fold
+from .wire import fold
 
 if TYPE_CHECKING:
     from .suites import Suite

@@ -16,6 +16,12 @@ class UnknownName(LookupError):
     pass
 
 
+def load(target: str) -> type:
+    """The class a ``"module:Class"`` names, its module imported now."""
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
 class LazyRegistry(Generic[T]):
     def __init__(self, kind: str, entries: dict[str, str]):
         self.kind = kind
@@ -39,6 +45,5 @@ class LazyRegistry(Generic[T]):
             except KeyError:
                 raise UnknownName(
                     f"unknown {self.kind} '{name}'; known: {', '.join(self.names())}") from None
-            module_name, _, attribute = target.partition(":")
-            self._loaded[name] = getattr(importlib.import_module(module_name), attribute)
+            self._loaded[name] = load(target)
         return self._loaded[name]

@@ -14,8 +14,7 @@ from typing import Any
 
 import orjson
 
-from ..wireusage import to_responses as responses_usage
-from .chat import openai_error
+from ..wire.responses import to_responses as responses_usage
 from .replies import OfferedTool, Reply, text_pieces
 from .wire import Protocol, WireRequest, now, sse
 
@@ -85,9 +84,6 @@ class Responses(Protocol):
 
     def complete(self, reply: Reply, model: str, req: WireRequest) -> dict[str, Any]:
         return self._response(reply, model, "completed", _items(reply), responses_usage(reply.usage))
-
-    def error_body(self, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
-        return openai_error(status, message, error_type)
 
 
 def _item_events(index: int, item: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
