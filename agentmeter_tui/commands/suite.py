@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..core.harnesses import ADAPTERS
 from ..core.paths import suites_root
 from ..core.wire import provider_kinds
 
@@ -18,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     new.add_argument("name", help="the suite's id; its folder is suites/NAME unless --out says otherwise")
     new.add_argument("--tasks", required=True, type=Path, help="the folder holding one folder per task")
     new.add_argument("--model", action="append", required=True, help="a model id (repeat for several)")
-    new.add_argument("--cli", action="append", required=True, help="an adapter, e.g. claude-code or oracle (repeat)")
+    new.add_argument("--cli", action="append", required=True, help=f"an adapter: {', '.join(ADAPTERS.names())} (repeat)")
     new.add_argument("--provider", default="scripted",
                      help=f"the models' provider kind: scripted (default), {', '.join(provider_kinds())}, none")
     new.add_argument("--include", action="append", default=[], help="glob on task folder names (repeat)")

@@ -37,9 +37,7 @@ usage = { uncached_input = 500, cached_input = 200, output = 12 }
 """
 INSTRUCTION = "Say hello."
 DEFAULT_MODEL = "agentmeter-doctor"
-MODEL_NAMES = {"codex": "gpt-5.5"}  # CLIs that refuse a model name they do not know
 VERSION = re.compile(r"\d+\.\d+\.\d+")
-SKIPPED_WITHOUT_SUITE = {"command"}  # runs whatever program a suite names: nothing to check alone
 
 
 @dataclass
@@ -68,13 +66,14 @@ class CliPlan:
 def plans_for(suite: Suite | None) -> list[CliPlan]:
     """The suite's CLIs (with the model name the suite gives each), or every registered one."""
     if suite is None:
-        return [CliPlan(get_adapter(name), MODEL_NAMES.get(name, DEFAULT_MODEL))
-                for name in ADAPTERS.names() if name not in SKIPPED_WITHOUT_SUITE]
+        adapters = [get_adapter(name) for name in ADAPTERS.names()]
+        return [CliPlan(adapter, adapter.probe_model or DEFAULT_MODEL) for adapter in adapters if adapter.checked_alone]
     plans = []
     for cli in suite.spec.clis:
         name = cli.adapter
         named = [m.cli_names[name] for m in suite.spec.models if name in m.cli_names]
-        plans.append(CliPlan(get_adapter(name), named[0] if named else MODEL_NAMES.get(name, DEFAULT_MODEL),
+        adapter = get_adapter(name)
+        plans.append(CliPlan(adapter, named[0] if named else adapter.probe_model or DEFAULT_MODEL,
                              tuple(cli.args), tuple(cli.env.items())))
     return plans
 

@@ -208,6 +208,13 @@ class HarnessAdapter(ABC):
     name: ClassVar[str]
     protocol: ClassVar[str]  # the model API it speaks: a name in core.wire.PROTOCOLS
     install: ClassVar[InstallSpec]
+    #: package versions never to install (version -> why), refused by ``install-clis``
+    blocked_versions: ClassVar[dict[str, str]] = {}
+    #: a model name for ``agentmeter doctor``'s smoke run, for a CLI that refuses names it does
+    #: not know; None: the doctor's own placeholder name
+    probe_model: ClassVar[str | None] = None
+    #: False for an adapter with nothing to check without a suite (it runs what the suite names)
+    checked_alone: ClassVar[bool] = True
     #: the name of the shell tool the CLI offers its model; the scripted model server calls it
     #: to run a scenario's commands (filling the tool's own schema)
     shell_tool: ClassVar[str | None] = None

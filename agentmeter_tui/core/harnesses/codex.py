@@ -139,6 +139,7 @@ class CodexAdapter(HarnessAdapter):
     shell_tool = "exec_command"  # arguments {cmd}
     session_reader = "agentmeter_tui.core.interop.sessions.codex:CodexSessions"
     harbor_names = ("codex",)
+    probe_model = "gpt-5.5"  # it refuses a model name it does not know
     session_globs: ClassVar[list[str]] = [".codex/sessions/*/*/*/rollout-*.jsonl"]
     live_session_poll = 0.5
 
