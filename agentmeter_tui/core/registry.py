@@ -38,6 +38,10 @@ class LazyRegistry(Generic[T]):
         self._entries[name] = target
         self._loaded.pop(name, None)
 
+    def unregister(self, name: str) -> None:
+        self._entries.pop(name, None)
+        self._loaded.pop(name, None)
+
     def get(self, name: str) -> type[T]:
         if name not in self._loaded:
             try:
