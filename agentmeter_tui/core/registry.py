@@ -27,6 +27,7 @@ class LazyRegistry(Generic[T]):
         self.kind = kind
         self._entries = dict(entries)
         self._loaded: dict[str, type[T]] = {}
+        self.generation = 0  # counts changes, for callers that cache what they built from the entries
 
     def names(self) -> list[str]:
         return sorted(self._entries)
@@ -37,10 +38,12 @@ class LazyRegistry(Generic[T]):
     def register(self, name: str, target: str) -> None:
         self._entries[name] = target
         self._loaded.pop(name, None)
+        self.generation += 1
 
     def unregister(self, name: str) -> None:
         self._entries.pop(name, None)
         self._loaded.pop(name, None)
+        self.generation += 1
 
     def get(self, name: str) -> type[T]:
         if name not in self._loaded:

@@ -24,10 +24,10 @@ from typing import Any, TextIO
 
 import orjson
 
+from ..harnesses import ADAPTERS, HarnessAdapter, get_adapter
 from ..pricing import PriceSnapshot
 from ..procs import TOKEN_VAR, kill_ladder, sweep
 from ..usage import TOKEN_CLASSES, TokenUsage
-from ..harnesses import ADAPTERS, HarnessAdapter, get_adapter
 from ..wire import families, get_protocol
 from .calls import ProxyCall
 from .server import MeteringProxy

@@ -27,6 +27,7 @@ PROTOCOLS: LazyRegistry[WireProtocol] = LazyRegistry("wire protocol", {
 FALLBACK = "chat"
 
 _instances: dict[type, WireProtocol] = {}
+_all: tuple[int, list[WireProtocol]] = (-1, [])  # (the registry's generation, its protocols)
 
 
 def get_protocol(name: str) -> WireProtocol:
@@ -37,7 +38,12 @@ def get_protocol(name: str) -> WireProtocol:
 
 
 def protocols() -> list[WireProtocol]:
-    return [get_protocol(name) for name in PROTOCOLS.names()]
+    """Every registered protocol, by name (built again only when the registry changed: the
+    proxy asks on every request)."""
+    global _all
+    if _all[0] != PROTOCOLS.generation:
+        _all = (PROTOCOLS.generation, [get_protocol(name) for name in PROTOCOLS.names()])
+    return _all[1]
 
 
 def protocol_for(path: str) -> str | None:
