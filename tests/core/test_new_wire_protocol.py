@@ -19,8 +19,8 @@ from tests.core.plugin_support import module_in
 from tests.core.test_proxy import Sink, served
 
 MODULE = '''
-"""A made-up protocol "tiny": POST .../tiny/complete with {"model", "prompt", "stream",
-"tools": [{"name", "schema"}]}; the answer is {"text", "call", "usage": {"in", "cached", "out"}}
+"""A made-up protocol "tiny": POST .../tiny/complete, the key in x-tiny-key, with {"model",
+"prompt", "stream", "tools": [{"name", "schema"}]}; the answer is {"text", "call", "usage": {"in", "cached", "out"}}
 ("in" counts the cache; no cache-write or reasoning count), streamed as SSE frames {"text"}
 and a last {"done": true, "usage": ...}."""
 from agentmeter_tui.core.mockllm.replies import OfferedTool, text_pieces
@@ -38,6 +38,7 @@ class TinyWire(WireProtocol):
     merged = {"cache_write": "uncached_input", "reasoning": "output"}
     base_url_env = {"TINY_BASE_URL": "/api"}
     key_env = ("TINY_API_KEY",)
+    key_headers = ("x-tiny-key",)
 
     def matches(self, path):
         return path.endswith("/tiny/complete")
@@ -124,16 +125,17 @@ async def test_served_forwarded_and_metered_end_to_end(tiny, tmp_path, stream):
         async with aiohttp.ClientSession() as client:
             for _ in TURNS:
                 async with client.post(proxy.base_url + "/v1/tiny/complete", json=body,
-                                       headers={"Authorization": f"Bearer {route.key}"}) as response:
+                                       headers={"x-tiny-key": route.key}) as response:
                     assert response.status == 200
                     answers.append(await response.read())
             # refused in the protocol's own error shape once the trial is over budget
             sink.refusal = "over its budget"
             async with client.post(proxy.base_url + "/v1/tiny/complete", json=body,
-                                   headers={"Authorization": f"Bearer {route.key}"}) as response:
+                                   headers={"x-tiny-key": route.key}) as response:
                 assert response.status == 400 and (await response.json())["problem"]["kind"] == "tiny_error"
         assert b'"command":"echo hi > out.txt"' in answers[0]  # the scripted turn's shell call, in tiny's shape
         info = await served(upstream, REAL_KEY)
+        # the real key reached the server in tiny's own header, swapped there by the proxy
         assert info["calls"] == 2 and all(c["completed"] and c["protocol"] == "tiny" for c in info["served"])
         assert [c.usage for c in sink.calls if c.outcome == "completed"] == [fold(u, MERGED["tiny"]) for u in TURNS]
         assert sink.usage == route.usage == fold(TokenUsage.from_dict(info["usage"]), MERGED["tiny"])

@@ -18,6 +18,7 @@ from ..wire.anthropic import to_anthropic as anthropic_usage
 from .replies import OfferedTool, Reply, text_pieces
 from .wire import Protocol, WireRequest, count_tokens, sse
 
+
 def _signature(text: str) -> str:
     # Real thinking blocks carry an opaque signature that clients send back; any stable string works.
     return "scripted-" + hashlib.sha256(text.encode()).hexdigest()[:32]

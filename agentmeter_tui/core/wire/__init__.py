@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from ..registry import LazyRegistry
 from ..usage import TokenUsage
-from .base import WireProtocol, find_key, fold
+from .base import WireProtocol, fold
 
 PROTOCOLS: LazyRegistry[WireProtocol] = LazyRegistry("wire protocol", {
     "chat": "agentmeter_tui.core.wire.chat:ChatCompletions",
@@ -28,6 +28,7 @@ FALLBACK = "chat"
 
 _instances: dict[type, WireProtocol] = {}
 _all: tuple[int, list[WireProtocol]] = (-1, [])  # (the registry's generation, its protocols)
+_key_places: tuple[int, tuple[str, ...], tuple[str, ...]] = (-1, (), ())  # (generation, headers, query names)
 
 
 def get_protocol(name: str) -> WireProtocol:
@@ -52,6 +53,24 @@ def protocol_for(path: str) -> str | None:
         if protocol.matches(path):
             return protocol.name
     return None
+
+
+def find_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
+    """The API key of a request: ``Authorization: Bearer``, else any protocol's key header or
+    query parameter. Looked for in all of them, not by the path's protocol: a key on a path of
+    no protocol (a model list) must still find its route."""
+    global _key_places
+    auth = headers.get("Authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip() or None
+    if _key_places[0] != PROTOCOLS.generation:
+        found = protocols()
+        _key_places = (PROTOCOLS.generation, tuple(dict.fromkeys(h for p in found for h in p.key_headers)),
+                       tuple(dict.fromkeys(q for p in found for q in p.key_query)))
+    for name in _key_places[1]:
+        if headers.get(name):
+            return headers[name]
+    return next((query[name] for name in _key_places[2] if query.get(name)), None)
 
 
 def error_body(protocol: str | None, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:

@@ -55,6 +55,7 @@ class AnthropicMessages(WireProtocol):
     scripted = "agentmeter_tui.core.mockllm.anthropic:AnthropicMessages"
     merged: ClassVar[dict[str, str]] = {"reasoning": "output"}
     base_url_env: ClassVar[dict[str, str]] = {"ANTHROPIC_BASE_URL": ""}
+    key_headers = ("x-api-key",)
     key_env = ("ANTHROPIC_API_KEY",)
     key_env_if_set = ("ANTHROPIC_AUTH_TOKEN",)
 

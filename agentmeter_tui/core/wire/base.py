@@ -43,23 +43,6 @@ def fold(usage: TokenUsage, merged: Mapping[str, str]) -> TokenUsage:
     return TokenUsage(**counts)
 
 
-KEY_HEADERS = ("x-api-key", "x-goog-api-key", "api-key")
-
-
-def find_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
-    """The API key of a request, wherever one of the protocols puts it: ``Authorization:
-    Bearer``, ``x-api-key``, ``x-goog-api-key``, ``api-key``, the ``key`` query parameter.
-    Looked up in all of them, not by protocol: a key on a path of no protocol (a model list)
-    still finds its route."""
-    auth = headers.get("Authorization", "")
-    if auth[:7].lower() == "bearer ":
-        return auth[7:].strip() or None
-    for name in KEY_HEADERS:
-        if headers.get(name):
-            return headers[name]
-    return query.get("key") or None
-
-
 class WireProtocol(ABC):
     """One model API protocol. Subclasses are registered in ``core/wire/__init__.py``."""
 
@@ -70,6 +53,10 @@ class WireProtocol(ABC):
     #: protocols of one family share their SDK variables, key and default upstream; ``agentmeter
     #: meter`` gives each family one route ("openai" for Chat Completions and Responses)
     family: ClassVar[str]
+    #: headers its clients put the API key in (besides ``Authorization: Bearer``, which any
+    #: client may use), and query parameters (Gemini's ``key``)
+    key_headers: ClassVar[tuple[str, ...]] = ()
+    key_query: ClassVar[tuple[str, ...]] = ()
     #: where calls go when the suite names no ``base_url``
     default_upstream: ClassVar[str]
     #: the scripted model server's class for this protocol, "module:Class"
@@ -115,7 +102,8 @@ class WireProtocol(ABC):
         """The five classes as the protocol's usage object with the call's final figures."""
 
     def frame(self, scan: UsageScanner, obj: dict[str, Any]) -> None:
-        """One parsed frame of a streamed answer: tell ``scan`` the final (or partial) usage."""
+        """One parsed frame of a streamed answer: tell ``scan`` the final (or partial) usage.
+        Only frames with ``"usage`` or ``"error`` in them are parsed (the rest pass unread)."""
         self.whole(scan, obj)
 
     def whole(self, scan: UsageScanner, obj: Any) -> None:

@@ -84,6 +84,7 @@ class OpenAIFamily(WireProtocol):
     family = "openai"
     default_upstream = "https://api.openai.com"
     base_url_env: ClassVar[dict[str, str]] = {"OPENAI_BASE_URL": "/v1"}
+    key_headers = ("api-key",)  # Azure OpenAI; the others send a Bearer token
     key_env = ("OPENAI_API_KEY",)
     key_sources = ("OPENROUTER_API_KEY", "DASHSCOPE_API_KEY")
 

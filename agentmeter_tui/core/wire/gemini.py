@@ -50,6 +50,8 @@ class Gemini(WireProtocol):
     default_upstream = "https://generativelanguage.googleapis.com"
     scripted = "agentmeter_tui.core.mockllm.gemini:Gemini"
     merged: ClassVar[dict[str, str]] = {"cache_write": "uncached_input"}
+    key_headers = ("x-goog-api-key",)
+    key_query = ("key",)
     key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     totals_at_end = True
 
