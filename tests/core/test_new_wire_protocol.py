@@ -24,7 +24,7 @@ MODULE = '''
 ("in" counts the cache; no cache-write or reasoning count), streamed as SSE frames {"text"}
 and a last {"done": true, "usage": ...}."""
 from agentmeter_tui.core.mockllm.replies import OfferedTool, text_pieces
-from agentmeter_tui.core.mockllm.wire import Protocol, sse
+from agentmeter_tui.core.mockllm.wire import ScriptedProtocol, sse
 from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.wire.base import WireProtocol, as_int
 
@@ -59,7 +59,7 @@ class TinyWire(WireProtocol):
             scan.set_final(self.read_usage(obj["usage"]))
 
 
-class TinyScripted(Protocol):
+class TinyScripted(ScriptedProtocol):
     name = "tiny"
 
     def offered_tools(self, body):

@@ -16,7 +16,7 @@ import orjson
 
 from ..wire.anthropic import to_anthropic as anthropic_usage
 from .replies import OfferedTool, Reply, text_pieces
-from .wire import Protocol, WireRequest, count_tokens, sse
+from .wire import ScriptedProtocol, WireRequest, count_tokens, sse
 
 
 def _signature(text: str) -> str:
@@ -41,7 +41,7 @@ def _stop_reason(reply: Reply) -> str:
     return "tool_use" if reply.tool_call is not None else "end_turn"
 
 
-class AnthropicMessages(Protocol):
+class AnthropicMessages(ScriptedProtocol):
     name = "anthropic"
 
     def offered_tools(self, body: dict[str, Any]) -> list[OfferedTool]:

@@ -25,15 +25,15 @@ from ..tomlerrors import InputError
 from ..wire import find_key, get_protocol, protocol_for, protocols
 from .scenario import Scenario, load_scenario
 from .session import Session, Sessions, finish_entry, log_entry
-from .wire import DEFAULT_MODELS, Protocol, WireRequest
+from .wire import DEFAULT_MODELS, ScriptedProtocol, WireRequest
 
 SESSIONS = web.AppKey("sessions", Sessions)
 NO_SESSION = ("no scripted session for this API key: register it with POST /_scripted/sessions "
               "(key, scenario) or start the server with --scenario FILE")
-_SCRIPTED: dict[str, Protocol] = {}
+_SCRIPTED: dict[str, ScriptedProtocol] = {}
 
 
-def scripted(name: str) -> Protocol:
+def scripted(name: str) -> ScriptedProtocol:
     """The scripted class of a wire protocol, as the protocol names it (one instance each)."""
     target = get_protocol(name).scripted
     if target not in _SCRIPTED:
@@ -69,7 +69,7 @@ class _Call:
         self.sessions.record(self.session, entry)
 
 
-async def model_call(request: web.Request, protocol: Protocol) -> web.StreamResponse:
+async def model_call(request: web.Request, protocol: ScriptedProtocol) -> web.StreamResponse:
     raw = await request.read()
     call = _Call(request, protocol.name, raw)
     try:

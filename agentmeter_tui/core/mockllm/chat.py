@@ -15,9 +15,9 @@ import orjson
 
 from ..wire.chat import to_chat as chat_usage
 from .replies import OfferedTool, Reply, text_pieces
-from .wire import Protocol, WireRequest, now, sse
+from .wire import ScriptedProtocol, WireRequest, now, sse
 
-class ChatCompletions(Protocol):
+class ChatCompletions(ScriptedProtocol):
     name = "chat"
 
     def wanted_json(self, body: dict[str, Any]) -> dict[str, Any] | None:

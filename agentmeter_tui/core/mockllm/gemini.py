@@ -16,7 +16,7 @@ from typing import Any
 
 from ..wire.gemini import to_gemini as gemini_usage
 from .replies import OfferedTool, Reply, text_pieces
-from .wire import DEFAULT_MODELS, Protocol, WireRequest, count_tokens, sse
+from .wire import DEFAULT_MODELS, ScriptedProtocol, WireRequest, count_tokens, sse
 
 # The routes the server answered for Gemini (aiohttp's {target} is one path segment).
 _LISTING = re.compile(r"/v1(?:beta|alpha)/models")
@@ -30,7 +30,7 @@ def split_target(target: str) -> tuple[str, str]:
     return (model, action) if model else (target, "")
 
 
-class Gemini(Protocol):
+class Gemini(ScriptedProtocol):
     name = "gemini"
 
     def offered_tools(self, body: dict[str, Any]) -> list[OfferedTool]:

@@ -16,7 +16,7 @@ import orjson
 
 from ..wire.responses import to_responses as responses_usage
 from .replies import OfferedTool, Reply, text_pieces
-from .wire import Protocol, WireRequest, now, sse
+from .wire import ScriptedProtocol, WireRequest, now, sse
 
 
 def _items(reply: Reply) -> list[dict[str, Any]]:
@@ -43,7 +43,7 @@ def _items(reply: Reply) -> list[dict[str, Any]]:
     return items
 
 
-class Responses(Protocol):
+class Responses(ScriptedProtocol):
     name = "responses"
 
     def wanted_json(self, body: dict[str, Any]) -> dict[str, Any] | None:

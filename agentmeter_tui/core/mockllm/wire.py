@@ -47,7 +47,7 @@ class WireRequest:
     match: Mapping[str, str] = field(default_factory=dict)
 
 
-class Protocol:
+class ScriptedProtocol:
     """Base class; one subclass per wire protocol, of the same ``name``."""
 
     name = "protocol"
