@@ -7,7 +7,7 @@ for instance, the docker SDK is loaded only by a suite that asks for a docker sa
 from __future__ import annotations
 
 import importlib
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -39,6 +39,11 @@ class LazyRegistry(Generic[T]):
             except KeyError:
                 raise UnknownName(
                     f"unknown {self.kind} '{name}'; known: {', '.join(self.names())}") from None
-            module_name, _, attribute = target.partition(":")
-            self._loaded[name] = getattr(importlib.import_module(module_name), attribute)
+            self._loaded[name] = load_target(target)
         return self._loaded[name]
+
+
+def load_target(target: str) -> Any:
+    """The object a ``"module:Name"`` string names, its module imported now."""
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
