@@ -95,7 +95,7 @@ class HarborVerifier(Verifier):
             from ..sandboxes import harbor_kinds, kind_choice
 
             return VerifierResult(False, 0.0, infra_error=f"task '{self.task.id}' follows Harbor's contract, "
-                                  f"which needs a container sandbox ({kind_choice(harbor_kinds())})")
+                                  f"which needs a container sandbox: {kind_choice(harbor_kinds())}")
         timeout = self.task.verifier.timeout_sec
         tests = self.task.tests_dir
         if tests is None or not (tests / "test.sh").is_file():
