@@ -31,8 +31,8 @@ from ...clisbundle import Manifest, load_manifest
 from ...paths import default_clis_root
 from ...run.placement import Host, Placement
 from ..base import TrialSlot
-from ..hostcheck import HostCheck, check_docker_engine
 from ..common import HostWatch, load_settings, shipped_files
+from ..hostcheck import HostCheck, check_docker_engine
 from ..local import LocalSandbox
 from ..relay import RelayPool, is_loopback
 from . import engine as engines

@@ -43,8 +43,8 @@ from ..base import (
     SandboxSession,
     TrialSlot,
 )
-from ..hostcheck import HostCheck, check_docker_engine
 from ..common import HostWatch, Settings, load_settings, map_argv, resolve_path, shipped_files, trial_env
+from ..hostcheck import HostCheck, check_docker_engine
 from ..local import LocalSession
 from ..relay import RelayPool, is_loopback
 from . import engine as engines

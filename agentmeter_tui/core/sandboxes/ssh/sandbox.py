@@ -35,8 +35,8 @@ from ..base import (
     SandboxSession,
     TrialSlot,
 )
-from ..hostcheck import HostCheck, check_ssh_host
 from ..common import HostWatch, load_settings, map_argv, shipped_files, trial_env
+from ..hostcheck import HostCheck, check_ssh_host
 from ..relay import is_loopback, replace_host, target_of
 from .conn import HostConnection, HostKeyError, connect
 from .hosts import SshHost, SshSettings, kill_script, launch_command, q, sweep_script
