@@ -8,6 +8,7 @@ plugin's would, from a ``sitecustomize`` module on their PYTHONPATH (the second 
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import textwrap
@@ -144,7 +145,7 @@ def cell_suite(tmp_path: Path) -> Path:
 
 def test_a_new_kind_runs_a_trial_judges_it_with_its_side_and_cleans_up(cell, tmp_path):
     suite_path = cell_suite(tmp_path)
-    suite = load_suite(suite_path)
+    assert load_suite(suite_path).spec.sandbox.kind == "cell"  # the loader knows the kind by its registration
     kind = SANDBOXES.get("cell")
     assert kind.differential_sides().__name__ == "CellSides" and not kind.harbor_contract
     env = {"PYTHONPATH": str(cell)}
@@ -164,7 +165,7 @@ def test_a_new_kind_runs_a_trial_judges_it_with_its_side_and_cleans_up(cell, tmp
     (dead / "runner.pid").write_text(str(2 ** 22 + 7))
     live = cells / "t98-live"
     live.mkdir()
-    (live / "runner.pid").write_text(str(__import__("os").getpid()))
+    (live / "runner.pid").write_text(str(os.getpid()))
     # No engine answers here, so the docker kind's cleanup touches no shared engine.
     result = agentmeter("doctor", str(suite_path), "--clean", "--only", "reference", "--db", str(db),
                         env={**env, "DOCKER_HOST": "unix:///nonexistent/docker.sock", "COLUMNS": "200"})
@@ -172,4 +173,3 @@ def test_a_new_kind_runs_a_trial_judges_it_with_its_side_and_cleans_up(cell, tmp
     assert result.returncode == 0, out + result.stderr
     assert "clean cell cells │ ok │ 1 cell(s) of gone runners removed" in out
     assert not dead.exists() and live.exists()
-    assert suite.spec.sandbox.kind == "cell"
