@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..core.reporting.formats import FORMATS
 from . import add_db_argument
 
 EXIT_MISSING, EXIT_BAD_INPUT, EXIT_GATE = 1, 2, 3
@@ -20,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("report", help="success, token, cost and AgentMeter Score tables for a suite")
     add_db_argument(parser)
     parser.add_argument("--suite", metavar="ID", help="suite id in the store (default: the latest suite)")
-    parser.add_argument("--format", choices=("md", "csv", "json"), default="md", help="output format (default md)")
+    parser.add_argument("--format", choices=FORMATS.names(), default="md",
+                        help=f"output format: {', '.join(FORMATS.names())} (default md)")
     parser.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     parser.add_argument("--select", choices=("latest", "median"), default="latest",
                         help="trial per cell: latest completed (the paper's rule, default) or the median trial")

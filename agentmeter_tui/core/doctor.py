@@ -1,7 +1,7 @@
 """Health checks behind ``agentmeter doctor``: are the agent CLIs a suite uses installed at
 their pinned versions, does each one run a one-turn scenario against the scripted model
 server and come out parsed (the tokens it reports equal what was served), is the store
-readable; and ``--clean``, removing what crashed runners left on docker engines. The suite's
+readable; and ``--clean``, removing what crashed runners left in each kind of sandbox. The suite's
 sandbox hosts are checked by :mod:`.sandboxes.hostcheck`.
 
 A CLI smoke run happens in a local sandbox session (fresh HOME and workspace, the adapter's
@@ -18,7 +18,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .harnesses import ADAPTERS, HarnessAdapter, LaunchContext, get_adapter
 from .sandboxes.base import KillPolicy, LaunchSpec
@@ -201,42 +201,12 @@ def _tokens(usage: TokenUsage) -> str:
 
 # -- leftovers and the store ---------------------------------------------------
 
-def engine_targets(suite: Suite | None) -> list[tuple[str | None, str | None, str | None]]:
-    """(url, key, known_hosts) of the docker engines a suite uses; without a suite (or for a
-    local or ssh sandbox) the environment's own engine."""
-    if suite is None or suite.spec.sandbox.kind not in ("docker", "swarm"):
-        return [(None, None, None)]
+def clean_leftovers(suite: Suite | None) -> list[HostCheck]:
+    """Each registered sandbox kind removes what runners that are gone left in it: on the
+    suite's hosts when the suite uses that kind, on this machine otherwise. Blocking."""
     from .sandboxes import SANDBOXES
 
-    sandbox = SANDBOXES.get(suite.spec.sandbox.kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
-    config: Any = getattr(sandbox, "config", None)
-    if config is not None and hasattr(config, "entries"):
-        return [(e.url, e.key, e.known_hosts) for e in config.entries()]
-    if config is not None:
-        return [(getattr(config, "engine", None), getattr(config, "key", None), getattr(config, "known_hosts", None))]
-    return [(None, None, None)]
-
-
-def clean_engines(suite: Suite | None) -> list[HostCheck]:
-    """Remove containers, services, volumes and networks of runners that are gone. Blocking."""
-    from .sandboxes.docker import engine as engines
-
-    checks = []
-    for url, key, known_hosts in engine_targets(suite):
-        where = url or "local docker engine"
-        try:
-            client = engines.connect(url, key=key, known_hosts=known_hosts, timeout=30)
-        except Exception:  # noqa: BLE001 - no engine here: nothing can have been left on it
-            checks.append(HostCheck(f"clean {where}", None, "no engine answering: nothing to clean"))
-            continue
-        report = engines.clean_leftovers(url, client=client)
-        removed = {kind: getattr(report, kind) for kind in ("containers", "services", "volumes", "networks",
-                                                              "configs", "images") if getattr(report, kind, None)}
-        text = ", ".join(f"{len(v)} {k}" for k, v in removed.items()) or "nothing left behind"
-        checks.append(HostCheck(f"clean {where}", not report.errors,
-                                text + ("; " + "; ".join(report.errors) if report.errors else ""),
-                                "remove them by hand with `docker rm -f`" if report.errors else ""))
-    return checks
+    return [check for kind in SANDBOXES.names() for check in SANDBOXES.get(kind).clean_leftovers(suite)]
 
 
 def check_store(db: Path) -> HostCheck:

@@ -7,7 +7,7 @@ for instance, the docker SDK is loaded only by a suite that asks for a docker sa
 from __future__ import annotations
 
 import importlib
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -16,8 +16,8 @@ class UnknownName(LookupError):
     pass
 
 
-def load(target: str) -> type:
-    """The class a ``"module:Class"`` names, its module imported now."""
+def load(target: str) -> Any:
+    """The object a ``"module:Name"`` names (a class, usually), its module imported now."""
     module_name, _, attribute = target.partition(":")
     return getattr(importlib.import_module(module_name), attribute)
 
@@ -54,3 +54,4 @@ class LazyRegistry(Generic[T]):
                     f"unknown {self.kind} '{name}'; known: {', '.join(self.names())}") from None
             self._loaded[name] = load(target)
         return self._loaded[name]
+

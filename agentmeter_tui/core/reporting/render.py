@@ -1,4 +1,5 @@
-"""Render a :class:`Report` as Markdown, CSV or JSON.
+"""Render a :class:`Report` as Markdown, CSV or JSON (the formats registered first in
+:mod:`.formats`).
 
 Markdown follows seed 000's Table 2 (model shown once per group, best value per column in
 bold, arrows for the direction of each metric), then the budgets it used, the rubric,
@@ -17,6 +18,7 @@ import orjson
 from ..metrics.ams import ConfigScore
 from ..metrics.rubric import RUBRIC
 from ..metrics.runs import TIERS
+from .formats import FORMATS, ReportFormat
 from .report import Report, config_name
 
 DASH = "—"
@@ -59,7 +61,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> 
 
 
 # (header, value, formatter, higher is better) for the columns that get a best mark
-_COLUMNS: list[tuple[str, Callable[[ConfigScore], float | None], Callable, bool]] = [
+MAIN_COLUMNS: list[tuple[str, Callable[[ConfigScore], float | None], Callable, bool]] = [
     ("Tok/P ↓", lambda r: r.tokens_per_pass, fmt_tokens, False),
     ("USD/P ↓", lambda r: r.usd_per_pass, fmt_usd, False),
     ("S_E ↑", lambda r: r.tier_scores["easy"], fmt_score, True),
@@ -81,7 +83,7 @@ def _marked(rows: list[ConfigScore], get: Callable, fmt: Callable, higher: bool)
 def main_table(report: Report) -> list[str]:
     rows = report.configurations
     passes = _marked(rows, lambda r: r.passes, str, True)
-    columns = [_marked(rows, get, fmt, higher) for _h, get, fmt, higher in _COLUMNS]
+    columns = [_marked(rows, get, fmt, higher) for _h, get, fmt, higher in MAIN_COLUMNS]
     body, last_model = [], None
     for i, row in enumerate(rows):
         model = _md(row.model) if row.model != last_model else ""
@@ -89,8 +91,8 @@ def main_table(report: Report) -> list[str]:
         pass_cell = f"{passes[i]}/{row.n_tasks}"
         profile = "/".join(str(row.passes_by_tier[t]) for t in TIERS)
         body.append([model, _md(row.cli), pass_cell, profile, *(col[i] for col in columns)])
-    header = ["Model", "CLI", "Pass ↑", "P(E/M/H)", *(h for h, *_ in _COLUMNS)]
-    return _table(header, body, "llrl" + "r" * len(_COLUMNS))
+    header = ["Model", "CLI", "Pass ↑", "P(E/M/H)", *(h for h, *_ in MAIN_COLUMNS)]
+    return _table(header, body, "llrl" + "r" * len(MAIN_COLUMNS))
 
 
 def _budget_lines(report: Report) -> list[str]:
@@ -293,10 +295,27 @@ def render_json(report: Report, detail: bool = False) -> str:
     return orjson.dumps(report.to_dict(detail), option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
-RENDERERS = {"md": render_markdown, "csv": render_csv, "json": render_json}
+class MarkdownFormat(ReportFormat):
+    name = "md"
+
+    def render(self, report: Report, *, detail: bool = False) -> str:
+        return render_markdown(report)
+
+
+class CsvFormat(ReportFormat):
+    name = "csv"
+
+    def render(self, report: Report, *, detail: bool = False) -> str:
+        return render_csv(report)
+
+
+class JsonFormat(ReportFormat):
+    name = "json"
+
+    def render(self, report: Report, *, detail: bool = False) -> str:
+        return render_json(report, detail)
 
 
 def render(report: Report, fmt: str, detail: bool = False) -> str:
-    if fmt == "json":
-        return render_json(report, detail)
-    return RENDERERS[fmt](report)
+    """``report`` in the registered format ``fmt`` (:data:`.formats.FORMATS`)."""
+    return FORMATS.get(fmt)().render(report, detail=detail)

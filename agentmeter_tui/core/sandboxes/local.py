@@ -204,6 +204,7 @@ class LocalSession(SandboxSession):
 
 class LocalSandbox(Sandbox):
     name = "local"
+    differential_side = "agentmeter_tui.core.difftest.executor:LocalExecutor"
 
     def __init__(self, suite: Any, settings: dict[str, Any] | None = None):
         super().__init__(suite, settings)

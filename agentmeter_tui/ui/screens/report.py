@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Static
 
 from ...core.charts import heatmap_data, scatter_data, tier_profile_data
 from ...core.metrics.runs import TIERS
-from ...core.reporting.render import _COLUMNS as MARKDOWN_COLUMNS
+from ...core.reporting.render import MAIN_COLUMNS
 from ...core.reporting.render import fmt_median, fmt_score
 from ..data import report
 from ..widgets.charts import AmsHeatmap, PassCostPlot, TierProfile
@@ -27,7 +27,7 @@ from .base import SessionScreen
 
 # (header, value of a ConfigScore, formatter, higher is better): the columns `agentmeter report`
 # prints, so the screen and the Markdown table never disagree, plus the rubric winrate.
-TABLE2 = (*MARKDOWN_COLUMNS, ("WR ↑", lambda r: r.rubric_winrate, fmt_score, True))
+TABLE2 = (*MAIN_COLUMNS, ("WR ↑", lambda r: r.rubric_winrate, fmt_score, True))
 
 
 def best_cells(values: list[float | None], fmt: Callable, higher: bool) -> list[Text]:

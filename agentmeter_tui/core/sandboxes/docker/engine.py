@@ -26,7 +26,7 @@ RUNNER = "agentmeter.runner"  # "<hostname>:<pid>:<start time>" of the runner th
 TRIAL = "agentmeter.trial"  # the trial's token
 TRIAL_ID = "agentmeter.trial-id"
 SUITE = "agentmeter.suite"
-DIFFTEST = "agentmeter.difftest"  # a differential test side's container or committed image (difftest/dockerside.py)
+DIFFTEST = "agentmeter.difftest"  # a differential test side's container or committed image (docker/difftest.py)
 API_VERSION = "1.41"  # Docker 20.10, the oldest engine we promise to drive
 POOL = 64
 
