@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..core.metrics.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
 from . import add_db_argument
 
 EXIT_MISSING, EXIT_BAD_INPUT, EXIT_GATE = 1, 2, 3
@@ -32,7 +33,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="rank validation against a subset: a file of task ids, one per line (# comments)")
     parser.add_argument("--charts", metavar="DIR", help="also write the charts (SVG and PNG) into DIR")
     parser.add_argument("--detail", action="store_true", help="JSON: add SR, CBQ, CostAUBQC, EFR per tier")
+    parser.add_argument("--intervals", type=_resamples, nargs="?", const=DEFAULT_RESAMPLES, default=0,
+                        metavar="N", help="add 95%% bootstrap intervals over tasks for Pass, USD/Pass and AMS, rank "
+                        f"shares and paired comparisons (N resamples, default {DEFAULT_RESAMPLES})")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                        help=f"the bootstrap's seed (default {DEFAULT_SEED}): the same seed, the same report")
     parser.set_defaults(handler=report_command)
+
+
+def _resamples(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if not 100 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError("between 100 and 1,000,000 resamples")
+    return value
 
 
 def _fail(message: str, code: int) -> int:
@@ -55,7 +71,7 @@ def report_command(args: argparse.Namespace) -> int:
         try:
             report = report_from_store(store, args.suite, selection=args.select, rubric=args.rubric,
                                        subset=subset, subset_source=args.validate,
-                                       agreement=args.agreement)
+                                       agreement=args.agreement, resamples=args.intervals, seed=args.seed)
         finally:
             store.close()
     except (InputError, ValueError) as exc:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..metrics.agreement import Agreement
 from ..metrics.ams import ConfigScore, TierBudget
+from ..metrics.intervals import Intervals
 from ..metrics.rubric import GateResult, Standing
 from ..metrics.runs import SELECTIONS, TIERS, Config
 from ..metrics.validation import RankValidation
@@ -74,6 +75,7 @@ class Report:
     validation_source: str | None = None
     notes: list[str] = field(default_factory=list)
     funnel: list[dict[str, Any]] | None = None  # the differential funnel per configuration, where tasks have one
+    intervals: Intervals | None = None  # bootstrap intervals over tasks, when asked for
 
     @property
     def n_tasks(self) -> int:
@@ -106,6 +108,8 @@ class Report:
             out["validation"] = _validation_dict(self.validation, self.validation_source)
         if self.funnel:
             out["differential_funnel"] = self.funnel
+        if self.intervals is not None:
+            out["intervals"] = self.intervals.to_dict()
         if self.notes:
             out["notes"] = list(self.notes)
         return out
