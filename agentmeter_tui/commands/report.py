@@ -21,8 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("report", help="success, token, cost and AgentMeter Score tables for a suite")
     add_db_argument(parser)
     parser.add_argument("--suite", metavar="ID", help="suite id in the store (default: the latest suite)")
-    parser.add_argument("--format", choices=("md", "csv", "json"), default="md", help="output format (default md)")
-    parser.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    parser.add_argument("--format", choices=("md", "csv", "json", "html"), default="md",
+                        help="output format (default md); html: a static site into the folder --out names")
+    parser.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (html: the site's folder)")
+    parser.add_argument("--blind", action="store_true", help="html: no model or CLI name anywhere in the site")
     parser.add_argument("--select", choices=("latest", "median"), default="latest",
                         help="trial per cell: latest completed (the paper's rule, default) or the median trial")
     parser.add_argument("--rubric", action="store_true",
@@ -63,6 +65,13 @@ def report_command(args: argparse.Namespace) -> int:
     from ..core.tomlerrors import InputError
 
     db = Path(args.db)
+    if args.format == "html":
+        if not args.out:
+            return _fail("--format html writes a site: name its folder with --out DIR", EXIT_BAD_INPUT)
+        args.rubric = args.agreement = True  # the site shows both (an empty section says so)
+        args.intervals = args.intervals or DEFAULT_RESAMPLES
+    elif args.blind:
+        return _fail("--blind goes with --format html (the review screen has its own blind mode)", EXIT_BAD_INPUT)
     if not db.is_file():
         return _fail(f"no store at {db} (run a suite or `agentmeter import-trials` first)", EXIT_MISSING)
     try:
@@ -79,6 +88,8 @@ def report_command(args: argparse.Namespace) -> int:
     except LookupError as exc:
         return _fail(str(exc), EXIT_MISSING)
     gate = report.rubric.gate if report.rubric is not None else None
+    if args.format == "html":  # the site shows the gate's verdict, passed or failed
+        return _write_site(db, report, Path(args.out), args.blind)
     if gate is not None and not gate.passed:
         return _fail(gate.message + " Nothing was written.", EXIT_GATE)
     text = render(report, args.format, detail=args.detail)
@@ -92,4 +103,20 @@ def report_command(args: argparse.Namespace) -> int:
 
         for path in write_charts(report, Path(args.charts)):
             print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _write_site(db: Path, report, out: Path, blind: bool) -> int:
+    from ..core.reporting.site import build_site
+    from ..core.store import Store
+
+    store = Store(db)
+    try:
+        summary = build_site(store, report, out, blind=blind)
+    except OSError as exc:
+        return _fail(f"{out}: {exc.strerror or exc}", EXIT_BAD_INPUT)
+    finally:
+        store.close()
+    print(f"wrote {summary.folder}/index.html: {summary.pages} pages, {summary.trials} trials"
+          f"{' (blind)' if blind else ''}; open it from file://, no server needed", file=sys.stderr)
     return 0

@@ -154,17 +154,27 @@ def bootstrap(configs: Sequence[Config], table: TaskTable, resamples: int = DEFA
     from scipy.stats import bootstrap as scipy_bootstrap
 
     configs = list(configs)
-    samples = tuple(table.strata)
+    # A stratum of one task has nothing to resample: it is held fixed (scipy needs two or more).
+    varying = [n for n, s in enumerate(table.strata) if len(s) >= 2]
 
     def statistic(*indices: np.ndarray, axis: int = -1) -> np.ndarray:
-        return statistics(table, *(np.asarray(i, dtype=np.intp) for i in indices))
+        drawn = dict(zip(varying, indices, strict=True))
+        batch = indices[0].shape[:-1] if indices else (resamples,)
+        full = [np.asarray(drawn[n], dtype=np.intp) if n in drawn else np.broadcast_to(s, (*batch, len(s)))
+                for n, s in enumerate(table.strata)]
+        return statistics(table, *full)
 
-    with warnings.catch_warnings():  # a degenerate statistic (all 0, or an unbounded USD/Pass) is fine here
-        warnings.simplefilter("ignore")
-        result = scipy_bootstrap(samples, statistic, n_resamples=resamples, vectorized=True, paired=False,
-                                 confidence_level=level, method="percentile", rng=np.random.default_rng(seed))
-    low, high = result.confidence_interval
-    distribution = result.bootstrap_distribution
+    if varying:
+        with warnings.catch_warnings():  # a degenerate statistic (all 0, or an unbounded USD/Pass) is fine here
+            warnings.simplefilter("ignore")
+            result = scipy_bootstrap(tuple(table.strata[n] for n in varying), statistic, n_resamples=resamples,
+                                     vectorized=True, paired=False, confidence_level=level, method="percentile",
+                                     rng=np.random.default_rng(seed))
+        low, high = result.confidence_interval
+        distribution = result.bootstrap_distribution
+    else:  # no stratum to resample: every resample is the table itself
+        distribution = statistic()
+        low = high = distribution[..., 0]
     bounds = {name: {c: _interval(low[s, n], high[s, n]) for n, c in enumerate(configs)}
               for s, name in enumerate(STATISTICS)}
     first, top3 = rank_shares(distribution[STATISTICS.index("ams")])
