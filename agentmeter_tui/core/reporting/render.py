@@ -197,7 +197,8 @@ def render_markdown(report: Report) -> str:
     lines = [f"# AgentMeter report: {_md(report.suite)}", "",
              f"- Seed-prompt hash: `{report.seed_prompt_hash or 'unknown'}`",
              f"- Trial selection: `{report.selection}`, the {report.selection_text}",
-             f"- Tasks: {report.n_tasks} ({tiers}); alpha = {report.alpha:g}", ""]
+             f"- Tasks: {report.n_tasks} ({tiers}); alpha = {report.alpha:g}",
+             f"- Computed by agentmeter-tui {report.tool_version}", ""]
     lines += main_table(report)
     lines += ["", "Bold marks the best value per column. Tok/P and USD/P sum every attempted run "
               "(infra-invalid retries included) over the passes among them.", ""]

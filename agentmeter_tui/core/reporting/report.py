@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import __version__
 from ..metrics.agreement import Agreement
 from ..metrics.ams import ConfigScore, TierBudget
 from ..metrics.intervals import Intervals
@@ -76,6 +77,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     funnel: list[dict[str, Any]] | None = None  # the differential funnel per configuration, where tasks have one
     intervals: Intervals | None = None  # bootstrap intervals over tasks, when asked for
+    tool_version: str = __version__  # which agentmeter-tui computed it: part of the methodology
 
     @property
     def n_tasks(self) -> int:
@@ -94,6 +96,7 @@ class Report:
     def to_dict(self, detail: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
             "suite": self.suite,
+            "tool_version": self.tool_version,
             "seed_prompt_hash": self.seed_prompt_hash,
             "selection": self.selection,
             "alpha": self.alpha,

@@ -40,7 +40,10 @@ class SiteSummary:
 
 
 def _environment() -> Any:
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+    from ...extras import require
+
+    jinja2 = require("jinja2")
+    Environment, FileSystemLoader, StrictUndefined = jinja2.Environment, jinja2.FileSystemLoader, jinja2.StrictUndefined
 
     # Autoescape everything: transcripts, verifier output and notes are untrusted text.
     return Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined,
