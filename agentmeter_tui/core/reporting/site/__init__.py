@@ -26,7 +26,7 @@ from ...metrics.runs import TIERS
 from ...usage import TOKEN_CLASSES
 from ..render import fmt_score, fmt_tokens, fmt_usd
 from ..report import Report
-from . import model, svg
+from . import model, pages, svg
 
 HERE = Path(__file__).parent
 ASSETS = ("site.css", "site.js")
@@ -39,7 +39,7 @@ class SiteSummary:
     trials: int
 
 
-def _environment() -> Any:
+def environment() -> Any:
     from ...extras import require
 
     jinja2 = require("jinja2")
@@ -101,8 +101,9 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) ->
     shutil.rmtree(partial, ignore_errors=True)
     (partial / "config").mkdir(parents=True)
     (partial / "trial").mkdir()
-    env = _environment()
-    common = {"suite": suite_id, "blind": blind, "version": report.tool_version}
+    env = environment()
+    # Blind: versions are masked like every other identity (a CLI's version can equal ours).
+    common = {"suite": suite_id, "blind": blind, "version": names.text(report.tool_version)}
     for asset in ASSETS:
         shutil.copyfile(HERE / "templates" / asset, partial / asset)
 
@@ -133,7 +134,7 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) ->
         by_config.setdefault((trial["model"], trial["cli"]), []).append(trial)
     config_page = env.get_template("config.html")
     for row in report.configurations:
-        rows = [_trial_line(t, scores_by_trial.get(t["id"], []), names) for t in by_config.get(row.config, [])]
+        rows = [pages.trial_line(t, scores_by_trial.get(t["id"], []), names) for t in by_config.get(row.config, [])]
         text = config_page.render(
             **common, root="../", title=f"{names(row.model)} / {names(row.cli)}",
             name=f"{names(row.model)} / {names(row.cli)}",
@@ -141,10 +142,8 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) ->
                     f" · {len(rows)} trials", trials=rows)
         (partial / "config" / f"{config_index[row.config]}.html").write_text(text, encoding="utf-8")
 
-    trial_page = env.get_template("trial.html")
-    for trial in trials:
-        _write_trial(store, trial, partial, trial_page, common, names, scores_by_trial.get(trial["id"], []),
-                     notes_by_trial.get(trial["id"], []), config_index.get((trial["model"], trial["cli"]), 0))
+    pages.write_trials(Path(store.path), partial, trials, pages.Shared(
+        common, names, config_index, scores_by_trial, notes_by_trial))
 
     if out.exists():
         old = out.with_name(out.name + ".old")
@@ -155,38 +154,3 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) ->
     else:
         partial.rename(out)
     return SiteSummary(out, 1 + len(report.configurations) + len(trials), len(trials))
-
-
-def _trial_line(trial: dict[str, Any], scores: list[Any], names: model.Names) -> dict[str, Any]:
-    raw = sum(int(trial.get(c) or 0) for c in TOKEN_CLASSES)
-    latest = scores[-1].score if scores else None
-    return {"id": trial["id"], "task": trial["task_id"], "index": trial["trial_index"], "status": trial["status"],
-            "reason": names.text(trial.get("reason")), "quality": f"{float(trial.get('quality') or 0):g}",
-            "raw": raw, "raw_text": fmt_tokens(raw), "cost": fmt_usd(trial.get("cost_usd")),
-            "cost_sort": "" if trial.get("cost_usd") is None else trial["cost_usd"],
-            "score": "" if latest is None else latest}
-
-
-def _write_trial(store: Any, trial: dict[str, Any], folder: Path, page: Any, common: dict[str, Any],
-                 names: model.Names, scores: list[Any], notes: list[dict[str, Any]], config_index: int) -> None:
-    from ...interop.atif import trajectory_from_events
-
-    events = list(store.events(trial["id"]))
-    usage = [int(trial.get(c) or 0) for c in TOKEN_CLASSES]
-    actual = trial.get("cost_actual_usd")
-    text = page.render(
-        **common, root="../", title=f"Trial {trial['id']}", t=_trial_line(trial, scores, names),
-        config=f"{names(trial['model'])} / {names(trial['cli'])}", config_index=config_index,
-        usage_header=[*TOKEN_CLASSES, "raw", "USD comparable", "USD actual", "turns", "tool calls"],
-        usage=[*(f"{v:,}" for v in usage), f"{sum(usage):,}", fmt_usd(trial.get("cost_usd")),
-               fmt_usd(actual) if actual is not None else "—", trial.get("turns") or 0, trial.get("tool_calls") or 0],
-        scores=[{"score": s.score, "reviewer": names.text(s.reviewer), "role": s.role, "time": s.created_at,
-                 "note": names.text(s.note)} for s in scores],
-        notes=[{"author": names.text(n.get("author")), "time": n.get("created_at"), "text": names.text(n.get("text"))}
-               for n in notes],
-        verifier=names.text(trial.get("verifier_output")), event_count=len(events), steps=model.steps(events, names))
-    (folder / "trial" / f"{trial['id']}.html").write_text(text, encoding="utf-8")
-    trajectory = trajectory_from_events(events, trial=trial, usage_rows=store.usage_by_seq(trial["id"]))
-    atif = trajectory.to_json()  # the same bytes as `agentmeter export atif` writes
-    (folder / "trial" / f"{trial['id']}.atif.json").write_bytes(names.text(atif.decode()).encode() if names.blind
-                                                                else atif)

@@ -18,8 +18,8 @@ from ...metrics.runs import TIERS
 from ..render import DASH, fmt_score, fmt_tokens, fmt_usd
 from ..report import Report
 
-# Event kinds shown folded (a tool call and its result are one step, opened on demand).
-FOLDED = {vocab.EventKind.TOOL_CALL.value, vocab.EventKind.TOOL_RESULT.value}
+# A tool call and the results after it are one step, folded (opened on demand).
+TOOL_CALL, TOOL_RESULT = vocab.EventKind.TOOL_CALL.value, vocab.EventKind.TOOL_RESULT.value
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Names:
 
     blind: bool
     labels: dict[str, str] = field(default_factory=dict)
-    mask: Callable[[str | None], str] = lambda text: text or ""
+    mask: Callable[[str | None], str] | None = None  # a Masker (picklable: pages are written by workers)
 
     @classmethod
     def for_report(cls, report: Report, blind: bool, masker: Callable[[str | None], str] | None) -> Names:
@@ -40,13 +40,13 @@ class Names:
             labels[model] = f"model-{n}"
         for n, cli in enumerate(dict.fromkeys(r.cli for r in report.configurations), 1):
             labels[cli] = f"cli-{n}"
-        return cls(True, labels, masker or (lambda text: text or ""))
+        return cls(True, labels, masker)
 
     def __call__(self, name: str) -> str:
         return self.labels.get(name, name) if self.blind else name
 
     def text(self, text: str | None) -> str:
-        return self.mask(text) if self.blind else (text or "")
+        return self.mask(text) if self.blind and self.mask is not None else (text or "")
 
 
 def _bounds(interval: Any, fmt: Callable[[float | None], str]) -> str:
@@ -146,23 +146,36 @@ def methodology(report: Report, suite_row: dict[str, Any], trials: list[dict[str
         ("CLI versions", ", ".join(versions) or "unknown"),
         ("Images", ", ".join(images) or "none recorded (local, ssh or imported trials)"),
         ("Intervals", "none" if report.intervals is None else report.intervals.to_dict()["method"]),
-        ("Computed by", f"agentmeter-tui {report.tool_version}"),
+        ("Computed by", f"agentmeter-tui {names.text(report.tool_version)}"),
         ("Store data checksum", f"sha256 {checksum} (trials, scores and notes of the suite)"),
     ]
 
 
-def steps(events: Iterable[tuple], names: Names) -> list[dict[str, Any]]:
-    """A transcript as the page shows it: text events plain, each tool call folded together with
-    the results that follow it, usage as one line."""
-    out: list[dict[str, Any]] = []
-    for seq, _ts, kind, stream, text, _data in events:
-        body = names.text(text)
-        if kind == vocab.EventKind.TOOL_RESULT.value and out and out[-1]["kind"] == "tool":
-            out[-1]["results"].append(body)
+def transcript_html(events: Iterable[tuple], names: Names) -> str:
+    """A transcript as the page shows it, as HTML: text events plain, each tool call folded together
+    with the results that follow it. Built here rather than in the template: a trial has hundreds
+    of events and a site thousands of trials, and a loop of ``escape`` calls is several times
+    faster than the template engine's per-item work. Every piece of agent text goes through
+    ``escape``: it is untrusted."""
+    from markupsafe import escape
+
+    out: list[str] = []
+    open_tool = False
+    for seq, _ts, kind, _stream, text, _data in events:
+        body = escape(names.text(text))
+        if kind == TOOL_RESULT and open_tool:
+            out.append(f'<pre class="result">{body}</pre>')
             continue
-        if kind == vocab.EventKind.TOOL_CALL.value:
-            first = body.splitlines()[0] if body else ""
-            out.append({"kind": "tool", "seq": seq, "summary": first[:160], "call": body, "results": []})
-            continue
-        out.append({"kind": kind, "seq": seq, "stream": stream, "text": body})
-    return out
+        if open_tool:
+            out.append("</details></li>\n")
+            open_tool = False
+        if kind == TOOL_CALL:
+            summary = body.split("\n", 1)[0][:160]
+            out.append(f'<li class="tool" value="{seq}"><details><summary>tool: {summary}</summary><pre>{body}</pre>')
+            open_tool = True
+        else:
+            klass = escape(kind)
+            out.append(f'<li class="{klass}" value="{seq}"><span class="kind">{klass}</span><pre>{body}</pre></li>\n')
+    if open_tool:
+        out.append("</details></li>\n")
+    return "".join(out)
