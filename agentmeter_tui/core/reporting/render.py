@@ -199,7 +199,8 @@ def render_markdown(report: Report) -> str:
     lines = [f"# AgentMeter report: {_md(report.suite)}", "",
              f"- Seed-prompt hash: `{report.seed_prompt_hash or 'unknown'}`",
              f"- Trial selection: `{report.selection}`, the {report.selection_text}",
-             f"- Tasks: {report.n_tasks} ({tiers}); alpha = {report.alpha:g}", ""]
+             f"- Tasks: {report.n_tasks} ({tiers}); alpha = {report.alpha:g}",
+             f"- Computed by agentmeter-tui {report.tool_version}", ""]
     lines += main_table(report)
     lines += ["", "Bold marks the best value per column. Tok/P and USD/P sum every attempted run "
               "(infra-invalid retries included) over the passes among them.", ""]
@@ -212,9 +213,43 @@ def render_markdown(report: Report) -> str:
         lines += _validation_lines(report)
     if report.funnel:
         lines += _funnel_lines(report)
+    if report.intervals is not None:
+        lines += _interval_lines(report)
     if report.notes:
         lines += ["## Notes", "", *(f"- {n}" for n in report.notes), ""]
     return "\n".join(lines)
+
+
+def _bounds(interval, fmt: Callable) -> str:
+    if interval.low is None and interval.high is None:
+        return DASH
+    return f"[{fmt(interval.low)}, {'∞' if interval.high is None else fmt(interval.high)}]"
+
+
+def _interval_lines(report: Report) -> list[str]:
+    """Per configuration the 95 % intervals, how often it ranks first and in the top three, and its
+    AMS against the best configuration's on the same resampled tasks."""
+    iv = report.intervals
+    rows = []
+    ranked = sorted(report.configurations, key=lambda r: -(r.ams if r.ams is not None else -1))
+    best = ranked[0].config if ranked else None
+    for r in report.configurations:
+        c = r.config
+        versus = DASH
+        if best is not None and c != best:
+            cmp = iv.compare(c, best)
+            versus = f"{_bounds(cmp.difference, fmt_score)} ({cmp.a_ahead * 100:.0f} % ahead)"
+        rows.append([_md(r.model), _md(r.cli), _bounds(iv.bounds["passes"][c], lambda v: f"{v:g}"),
+                     _bounds(iv.bounds["usd_per_pass"][c], fmt_usd), _bounds(iv.bounds["ams"][c], fmt_score),
+                     f"{iv.first[c] * 100:.1f}", f"{iv.top3[c] * 100:.1f}", versus])
+    best_name = config_name(best) if best else DASH
+    return ["## Intervals", "",
+            f"{iv.level * 100:g} % percentile bootstrap intervals over tasks (resampled within their tier), "
+            f"{iv.resamples} resamples, seed {iv.seed}. P(1st) and P(top 3): share of resamples in which the "
+            f"configuration's AMS is the highest (ties count for each) and at most two are higher. "
+            f"vs best: the AMS difference to {_md(best_name)} on the same resampled tasks.", "",
+            *_table(["Model", "CLI", "Pass", "USD/P", "AMS", "P(1st) %", "P(top 3) %", "AMS vs best"], rows,
+                    "llrrrrrr"), ""]
 
 
 FUNNEL_COLUMNS = (("build", "Build"), ("exec", "Exec"), ("side_effects", "SideFx"), ("exact", "Exact"),
@@ -282,6 +317,15 @@ def render_csv(report: Report) -> str:
         writer.writerow([])
         writer.writerow(["Spearman", "Kendall tau-b", "AMS MAE", "Top-1 preserved", "Top-3 preserved"])
         writer.writerow([_num(v.spearman), _num(v.kendall), _num(v.mae), v.top1_preserved, v.top3_preserved])
+    if report.intervals is not None:
+        iv = report.intervals
+        writer.writerow([])
+        writer.writerow(["Model", "CLI", *(f"{s}_{end}" for s in ("Pass", "USD/P", "AMS") for end in ("low", "high")),
+                         "P_first", "P_top3"])
+        for c in iv.configs:
+            bounds = [iv.bounds[s][c] for s in ("passes", "usd_per_pass", "ams")]
+            writer.writerow([*c, *(_num(v) for b in bounds for v in (b.low, b.high)), _num(iv.first[c]),
+                             _num(iv.top3[c])])
     if report.funnel:
         writer.writerow([])
         writer.writerow(["Model", "CLI", "Trials", *(label for _, label in FUNNEL_COLUMNS), "Runtime ratio"])
