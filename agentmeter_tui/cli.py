@@ -19,7 +19,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run a suite's grid (starts a runner, then follows it)"),
     "suite": ("suite", "make suites"),
-    "status": ("control", "what the runner is doing now"),
+    "status": ("control", "what the runner is doing now (or how the last run ended)"),
     "kill": ("control", "kill a running trial (reason: operator)"),
     "pause": ("control", "start no new trials until resumed"),
     "resume": ("control", "start trials again"),

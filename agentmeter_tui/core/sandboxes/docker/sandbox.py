@@ -53,7 +53,8 @@ class DockerSandbox(Sandbox):
         self.entries = {e.display: e for e in self.config.entries()}
         self.placement = Placement([Host(e.display, e.slots, frozenset(e.labels)) for e in self.entries.values()])
         self.engines: dict[str, engines.Engine] = {}
-        self.images = ImageResolver(self.config.image, pull=self.config.pull)
+        self.images = ImageResolver(self.config.image, pull=self.config.pull,
+                                    on_progress=lambda text: self.on_progress(text))
         self.relays = RelayPool()
         self.gateways: dict[tuple[str, str], str | None] = {}  # (engine, network) -> where containers reach us
         self.tunnels: dict[str, Any] = {}  # remote engine -> SSH connection carrying reverse tunnels
@@ -103,7 +104,8 @@ class DockerSandbox(Sandbox):
         for name in self.entries:
             engine = await self.engine(name)
             shapes = set()
-            for task in self.suite.tasks:
+            for number, task in enumerate(self.suite.tasks, 1):
+                self.on_progress(f"task images on {name}: {number}/{len(self.suite.tasks)} ({task.id})")
                 try:
                     image = await engine.call(self.images.resolve, engine.client, name, self.suite.id, task)
                 except ImageError as exc:

@@ -88,7 +88,8 @@ class SwarmSandbox(Sandbox):
         self.config = load_settings(SwarmSettings, suite, self.settings)
         self.host_name = f"swarm:{self.config.engine or 'local'}"
         self.placement = Placement([Host(self.host_name, self.config.slots)])
-        self.images = ImageResolver(self.config.image, pull=self.config.pull)
+        self.images = ImageResolver(self.config.image, pull=self.config.pull,
+                                    on_progress=lambda text: self.on_progress(text))
         self.relays = RelayPool()
         self.engine: engines.Engine | None = None
         self.watch = HostWatch(self.placement, self._probe, 10.0)
