@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prices": ("prices", "price snapshots"),
     "mockllm": ("mockllm", "the scripted model server (offline model APIs)"),
     "transcript": ("transcript", "read saved agent CLI output"),
+    "images": ("images", "build a suite's task images ahead of its run"),
     "doctor": ("doctor", "check the agent CLIs, sandbox hosts and store a suite needs"),
     "hosts": ("hosts", "accept SSH host keys; check the hosts a suite's sandbox uses"),
     "install-clis": ("install_clis", "install the pinned agent CLIs into the project-local folder"),

@@ -96,6 +96,7 @@ class SwarmSandbox(Sandbox):
         self._lock = asyncio.Lock()
         self.contracts = ContractCache(self.config)
         self._bundle: Manifest | None | bool = False  # not read yet
+        self.problems: list[str] = []  # tasks whose own image failed: their trials fail, the run goes on
 
     def capacity(self) -> int:
         return self.config.slots
@@ -122,7 +123,8 @@ class SwarmSandbox(Sandbox):
 
     async def preflight(self) -> None:
         engine = await self.connect()
-        for task in self.suite.tasks:
+        for number, task in enumerate(self.suite.tasks, 1):
+            self.on_progress(f"task images: {number}/{len(self.suite.tasks)} ({task.id})")
             try:
                 await engine.call(self.images.resolve, engine.client, self.host_name, self.suite.id, task)
             except ImageError as exc:
@@ -130,6 +132,7 @@ class SwarmSandbox(Sandbox):
                     raise
                 # The task's own image (its Dockerfile failed): its trials end infra-invalid with
                 # the reason, the run goes on (as in the docker sandbox).
+                self.problems.append(str(exc))
         if any(t.contract == "harbor" for t in self.suite.tasks) and engine.local and default_clis_root().is_dir():
             check_bundle(self.suite, self.config.clis_root, self.bundle())  # .clis is mounted into their images
 
