@@ -66,6 +66,8 @@ class ImageResolver:
         self.default_image = default_image
         self.pull = pull
         self.on_progress = on_progress  # a build's steps as they go (called on the build's thread)
+        # what a resolved image becomes for the trials (the docker sandbox: the agent's user added)
+        self.derive: Callable[[Any, str, Task], str] = lambda client, image, task: image
         self._resolved: dict[tuple[str, str], str] = {}
         self._failed: dict[tuple[str, str], ImageError] = {}  # a broken Dockerfile is built once, not per trial
         self._locks: dict[tuple[str, str], threading.Lock] = {}
@@ -81,12 +83,19 @@ class ImageResolver:
                 raise self._failed[key]
             if key not in self._resolved:
                 try:
-                    self._resolved[key] = self._resolve(client, engine, task)
+                    self._resolved[key] = self._derived(client, self._resolve(client, engine, task), task)
                 except ImageError as exc:
                     if exc.task is not None:
                         self._failed[key] = exc
                     raise
             return self._resolved[key]
+
+    def _derived(self, client: Any, image: str, task: Task) -> str:
+        try:
+            return self.derive(client, image, task)
+        except Exception as exc:  # noqa: BLE001 - the SDK raises several kinds; that task fails, with why
+            raise ImageError(f"task '{task.id}': adding the agent's user to image {image} failed: {exc}",
+                             task.id) from None
 
     def _resolve(self, client: Any, engine: str, task: Task) -> str:
         env_dir = task.path / "environment"

@@ -39,6 +39,7 @@ from .containers import ISOLATED_NETWORK, ROOT, ContainerFactory, DockerSettings
 from .harbor import ContractCache, open_network, run_as, unenforced
 from .images import ImageError, ImageResolver
 from .session import ContainerSession, check_bundle, chown_tree
+from .users import with_agent_user
 
 if TYPE_CHECKING:
     from ...suites import Task
@@ -55,6 +56,7 @@ class DockerSandbox(Sandbox):
         self.engines: dict[str, engines.Engine] = {}
         self.images = ImageResolver(self.config.image, pull=self.config.pull,
                                     on_progress=lambda text: self.on_progress(text))
+        self.images.derive = self._with_agent_user
         self.relays = RelayPool()
         self.gateways: dict[tuple[str, str], str | None] = {}  # (engine, network) -> where containers reach us
         self.tunnels: dict[str, Any] = {}  # remote engine -> SSH connection carrying reverse tunnels
@@ -68,6 +70,12 @@ class DockerSandbox(Sandbox):
 
     def capacity(self) -> int:
         return self.placement.total_slots()
+
+    def _with_agent_user(self, client: Any, image: str, task: Task) -> str:
+        """The image a task's trials run: with a passwd entry for the agent's uid (``users``)."""
+        user = run_as(self.config) if task.contract == "harbor" else self.config.user
+        uid, _, gid = ("0:0" if user == "root" else user).partition(":")
+        return with_agent_user(client, image, int(uid), int(gid or uid), f"{ROOT}/home")
 
     async def engine(self, name: str) -> engines.Engine:
         async with self._connect_lock:
