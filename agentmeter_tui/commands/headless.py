@@ -14,6 +14,7 @@ from rich.text import Text
 from ..core.inert import inert
 from ..core.run.control import ControlClient, ControlError
 
+EXIT_NOT_STARTED = 6  # the runner's own exit code when a run cannot start (core/run/runner.py)
 STATUS_STYLE = {"passed": "green", "failed": "yellow", "killed": "magenta", "errored": "red",
                 "infra-invalid": "red dim"}
 
@@ -148,9 +149,9 @@ def _follow(db: Path) -> int:
                         break
             except (ControlError, ConnectionError):
                 pass
-    if status == "failed":
-        printer.line(Text(f"the run did not start: {inert(error or 'see the runner log')}", style="red"))
-        return 1
+    if status == "failed":  # as the runner itself exits: 6, the run could not start
+        print(f"agentmeter: {error or 'the run could not start; see the runner log'}", file=sys.stderr)
+        return EXIT_NOT_STARTED
     printer.line(summary(progress, totals))
     if status == "lost" and last_run_status(db) in ("finished", "stopped"):
         status = "finished"

@@ -125,7 +125,7 @@ class Runner:
         except Exception as exc:  # a missing image, an unknown host key, a port in use...
             self.log(f"agentmeter: cannot start the run: {exc}")
             await self._stop_services(None)
-            await call(Store.update_run, self.run_id, {"status": "failed", "finished_at": utcnow()})
+            await call(Store.delete_run, self.run_id)  # it never started: no run is recorded
             await self.feed.finish("failed", error=f"cannot start the run: {exc}")
             return 6
         if self._stop_asked:  # `stop` (or a signal) while it prepared: nothing has started

@@ -28,6 +28,12 @@ class RunQueries:
         with immediate(self.db):
             self.db["runs"].update(run_id, fields)
 
+    def delete_run(self, run_id: int) -> None:
+        """A run that never started (its preflight failed before any trial): no row is kept."""
+        with immediate(self.db):
+            self.db.execute("delete from runs where id = ? and not exists "
+                            "(select 1 from trials where run_id = ?)", [run_id, run_id])
+
     def last_run_status(self) -> str | None:
         row = next(self.db.query("select status from runs order by id desc limit 1"), None)
         return row["status"] if row else None
