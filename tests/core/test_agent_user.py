@@ -52,3 +52,43 @@ async def test_an_image_without_the_agents_uid_gets_it_for_the_trial_only(tmp_pa
 
 def _mark(client, image: str) -> bytes:
     return client.containers.run(image, ["cat", "/etc/agentmeter-test-mark"], remove=True, user="0")
+
+
+@pytest.mark.clis
+@pytest.mark.slow
+def test_qwen_code_starts_in_an_image_without_the_agents_uid(tmp_path, docker_engine):
+    """The failure seen: Qwen Code asks os.userInfo() at start; in an image with no passwd entry
+    for uid 1000 it died with `uv_os_get_passwd returned ENOENT` and every trial errored."""
+    import io
+
+    from agentmeter_tui.core.sandboxes.archive import TarWriter
+    from agentmeter_tui.core.store import Store
+    from tests.conftest import agentmeter
+    from tests.core.bare_image import bare_image
+    from tests.core.test_clis_in_bare_image import _grid_suite
+    from tests.e2e.harness import require_cli
+
+    require_cli("qwen-code")
+    base = bare_image(docker_engine)
+    tag = f"agentmeter-test/bare-nouser:{unique_id('t')}"
+    context = io.BytesIO()
+    tar = TarWriter(context)
+    tar.data("Dockerfile", f"FROM {base}\nRUN sed -i '/^agent:/d' /etc/passwd /etc/group\n".encode())
+    tar.close()
+    context.seek(0)
+    docker_engine.images.build(fileobj=context, custom_context=True, tag=tag, rm=True, pull=False)
+    derived = set()
+    try:
+        suite_id = unique_id("nouser-qwen")
+        db = tmp_path / "grid.db"
+        result = agentmeter("run", str(_grid_suite(tmp_path, "qwen-code", tag, suite_id)), "--headless", "--db",
+                            str(db), timeout=900)
+        assert result.returncode == 0, result.stderr[-3000:]
+        trials = Store(db).trials(suite_id)
+        assert [t["status"] for t in trials] == ["passed", "passed"], [(t["status"], t["reason"]) for t in trials]
+        parent = docker_engine.images.get(tag).id
+        derived = {i.id for i in docker_engine.images.list(name="agentmeter-user") if i.attrs.get("Parent") == parent
+                   or parent in " ".join(h.get("Id") or "" for h in i.history())}
+    finally:
+        for image in (*derived, tag):
+            docker_engine.images.remove(image, force=True)
