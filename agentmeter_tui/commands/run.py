@@ -82,9 +82,12 @@ def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool
         hello = spawn_runner(suite_path, db, clis_root)
         if isinstance(hello, int):
             return hello
+    if detach and hello is None:  # it ended before it answered: nothing was left to run
+        print(f"the runner for suite {suite.id} finished at once; see: agentmeter status --db {db}")
+        return 0
     if detach:
         doing = f"; now preparing: {hello['preparing']}" if hello and hello.get("preparing") else ""
-        print(f"runner started for suite {suite.id} (pid {hello and hello.get('pid')}){doing}\n"
+        print(f"runner started for suite {suite.id} (pid {hello.get('pid')}){doing}\n"
               f"follow it: agentmeter attach --db {db} · stop it: agentmeter stop --db {db}")
         return 0
     return follow(db, headless=headless)
