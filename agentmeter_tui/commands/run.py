@@ -17,7 +17,6 @@ from pathlib import Path
 
 from ..core.paths import owner_only, runner_log_path, socket_path, suites_root
 from ..core.run.control import ControlClient, ControlError
-from ..core.run.scheduler import cells_left
 from ..core.store import SeedHashChanged, Store
 from ..core.suites import load_suite
 from ..core.tomlerrors import InputError
@@ -59,6 +58,8 @@ def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool
         print(f"agentmeter: task skipped: {skipped}", file=sys.stderr)
     left = None
     if db.exists():
+        from ..core.run.scheduler import cells_left  # the schedule's rule (it imports the run engine)
+
         store = Store(db, readonly=True)
         try:
             store.check_suite(suite.id, suite.seed_hash, {t.id: t.instruction_hash for t in suite.tasks})
