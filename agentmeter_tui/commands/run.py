@@ -70,6 +70,7 @@ def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool
         finally:
             store.close()
     hello = _hello(db)
+    attached = hello is not None
     if hello is not None:
         if hello.get("suite") != suite.id:
             print(f"agentmeter: a runner for suite '{hello.get('suite')}' is already using {db}", file=sys.stderr)
@@ -88,7 +89,7 @@ def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool
         return 0
     if detach:
         doing = f"; now preparing: {hello['preparing']}" if hello and hello.get("preparing") else ""
-        print(f"runner started for suite {suite.id} (pid {hello.get('pid')}){doing}\n"
+        print(f"runner {'running' if attached else 'started'} for suite {suite.id} (pid {hello.get('pid')}){doing}\n"
               f"follow it: agentmeter attach --db {db} · stop it: agentmeter stop --db {db}")
         return 0
     return follow(db, headless=headless)
