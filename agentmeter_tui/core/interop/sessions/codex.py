@@ -19,6 +19,7 @@ from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
 class CodexSessions(SessionReader):
     cli = "codex"
     home_path = ".codex/sessions"
+    layout = "YYYY/MM/DD/rollout-*.jsonl"
 
     def sources(self, root: Path) -> Iterator[SessionSource]:
         for path in sorted(root.glob("*/*/*/rollout-*.jsonl")):
