@@ -44,7 +44,9 @@ def read_files(paths: Iterable[Path], suite: str | None = None,
         except AtifError as exc:
             yield Skipped(str(path), str(exc).removeprefix(f"{path}: "))
             continue
-        yield trial_from_trajectory(trajectory, path, key, suite)
+        trial = trial_from_trajectory(trajectory, path, key, suite)
+        trial.origin = str(path)
+        yield trial
 
 
 def _task_of(path: Path, trajectory: Trajectory) -> str:

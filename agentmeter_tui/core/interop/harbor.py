@@ -116,7 +116,9 @@ def read_job(job_dir: Path, suite: str | None = None, threshold: float = PASS_TH
             yield key
             continue
         try:
-            yield trial_from_result(result, folder, suite, key, threshold, walls)
+            trial = trial_from_result(result, folder, suite, key, threshold, walls)
+            trial.origin = str(path)
+            yield trial
         except AtifError as exc:
             yield Skipped(exc.source, str(exc).removeprefix(exc.source + ": "))
         yield from walls.drain()

@@ -170,5 +170,6 @@ class SessionReader(ABC):
                                                                              for p in source.files]}})
         if session.cost_usd is not None:
             trial.cost_actual_usd, trial.cost_actual_source = session.cost_usd, f"session:{self.cli}"
+        trial.origin = str(source.files[0])
         trial.count_events()
         return trial
