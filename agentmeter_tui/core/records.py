@@ -145,17 +145,14 @@ def parse_record(obj: Any, source: str = "<input>", line: int = 1) -> TrialRecor
 
 
 def read_records(stream: IO[bytes] | IO[str], source: str) -> Iterator[TrialRecord]:
-    for number, line in enumerate(stream, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise RecordError(source, number, "<record>", f"not valid JSON ({exc})") from None
-        yield parse_record(obj, source, number)
+    """Every record; the first bad line raises its :class:`RecordError`."""
+    for item in read_records_each(stream, source):
+        if isinstance(item, RecordError):
+            raise item
+        yield item[1]
 
 
-def read_records_each(stream: IO[bytes], source: str) -> Iterator[tuple[str, TrialRecord] | RecordError]:
+def read_records_each(stream: IO[bytes] | IO[str], source: str) -> Iterator[tuple[str, TrialRecord] | RecordError]:
     """Each line as ``(import key, record)``, or the :class:`RecordError` naming what is wrong
     with it (the rest are still read). The key is the line's content hash and how many identical
     lines came before it, so the same file imported twice adds nothing the second time."""
