@@ -17,6 +17,7 @@ from pathlib import Path
 from ..core.paths import owner_only, runner_log_path, suites_root
 from ..core.run.control import ControlClient, ControlError, runner_alive
 from ..core.store import SeedHashChanged, Store
+from ..core.store.check import check_file
 from ..core.suites import load_suite
 from ..core.tomlerrors import InputError
 from . import add_db_argument
@@ -48,6 +49,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool,
                      clis_root: str | None = None) -> int:
+    if db.exists() or db.is_symlink():
+        Store(db).close()  # a store that cannot be used (a folder, damaged, read-only) is named first
+    else:
+        check_file(db, create=True, write=True)
     try:
         suite = load_suite(suite_path)
     except InputError as exc:
@@ -56,7 +61,7 @@ def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool
     for skipped in suite.skipped:
         print(f"agentmeter: task skipped: {skipped}", file=sys.stderr)
     if db.exists():
-        store = Store(db, readonly=True)
+        store = Store(db, readonly=True)  # checked above
         try:
             store.check_suite(suite.id, suite.seed_hash, {t.id: t.instruction_hash for t in suite.tasks})
         except SeedHashChanged as exc:

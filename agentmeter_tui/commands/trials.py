@@ -28,7 +28,7 @@ def export_command(args: argparse.Namespace) -> int:
     if not Path(args.db).exists():
         print(f"agentmeter: no store at {args.db}", file=sys.stderr)
         return 1
-    store = Store(args.db)
+    store = Store.for_reading(args.db)
     records = records_from_store(store, args.suite)
     if args.out:
         tmp = Path(args.out + ".part")
