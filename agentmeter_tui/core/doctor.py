@@ -39,7 +39,9 @@ INSTRUCTION = "Say hello."
 DEFAULT_MODEL = "agentmeter-doctor"
 MODEL_NAMES = {"codex": "gpt-5.5"}  # CLIs that refuse a model name they do not know
 VERSION = re.compile(r"\d+\.\d+\.\d+")
-SKIPPED_WITHOUT_SUITE = {"command"}  # runs whatever program a suite names: nothing to check alone
+# Without a suite there is nothing for these to run: "command" runs the program a suite names,
+# the oracle a task's own solution/solve.sh (checked against no task, it always failed).
+SKIPPED_WITHOUT_SUITE = {"command", "oracle"}
 
 
 @dataclass

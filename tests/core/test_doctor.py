@@ -98,3 +98,12 @@ def test_missing_cli_makes_its_trials_infra_invalid_and_the_grid_runs_on(tmp_pat
     kimi = trials["kimi-cli"]
     assert kimi["status"] == "infra-invalid" and KIMI_HINT in kimi["reason"] and "not installed" in kimi["reason"]
     assert os.path.isdir(empty) and not any(empty.iterdir())  # nothing was installed behind our back
+
+
+def test_without_a_suite_the_oracle_is_not_checked():
+    """The oracle runs a task's solution/solve.sh: with no suite there is no task, and doctor
+    always failed it ("/solve.sh: No such file") (issue 24, item 11)."""
+    from agentmeter_tui.core.doctor import plans_for
+
+    names = [plan.adapter.name for plan in plans_for(None)]
+    assert "oracle" not in names and "claude-code" in names

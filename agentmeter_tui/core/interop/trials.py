@@ -124,6 +124,7 @@ class ImportOutcome:
     already: int = 0  # imported before: nothing added
     unfinished: int = 0  # still running at the source: left for a later import
     skipped: list[Skipped] = field(default_factory=list)
+    suites: set[str] = field(default_factory=set)  # the suites the trials read went to
 
     def summary(self, what: str) -> str:
         parts = [f"imported {self.added} {what}"]
@@ -210,6 +211,7 @@ def store_all(store: Any, items: Iterable[ImportedTrial | Skipped | str | None],
             elif (why := item.problem()) is not None:
                 outcome.skipped.append(Skipped(item.origin or item.key, why))
             else:
+                outcome.suites.add(item.suite)
                 if pricer is not None and not item.priced and item.cost_usd is None:
                     pricer.price(item)
                 pending.append(item)
