@@ -169,3 +169,36 @@ def test_a_huge_imported_file_is_refused_without_reading_it(tmp_path, db, monkey
     assert f"{big}: refused" in err and "larger than" in err
     assert len(Store(db).trials()) == len(trials)
     assert code == 1
+
+
+def test_session_file_hard_linked_to_a_file_outside_is_refused(tmp_path, db):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "other-user.jsonl"  # a session of someone else's, on the same disk
+    secret.write_bytes(SESSION.read_bytes().replace(b"Write", SECRET.encode()))
+    project = tmp_path / "home" / ".claude" / "projects" / "-proj"
+    project.mkdir(parents=True)
+    (project / "aaaa.jsonl").write_bytes(SESSION.read_bytes())
+    os.link(secret, project / "bbbb.jsonl")
+    code, err = run("import", "sessions", "--cli", "claude-code", str(project.parent), "--db", str(db))
+    assert SECRET not in _stored_text(db)
+    assert f"{project / 'bbbb.jsonl'}: refused" in err and "hard link" in err
+    assert code == 1
+
+
+def test_opencode_store_that_is_a_named_pipe_never_blocks(tmp_path, db):
+    store = tmp_path / "home" / ".local" / "share" / "opencode"
+    store.mkdir(parents=True)
+    fifo = store / "opencode.db"
+    os.mkfifo(fifo)
+    code, err = _import_in_thread(["import", "sessions", "--cli", "opencode", str(store), "--db", str(db)], [fifo])
+    assert f"{fifo}: refused" in err
+    assert code == 1
+
+
+def test_import_trials_from_a_named_pipe_never_blocks(tmp_path, db):
+    fifo = tmp_path / "records.jsonl"
+    os.mkfifo(fifo)
+    code, err = _import_in_thread(["import-trials", str(fifo), "--db", str(db)], [fifo])
+    assert f"{fifo}: refused" in err
+    assert code == 2

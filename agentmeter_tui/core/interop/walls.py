@@ -35,14 +35,12 @@ def _inside(real: str, root: str) -> bool:
 
 
 def check(root: str, path: Path) -> os.stat_result:
-    """The ``stat`` of ``path`` if it may be read; :class:`Refused` otherwise."""
+    """The ``stat`` of ``path`` if it may be read; :class:`Refused` otherwise (OSError when
+    it cannot be looked at)."""
     real = os.path.realpath(path)
     if not _inside(real, root):
         raise Refused(path, "it leads outside the folder imported")
-    try:
-        info = os.stat(real)
-    except OSError as exc:
-        raise Refused(path, exc.strerror or str(exc)) from None
+    info = os.stat(real)  # a missing file is an OSError of its own, not a refusal
     if not stat.S_ISREG(info.st_mode):
         raise Refused(path, "not a regular file (a named pipe, socket or device)")
     if info.st_nlink > 1:
