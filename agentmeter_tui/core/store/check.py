@@ -34,7 +34,9 @@ def check_file(path: Path, *, create: bool, write: bool) -> bool:
     if not path.exists():
         if not create:
             raise StoreError(path, "no such store")
-        if write and not os.access(path.parent if str(path.parent) else Path("."), os.W_OK):
+        if not path.parent.is_dir():
+            raise StoreError(path, f"no such store, and no folder {path.parent} to make one in")
+        if write and not os.access(path.parent, os.W_OK):
             raise StoreError(path, f"cannot create a store here: {path.parent} is read-only")
         return False
     if not path.is_file():
