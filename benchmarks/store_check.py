@@ -32,7 +32,8 @@ def build(path: Path, events: int) -> None:
         conn.execute("insert into suites (id, name) values ('s', 's')")
         conn.execute("insert into trials (id, suite_id, task_id, model, cli, trial_index, status) "
                      "values (1, 's', 't', 'm', 'c', 0, 'passed')")
-        conn.executemany("insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, ?, ?, ?, ?, ?)",
+        conn.executemany("insert into events (trial_id, seq, ts, kind, stream, text, data) "
+                         "values (?, ?, ?, ?, ?, ?, ?)",
                          ((1, i, 1.0, "assistant", "stdout", "x" * 300, None) for i in range(events)))
         conn.commit()
         conn.execute("pragma wal_checkpoint(truncate)")

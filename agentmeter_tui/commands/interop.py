@@ -143,7 +143,8 @@ def import_sessions(args: argparse.Namespace) -> int:
     store = Store(args.db)
     items = read_sessions(args.cli, root, suite=args.suite, since=since, project=args.project,
                           known=store.import_keys(f"session:{args.cli}:"))
-    return _finish(store_all(store, items, pricer), "session(s)", args.db, args.suite or default_suite(args.cli))
+    suite = args.suite or default_suite(args.cli)
+    return _finish(store_all(store, items, pricer), "session(s)", args.db, suite)
 
 
 def export_atif(args: argparse.Namespace) -> int:

@@ -83,7 +83,8 @@ def import_command(args: argparse.Namespace) -> int:
         return _fail(f"{exc} (nothing imported)", 2)
     finally:
         store.close()
-    print(f"imported {added} score(s) and {notes} note(s) from {args.csv}; {already + notes_already} already there")
+    print(f"imported {added} score(s) and {notes} note(s) from {args.csv}; "
+          f"{already + notes_already} already there")
     return 0
 
 

@@ -152,7 +152,8 @@ def read_records(stream: IO[bytes] | IO[str], source: str) -> Iterator[TrialReco
         yield item[1]
 
 
-def read_records_each(stream: IO[bytes] | IO[str], source: str) -> Iterator[tuple[str, TrialRecord] | RecordError]:
+def read_records_each(stream: IO[bytes] | IO[str],
+                      source: str) -> Iterator[tuple[str, TrialRecord] | RecordError]:
     """Each line as ``(import key, record)``, or the :class:`RecordError` naming what is wrong
     with it (the rest are still read). The key is the line's content hash and how many identical
     lines came before it, so the same file imported twice adds nothing the second time."""

@@ -119,8 +119,9 @@ def import_csv_all(store: Any, path: str | Path, now: str) -> tuple[tuple[int, i
     for line, row in rows:
         if row.trial not in known:
             raise InputError(Path(path), line, "trial", f"no trial {row.trial} in {store.path}")
-    scores = store.add_score_rows([{"trial_id": r.trial, "reviewer": r.reviewer, "score": r.score, "note": r.note,
-                                   "created_at": r.time or now, "role": r.role} for _, r in rows if r.role != NOTE])
+    scores = store.add_score_rows([{"trial_id": r.trial, "reviewer": r.reviewer, "score": r.score,
+                                   "note": r.note, "created_at": r.time or now, "role": r.role}
+                                  for _, r in rows if r.role != NOTE])
     notes = store.add_note_rows([{"trial_id": r.trial, "author": r.reviewer, "text": r.note,
                                   "created_at": r.time or now} for _, r in rows if r.role == NOTE])
     return scores, notes
@@ -159,8 +160,9 @@ def merge_store(store: Any, other: Any) -> MergeResult:
             result.unmatched.append({"trial": score.trial_id, "reviewer": score.reviewer, "score": score.score,
                                      "key": key.match if key else None})
             continue
-        rows.append({"trial_id": trial_id, "reviewer": score.reviewer, "score": score.score, "note": score.note,
-                     "created_at": score.created_at, "role": score.role, "blind": score.blind})
+        rows.append({"trial_id": trial_id, "reviewer": score.reviewer, "score": score.score,
+                     "note": score.note, "created_at": score.created_at, "role": score.role,
+                     "blind": score.blind})
     for note in other.note_rows():
         if (trial_id := target(note["trial_id"])) is None:
             key = theirs.get(note["trial_id"])

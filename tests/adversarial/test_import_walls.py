@@ -159,7 +159,7 @@ def test_session_folder_links_and_pipes_are_refused(tmp_path, db):
 def test_a_huge_imported_file_is_refused_without_reading_it(tmp_path, db, monkeypatch):
     from agentmeter_tui.core.interop import walls
 
-    monkeypatch.setattr(walls, "FILE_LIMIT", 64 * 1024)  # the real limit, made small so the test writes little
+    monkeypatch.setattr(walls, "FILE_LIMIT", 64 * 1024)  # the real check, at a size the test can write
     job = tmp_path / "job"
     shutil.copytree(HARBOR_JOBS / "oracle-mixed", job)
     trials = sorted(p for p in job.iterdir() if (p / "result.json").exists())
@@ -191,7 +191,8 @@ def test_opencode_store_that_is_a_named_pipe_never_blocks(tmp_path, db):
     store.mkdir(parents=True)
     fifo = store / "opencode.db"
     os.mkfifo(fifo)
-    code, err = _import_in_thread(["import", "sessions", "--cli", "opencode", str(store), "--db", str(db)], [fifo])
+    code, err = _import_in_thread(["import", "sessions", "--cli", "opencode", str(store), "--db", str(db)],
+                                  [fifo])
     assert f"{fifo}: refused" in err
     assert code == 1
 

@@ -31,7 +31,8 @@ class Reached(BaseException):
     command line's own net must not swallow it)."""
 
 
-def leaves(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+def leaves(parser: argparse.ArgumentParser,
+           prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if not subs:
         return [(prefix, parser)]
@@ -154,7 +155,7 @@ def test_every_command_on_a_bad_store_says_one_line_naming_it(kind, tmp_path, go
             db = _make(kind, folder, good_store)
             before = db.read_bytes() if db.is_file() else None
             argv = _argv(words, parser, places)
-            argv[len(words):len(words)] = ["--db", str(db)]  # before the arguments: meter's command takes the rest
+            argv[len(words):len(words)] = ["--db", str(db)]  # first: meter's command takes all after it
             code, text = _run(argv)
             name = " ".join(words)
             if kind == "garbage" and db.read_bytes() != before:
@@ -212,11 +213,13 @@ def test_read_only_store_as_a_user_who_cannot_write_it(kind, good_store):
     out.chmod(0o777)
 
     def agentmeter(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
-                               "agentmeter_tui", *args], capture_output=True, text=True, check=False,
+        return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+                               "-m", "agentmeter_tui", *args], capture_output=True, text=True, check=False,
                               timeout=900, cwd=tmp_path)
     try:
-        for args in (["report"], ["export-trials"], ["scores", "export"], ["export", "atif", "--out", str(out / "a")]):
+        reading = (["report"], ["export-trials"], ["scores", "export"],
+                   ["export", "atif", "--out", str(out / "a")])
+        for args in reading:
             done = agentmeter(*args, "--db", str(db))
             assert done.returncode == 0, (args, done.stderr)
         for args in (["score", "1", "2"], ["import-trials", str(tmp_path / "none.jsonl")]):

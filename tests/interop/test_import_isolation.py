@@ -47,8 +47,8 @@ def _trajectories(tmp_path: Path) -> list[Path]:
     files = []
     for scenario in ("write-file", "cache-heavy", "reasoning"):
         rows, usage = stream_rows("codex", scenario)
-        files.append(write_trajectory(trajectory_from_events(rows, trial=trial_row("codex", usage),
-                                                             usage_rows=usage), tmp_path / f"{scenario}.json"))
+        trajectory = trajectory_from_events(rows, trial=trial_row("codex", usage), usage_rows=usage)
+        files.append(write_trajectory(trajectory, tmp_path / f"{scenario}.json"))
     return files
 
 

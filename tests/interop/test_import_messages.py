@@ -15,7 +15,8 @@ def test_sessions_folder_of_another_layout_is_named_and_fails(tmp_path, db):
     wrong.mkdir(parents=True)
     (wrong / "rollout-2026-11-26T04-13-00-00000000-0000-4000-8000-000000000001.jsonl").write_bytes(
         (STREAMS / "codex" / "write-file.session.jsonl").read_bytes())
-    code, err = run("import", "sessions", "--cli", "claude-code", str(tmp_path / "codex-store"), "--db", str(db))
+    code, err = run("import", "sessions", "--cli", "claude-code", str(tmp_path / "codex-store"),
+                    "--db", str(db))
     assert code != 0
     assert f"{tmp_path / 'codex-store'}: not a claude-code session store" in err
 
@@ -31,7 +32,8 @@ def test_every_importer_names_the_suite_it_wrote_to(tmp_path, db):
     home = tmp_path / "home" / ".claude" / "projects" / "-proj"
     home.mkdir(parents=True)
     (home / "aaaa.jsonl").write_bytes((STREAMS / "claude-code" / "write-file.session.jsonl").read_bytes())
-    code, err = run("import", "sessions", "--cli", "claude-code", str(home.parent), "--suite", "s1", "--db", str(db))
+    code, err = run("import", "sessions", "--cli", "claude-code", str(home.parent), "--suite", "s1",
+                    "--db", str(db))
     assert code == 0 and "suite s1" in err, err
     records = tmp_path / "r.jsonl"
     assert run("export-trials", "--db", str(db), "--suite", "s1", "--out", str(records))[0] == 0

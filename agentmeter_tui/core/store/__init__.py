@@ -37,7 +37,8 @@ from .search import SearchQueries
 from .tx import immediate, utcnow
 from .views import ViewQueries
 
-__all__ = ["DEFAULT_DB", "ScoreRow", "SeedHashChanged", "Store", "StoreError", "connect", "sha256_text", "utcnow"]
+__all__ = ["DEFAULT_DB", "ScoreRow", "SeedHashChanged", "Store", "StoreError", "connect", "sha256_text",
+           "utcnow"]
 
 
 

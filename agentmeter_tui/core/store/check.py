@@ -65,8 +65,8 @@ def check_file(path: Path, *, create: bool, write: bool) -> bool:
 def damage(conn) -> str | None:
     """What SQLite's quick check finds wrong with an open store, or None when it is sound.
 
-    It reads every page (2-6 ms a MB, benchmarks/store_check.py): garbage anywhere in the file is found before a
-    write, not after. Only writers pay it; commands that only read open without it."""
+    It reads every page (2-6 ms a MB, benchmarks/store_check.py): garbage anywhere in the
+    file is found before a write, not after. Only writers pay it; commands that only read open without it."""
     import sqlite3
 
     try:

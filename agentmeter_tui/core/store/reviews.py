@@ -127,8 +127,8 @@ class ReviewQueries:
     def note_rows(self, suite_id: str | None = None) -> list[dict[str, Any]]:
         """Every reviewer's note of a suite (review's ``n``: the ``notes`` table), oldest first."""
         clause, args = _suite_clause(suite_id)
-        return list(self.db.query("select n.trial_id, n.author, n.text, n.created_at from notes n join trials t "
-                                  f"on t.id = n.trial_id where 1 = 1{clause} order by n.id", args))
+        return list(self.db.query("select n.trial_id, n.author, n.text, n.created_at from notes n join "
+                                  f"trials t on t.id = n.trial_id where 1 = 1{clause} order by n.id", args))
 
     def add_note_rows(self, rows: Sequence[dict[str, Any]], actor: str = "import") -> tuple[int, int]:
         """Insert notes (``trial_id``, ``author``, ``text``, ``created_at``) in one transaction,
