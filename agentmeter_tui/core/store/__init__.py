@@ -116,6 +116,7 @@ class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries
         """A store a command only reads: brought up to date when this process may write it,
         else opened read-only (a read-only file, folder or mount reads as well)."""
         path = Path(path)
+        check_file(path, create=False, write=False)  # reading never makes a store
         if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
             return cls(path, check=False)
         return cls(path, readonly=True)
