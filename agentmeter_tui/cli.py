@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # command -> (module in agentmeter_tui.commands, one-line help as the module registers it).
@@ -52,10 +53,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
 DESCRIPTION = "Run, watch, meter and hand-score coding-agent benchmarks over a model x CLI grid."
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad argument is one line naming it (exit 2), not the usage block and then the error;
+    ``--help`` still shows the usage. Subcommands' parsers are of this class too."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _new_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog="agentmeter", description=DESCRIPTION)
+    parser = _Parser(prog="agentmeter", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"agentmeter-tui {__version__}")
     return parser, parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -109,6 +118,28 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # noqa: BLE001 - no traceback reaches the user, ever: one line instead
+        if os.environ.get("AGENTMETER_DEBUG"):
+            raise
+        print(f"agentmeter: {one_line(exc, args)}", file=sys.stderr)
+        return 1
+
+
+def one_line(exc: Exception, args: argparse.Namespace) -> str:
+    """What went wrong, on one line naming the file. A store that cannot be used (the store's
+    ``StoreError``, or SQLite failing on it midway) names ``--db``; a file error its file."""
+    store_errors = sys.modules.get("agentmeter_tui.core.store.check")
+    sqlite = sys.modules.get("sqlite3")
+    db = getattr(args, "db", None)
+    if store_errors is not None and isinstance(exc, store_errors.StoreError):
+        text = str(exc)
+    elif sqlite is not None and isinstance(exc, sqlite.DatabaseError) and db:
+        text = f"{db}: the store failed: {exc}"
+    elif isinstance(exc, OSError) and exc.filename:
+        text = f"{exc.filename}: {exc.strerror or exc}"
+    else:
+        text = f"{type(exc).__name__}: {exc} (AGENTMETER_DEBUG=1 shows where)"
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":

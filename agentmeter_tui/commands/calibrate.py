@@ -49,17 +49,18 @@ def calibrate_command(args: argparse.Namespace) -> int:
     from ..core.tomlerrors import InputError
     from .run import resolve_suite_path
 
+    db = Path(args.db)
+    if not db.is_file() and not db.is_dir():
+        print(f"agentmeter calibrate: no store at {db}", file=sys.stderr)
+        return EXIT_MISSING
+    store = Store.for_reading(db)  # a store that cannot be read is named before anything else
     try:
         quantiles = _quantiles(args.quantiles)
         suite = load_suite(resolve_suite_path(args.suite))
     except (InputError, ValueError) as exc:
+        store.close()
         print(f"agentmeter calibrate: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    db = Path(args.db)
-    if not db.is_file():
-        print(f"agentmeter calibrate: no store at {db}", file=sys.stderr)
-        return EXIT_MISSING
-    store = Store(db)
     try:
         runs = runs_from_store(store, suite.id)
     finally:

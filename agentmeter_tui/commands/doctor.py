@@ -37,6 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def doctor_command(args: argparse.Namespace) -> int:
+    store = doctor.check_store(Path(args.db))
+    if store.ok is False:  # a --db that is no store is a bad argument: said before minutes of checks
+        print(f"agentmeter: {store.detail}", file=sys.stderr)
+        return EXIT_FAILED
     suite = None
     if args.suite:
         from ..core.suites import load_suite

@@ -81,10 +81,12 @@ def _pricer(args: argparse.Namespace):
         return None
 
 
-def _finish(outcome, what: str, db: str) -> int:
+def _finish(outcome, what: str, db: str, suite: str | None = None) -> int:
     for item in outcome.skipped:
         print(f"agentmeter: skipped {item}", file=sys.stderr)
-    print(f"{outcome.summary(what)} into {db}", file=sys.stderr)
+    suites = sorted(outcome.suites or ({suite} if suite else set()))
+    where = f" (suite {', '.join(suites)})" if suites else ""
+    print(f"{outcome.summary(what)} into {db}{where}", file=sys.stderr)
     if outcome.skipped:
         print(f"agentmeter: {len(outcome.skipped)} item(s) skipped (named above)", file=sys.stderr)
         return EXIT_SKIPPED
@@ -104,7 +106,7 @@ def import_harbor(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     store = Store(args.db)
     items = read_job(args.job_dir, suite, threshold, known=store.import_keys("harbor:"))
-    return _finish(store_all(store, items, pricer), "trial(s)", args.db)
+    return _finish(store_all(store, items, pricer), "trial(s)", args.db, suite)
 
 
 def import_atif(args: argparse.Namespace) -> int:
@@ -116,11 +118,11 @@ def import_atif(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     store = Store(args.db)
     items = read_files(args.files, args.suite, known=store.import_keys("atif:"))
-    return _finish(store_all(store, items, pricer), "trajectory(ies)", args.db)
+    return _finish(store_all(store, items, pricer), "trajectory(ies)", args.db, args.suite)
 
 
 def import_sessions(args: argparse.Namespace) -> int:
-    from ..core.interop.sessions import default_path, read_sessions
+    from ..core.interop.sessions import default_path, default_suite, read_sessions, session_clis
     from ..core.interop.trials import store_all
     from ..core.store import Store
 
@@ -141,7 +143,8 @@ def import_sessions(args: argparse.Namespace) -> int:
     store = Store(args.db)
     items = read_sessions(args.cli, root, suite=args.suite, since=since, project=args.project,
                           known=store.import_keys(f"session:{args.cli}:"))
-    return _finish(store_all(store, items, pricer), "session(s)", args.db)
+    suite = args.suite or default_suite(args.cli)
+    return _finish(store_all(store, items, pricer), "session(s)", args.db, suite)
 
 
 def export_atif(args: argparse.Namespace) -> int:

@@ -80,6 +80,12 @@ def meter_command(args: argparse.Namespace) -> int:
             return _fail(f"--price-key {args.price_key!r}: no such entry (or alias) in {args.prices}")
     elif args.price_key or budget_usd is not None:
         return _fail("--price-key and --budget-usd need --prices FILE")
+    if args.db is not None:  # a store that cannot keep the trial is named before the command runs
+        from ..core.store import Store
+        from ..core.store.check import check_file
+
+        if check_file(Path(args.db), create=True, write=True):
+            Store(args.db).close()
     meter = Meter(prices=prices, price_key=args.price_key, budget_usd=budget_usd, budget_tokens=args.budget_tokens)
     started = datetime.now(UTC).isoformat()
     try:

@@ -83,7 +83,7 @@ def report_command(args: argparse.Namespace) -> int:
         return _fail(f"no store at {db} (run a suite or `agentmeter import-trials` first)", EXIT_MISSING)
     try:
         subset = read_task_list(args.validate) if args.validate else None
-        store = Store(db)
+        store = Store.for_reading(db)
         try:
             report = report_from_store(store, args.suite, selection=args.select, rubric=args.rubric,
                                        subset=subset, subset_source=args.validate,

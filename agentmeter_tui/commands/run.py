@@ -18,6 +18,7 @@ from pathlib import Path
 from ..core.paths import owner_only, runner_log_path, socket_path, suites_root
 from ..core.run.control import ControlClient, ControlError
 from ..core.store import SeedHashChanged, Store
+from ..core.store.check import check_file
 from ..core.suites import load_suite
 from ..core.tomlerrors import InputError
 from . import add_db_argument
@@ -49,6 +50,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool,
                      clis_root: str | None = None) -> int:
+    if db.exists() or db.is_symlink():
+        Store(db).close()  # a store that cannot be used (a folder, damaged, read-only) is named first
+    else:
+        check_file(db, create=True, write=True)
     try:
         suite = load_suite(suite_path)
     except InputError as exc:
@@ -60,7 +65,7 @@ def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool
     if db.exists():
         from ..core.run.scheduler import cells_left  # the schedule's rule (it imports the run engine)
 
-        store = Store(db, readonly=True)
+        store = Store(db, readonly=True)  # checked above
         try:
             store.check_suite(suite.id, suite.seed_hash, {t.id: t.instruction_hash for t in suite.tasks})
             left = cells_left(store, suite)

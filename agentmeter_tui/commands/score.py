@@ -52,7 +52,9 @@ def _record(db: Path, trial_id: int, score: int, reviewer: str, note: str | None
     A current store is written through plain sqlite3 (this runs once per score in reviewers'
     scripts); an old one goes through the full Store, which migrates it first."""
     from ..core.store import quick
+    from ..core.store.check import StoreError, check_file, damage
 
+    check_file(db, create=False, write=True)
     conn = quick.open_current(db)
     if conn is None:
         from ..core.store import Store
@@ -60,6 +62,8 @@ def _record(db: Path, trial_id: int, score: int, reviewer: str, note: str | None
         store = Store(db)
         conn = store.db.conn
     try:
+        if (found := damage(conn)) is not None:
+            raise StoreError(db, f"damaged, not written to ({found})")
         trial = quick.trial_row(conn, trial_id)
         if trial is None:
             return None, [], None

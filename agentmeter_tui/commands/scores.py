@@ -1,6 +1,7 @@
 """``agentmeter scores export|import|merge``: reviewers' scores between machines.
 
-- ``export --out scores.csv``: every score (all reviewers, adjudications, history) as CSV.
+- ``export --out scores.csv``: every score (all reviewers, adjudications, history) and every
+  review note (``n`` in review) as CSV.
 - ``import scores.csv``: add a CSV's scores; all rows are checked first, nothing half-written.
 - ``merge OTHER.db``: add another store's scores, trials matched by suite, task, configuration
   and trial index. Identical scores are not doubled; differing ones are kept as separate reviews.
@@ -69,7 +70,7 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def import_command(args: argparse.Namespace) -> int:
-    from ..core.scores_io import import_csv
+    from ..core.scores_io import import_csv_all
     from ..core.store import utcnow
     from ..core.tomlerrors import InputError
 
@@ -77,12 +78,13 @@ def import_command(args: argparse.Namespace) -> int:
     if store is None:
         return _fail(f"no store at {args.db}", 1)
     try:
-        added, already = import_csv(store, args.csv, utcnow())
+        (added, already), (notes, notes_already) = import_csv_all(store, args.csv, utcnow())
     except InputError as exc:
         return _fail(f"{exc} (nothing imported)", 2)
     finally:
         store.close()
-    print(f"imported {added} score(s) from {args.csv}; {already} already there")
+    print(f"imported {added} score(s) and {notes} note(s) from {args.csv}; "
+          f"{already + notes_already} already there")
     return 0
 
 
@@ -101,7 +103,8 @@ def merge_command(args: argparse.Namespace) -> int:
     finally:
         other.close()
         store.close()
-    print(f"merged {result.added} score(s) from {args.other}; {result.already} already there")
+    print(f"merged {result.added} score(s) and {result.notes_added} note(s) from {args.other}; "
+          f"{result.already + result.notes_already} already there")
     if result.unmatched:
         print(f"{len(result.unmatched)} score(s) of {args.other} name trials this store does not have "
               "(suite, task, configuration, trial index); they were not merged:", file=sys.stderr)

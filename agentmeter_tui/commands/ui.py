@@ -136,7 +136,10 @@ def review_command(args: argparse.Namespace) -> int:
         code = _set_plan(db, args)
         if code:
             return code
+    from ..core.store import Store
     from ..ui.app import run_app
+
+    Store(db).close()  # a store review cannot read or write is named here, not in the TUI's worker
 
     return run_app(db, mode="review", trial=args.trial, suite=args.suite, blind=args.blind, seed=args.seed,
                    screen="adjudicate" if args.adjudicate else None)

@@ -7,6 +7,8 @@ results produced elsewhere can be reviewed and reported. The format is documente
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +18,7 @@ import orjson
 
 from .. import __version__
 from .inert import inert_json_bytes
-from .usage import TOKEN_CLASSES, TokenUsage
+from .usage import TOKEN_CLASSES, TokenUsage, count_problem
 from .vocab import TrialStatus
 
 TIERS = ("easy", "medium", "hard")
@@ -120,11 +122,15 @@ def parse_record(obj: Any, source: str = "<input>", line: int = 1) -> TrialRecor
         raise RecordError(source, line, "status", f"must be one of {', '.join(sorted(STATUSES))}")
     if obj.get("cost_source") not in (None, "snapshot", "reported"):
         raise RecordError(source, line, "cost_source", "must be 'snapshot', 'reported' or null")
+    for name in ("trial", "turns", "tool_calls"):
+        if count_problem(name, obj[name]):
+            raise RecordError(source, line, name, "expected a non-negative integer below 2**63")
+    if obj.get("cost_usd") is not None and not math.isfinite(obj["cost_usd"]):
+        raise RecordError(source, line, "cost_usd", "expected a finite number")
     tokens = obj["tokens"]
     for name in TOKEN_CLASSES:
-        value = tokens.get(name, 0)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise RecordError(source, line, f"tokens.{name}", "expected a non-negative integer")
+        if count_problem(name, tokens.get(name, 0)):
+            raise RecordError(source, line, f"tokens.{name}", "expected a non-negative integer below 2**63")
     unknown = set(tokens) - set(TOKEN_CLASSES)
     if unknown:
         raise RecordError(source, line, f"tokens.{sorted(unknown)[0]}", "unknown token class")
@@ -142,14 +148,35 @@ def parse_record(obj: Any, source: str = "<input>", line: int = 1) -> TrialRecor
 
 
 def read_records(stream: IO[bytes] | IO[str], source: str) -> Iterator[TrialRecord]:
+    """Every record; the first bad line raises its :class:`RecordError`."""
+    for item in read_records_each(stream, source):
+        if isinstance(item, RecordError):
+            raise item
+        yield item[1]
+
+
+def read_records_each(stream: IO[bytes] | IO[str],
+                      source: str) -> Iterator[tuple[str, TrialRecord] | RecordError]:
+    """Each line as ``(import key, record)``, or the :class:`RecordError` naming what is wrong
+    with it (the rest are still read). The key is the line's content hash and how many identical
+    lines came before it, so the same file imported twice adds nothing the second time."""
+    seen: dict[str, int] = {}
     for number, line in enumerate(stream, start=1):
         if not line.strip():
             continue
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise RecordError(source, number, "<record>", f"not valid JSON ({exc})") from None
-        yield parse_record(obj, source, number)
+            yield RecordError(source, number, "<record>", f"not valid JSON ({exc})")
+            continue
+        try:
+            record = parse_record(obj, source, number)
+        except RecordError as exc:
+            yield exc
+            continue
+        digest = hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        seen[digest] = seen.get(digest, 0) + 1
+        yield f"record:{digest}:{seen[digest]}", record
 
 
 def write_records(records: Iterable[TrialRecord], stream: IO[bytes]) -> int:
@@ -181,15 +208,16 @@ def records_from_store(store: Any, suite_id: str | None = None) -> list[TrialRec
     return [TrialRecord.from_trial_row(r) for r in store.final_trial_rows(suite_id, STATUSES)]
 
 
-def import_records(store: Any, records: list[TrialRecord]) -> int:
-    """Insert records as imported trials, in one transaction: all of them or none."""
+def import_records(store: Any, records: list[TrialRecord], keys: list[str] | None = None) -> int:
+    """Insert records as imported trials, in one transaction: all of them or none. With
+    ``keys`` (one per record, :func:`read_records_each`), a record imported before is left out."""
     if not records:
         return 0
     created = records[0].finished_at or records[0].started_at
     suites = {suite_id: created for suite_id in sorted({r.suite for r in records})}
     tasks = {(r.suite, r.task): r.tier for r in records}
     rows = []
-    for record in records:
+    for n, record in enumerate(records):
         tokens = record.tokens.as_dict()
         extra = dict(record.extra)
         rows.append(((record.suite, record.model, record.cli), {
@@ -203,6 +231,7 @@ def import_records(store: Any, records: list[TrialRecord]) -> int:
             "cost_actual_source": extra.pop("cost_actual_source", None),
             "flags": orjson.dumps(extra.pop("flags")).decode() if "flags" in extra else None,
             "started_at": record.started_at, "finished_at": record.finished_at, "imported": 1,
+            **({"import_key": keys[n], "source": "record"} if keys else {}),
             "extra": orjson.dumps(extra).decode() if extra else None,
         }))
     return store.import_trials(suites, [(s, t, tier) for (s, t), tier in sorted(tasks.items())], rows)

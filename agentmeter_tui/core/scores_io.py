@@ -2,10 +2,11 @@
 
 The CSV has a header and the columns ``trial`` (the store's trial id), ``reviewer``, ``score``,
 and optionally ``note``, ``time`` (ISO 8601; the score's own time is kept) and ``role``
-(``adjudication`` for a final score). Import validates every row before writing any (an
+(``adjudication`` for a final score, ``note`` for a reviewer's note written with ``n`` in
+review: its score is empty, its text is ``note``). Import validates every row before writing any (an
 error names file, line and field) and writes them in one transaction. Import and merge skip
-a score identical to one already stored, so re-running either doubles nothing; two reviews
-that disagree are both kept (a conflict is two reviews, never an overwrite).
+a score (or note) identical to one already stored, so re-running either doubles nothing; two
+reviews that disagree are both kept (a conflict is two reviews, never an overwrite).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .tomlerrors import InputError, read_input
 
 CSV_COLUMNS = ("trial", "reviewer", "score", "note", "time", "role")
 REQUIRED = ("trial", "reviewer", "score")
+NOTE = "note"  # the role of a row that carries a review note (the notes table), not a score
 
 
 class ScoreCsvRow(BaseModel):
@@ -32,12 +34,12 @@ class ScoreCsvRow(BaseModel):
     model_config = ConfigDict(extra="allow")
     trial: int
     reviewer: str = Field(min_length=1)
-    score: int = Field(ge=0, le=3)
+    score: int | None = Field(default=None, ge=0, le=3)
     note: str | None = None
     time: str | None = None
     role: str | None = None
 
-    @field_validator("note", "time", "role", mode="before")
+    @field_validator("score", "note", "time", "role", mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         return None if value == "" else value
@@ -57,9 +59,17 @@ class ScoreCsvRow(BaseModel):
     @field_validator("role")
     @classmethod
     def _role(cls, value: str | None) -> str | None:
-        if value not in (None, "review", "adjudication"):
-            raise ValueError("role must be empty, 'review' or 'adjudication'")
+        if value not in (None, "review", "adjudication", NOTE):
+            raise ValueError("role must be empty, 'review', 'adjudication' or 'note'")
         return None if value == "review" else value
+
+    @model_validator(mode="after")
+    def _score_or_note(self) -> ScoreCsvRow:
+        if self.role == NOTE and (self.score is not None or not self.note):
+            raise ValueError("a 'note' row has an empty score and a note")
+        if self.role != NOTE and self.score is None:
+            raise ValueError("score: a score 0-3 is required (empty only on a 'note' row)")
+        return self
 
 
 def export_csv(store: Any, suite_id: str | None = None) -> str:
@@ -68,6 +78,8 @@ def export_csv(store: Any, suite_id: str | None = None) -> str:
     writer.writerow(CSV_COLUMNS)
     for row in store.score_rows(suite_id):
         writer.writerow([row.trial_id, row.reviewer, row.score, row.note or "", row.created_at, row.role or ""])
+    for note in store.note_rows(suite_id):
+        writer.writerow([note["trial_id"], note["author"], "", note["text"], note["created_at"], NOTE])
     return out.getvalue()
 
 
@@ -95,20 +107,32 @@ def read_csv(path: str | Path) -> list[tuple[int, ScoreCsvRow]]:
 
 
 def import_csv(store: Any, path: str | Path, now: str) -> tuple[int, int]:
-    """Import a CSV into ``store``: (added, already there). Nothing is written if any row is bad."""
+    """Import a CSV into ``store``: scores (added, already there); its notes are imported too
+    (:func:`import_csv_all` counts them). Nothing is written if any row is bad."""
+    return import_csv_all(store, path, now)[0]
+
+
+def import_csv_all(store: Any, path: str | Path, now: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Import a CSV's scores and notes: ((scores added, already), (notes added, already))."""
     rows = read_csv(path)
     known = store.trial_ids_exist(r.trial for _, r in rows)
     for line, row in rows:
         if row.trial not in known:
             raise InputError(Path(path), line, "trial", f"no trial {row.trial} in {store.path}")
-    return store.add_score_rows([{"trial_id": r.trial, "reviewer": r.reviewer, "score": r.score, "note": r.note,
-                                 "created_at": r.time or now, "role": r.role} for _, r in rows])
+    scores = store.add_score_rows([{"trial_id": r.trial, "reviewer": r.reviewer, "score": r.score,
+                                   "note": r.note, "created_at": r.time or now, "role": r.role}
+                                  for _, r in rows if r.role != NOTE])
+    notes = store.add_note_rows([{"trial_id": r.trial, "author": r.reviewer, "text": r.note,
+                                  "created_at": r.time or now} for _, r in rows if r.role == NOTE])
+    return scores, notes
 
 
 @dataclass
 class MergeResult:
     added: int = 0
     already: int = 0
+    notes_added: int = 0
+    notes_already: int = 0
     unmatched: list[dict[str, Any]] = field(default_factory=list)  # the other store's scores with no trial here
 
 
@@ -120,17 +144,32 @@ def merge_store(store: Any, other: Any) -> MergeResult:
         here[key.match].append(key)
     theirs = {key.id: key for key in other.trial_keys()}
     result = MergeResult()
-    rows = []
-    for score in other.score_rows():
-        key = theirs.get(score.trial_id)
+
+    def target(trial_id: int) -> int | None:
+        key = theirs.get(trial_id)
         candidates = here.get(key.match, []) if key else []
         if not candidates:
+            return None
+        same_attempt = [c for c in candidates if c.attempt == key.attempt]  # type: ignore[union-attr]
+        return (same_attempt or candidates)[-1].id
+
+    rows, notes = [], []
+    for score in other.score_rows():
+        if (trial_id := target(score.trial_id)) is None:
+            key = theirs.get(score.trial_id)
             result.unmatched.append({"trial": score.trial_id, "reviewer": score.reviewer, "score": score.score,
                                      "key": key.match if key else None})
             continue
-        same_attempt = [c for c in candidates if c.attempt == key.attempt]
-        target = (same_attempt or candidates)[-1]
-        rows.append({"trial_id": target.id, "reviewer": score.reviewer, "score": score.score, "note": score.note,
-                     "created_at": score.created_at, "role": score.role, "blind": score.blind})
+        rows.append({"trial_id": trial_id, "reviewer": score.reviewer, "score": score.score,
+                     "note": score.note, "created_at": score.created_at, "role": score.role,
+                     "blind": score.blind})
+    for note in other.note_rows():
+        if (trial_id := target(note["trial_id"])) is None:
+            key = theirs.get(note["trial_id"])
+            result.unmatched.append({"trial": note["trial_id"], "reviewer": note["author"], "score": "note",
+                                     "key": key.match if key else None})
+            continue
+        notes.append({**note, "trial_id": trial_id})
     result.added, result.already = store.add_score_rows(rows, actor="merge")
+    result.notes_added, result.notes_already = store.add_note_rows(notes, actor="merge")
     return result

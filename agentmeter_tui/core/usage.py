@@ -9,6 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 TOKEN_CLASSES: tuple[str, ...] = ("uncached_input", "cached_input", "cache_write", "output", "reasoning")
+COUNT_MAX = 2**63 - 1  # the largest count the store (SQLite INTEGER) holds; a file may claim more
+
+
+def count_problem(name: str, value: object) -> str | None:
+    """Why ``value`` is not a token count the store can hold (named ``name``), or None."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return f"field '{name}': expected an integer"
+    if value < 0:
+        return f"field '{name}': {value} is negative"
+    if value > COUNT_MAX:
+        return f"field '{name}': {value} is more than the store holds (2**63 - 1)"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,9 @@ class StoreThread:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ui-store", initializer=self._open)
 
     def _open(self) -> None:
-        self._store = Store(self.db)
+        # The command that opened the TUI checked the store (review, run); the quick check reads
+        # every page, which a big store would make the first screen wait for.
+        self._store = Store(self.db, check=False)
 
     def _run(self, fn: Callable[..., T], args: tuple) -> T:
         assert self._store is not None

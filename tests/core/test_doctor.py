@@ -119,3 +119,12 @@ def test_clean_asks_each_kind_and_cleans_each_engine_once(tmp_path, monkeypatch,
     cleaned.clear()
     doctor.clean_leftovers(None)
     assert cleaned == [(None, None, None)]
+
+
+def test_without_a_suite_the_oracle_is_not_checked():
+    """The oracle runs a task's solution/solve.sh: with no suite there is no task, and doctor
+    always failed it ("/solve.sh: No such file") (issue 24, item 11)."""
+    from agentmeter_tui.core.doctor import plans_for
+
+    names = [plan.adapter.name for plan in plans_for(None)]
+    assert "oracle" not in names and "claude-code" in names

@@ -27,6 +27,8 @@ class OracleParser(StreamParser):
 
 class OracleAdapter(HarnessAdapter):
     name = "oracle"
+    # Runs a task's own solution/solve.sh: with no suite there is no task to check it against.
+    checked_alone = False
     protocol = "chat"  # unused: the oracle calls no model
     install = InstallSpec("bundled", "agentmeter-oracle", "1", "bash")
     needs_model = False

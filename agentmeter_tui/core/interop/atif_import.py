@@ -4,7 +4,8 @@ One file, one trial. A file we exported carries its trial (suite, task, status, 
 five classes) in ``extra.agentmeter`` and comes back as it was. Another producer's file has
 no verdict: the trial is ``failed`` with reason ``unverified`` (quality 0) until a reviewer
 scores it; its task is the Harbor trial folder it sits in (``TASK__ID/agent/``), else the file's
-name. The key is the file's content hash: the same file twice adds nothing.
+name. The key is the file's content hash: the same file twice adds nothing. A file is read
+under its own folder (:mod:`.walls`): a link leaving it, a named pipe or a huge file is refused.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .atif_read import events_from_trajectory, trajectory_totals
 from .atif_schema import AtifError, Trajectory, parse_trajectory
 from .harbor import cli_name
 from .trials import ImportedTrial, Skipped
+from .walls import Refused, read_under
 
 FINAL = frozenset(s.value for s in FINAL_STATUSES)
 
@@ -26,7 +28,10 @@ def read_files(paths: Iterable[Path], suite: str | None = None,
                known: set[str] | None = None) -> Iterator[ImportedTrial | Skipped | str]:
     for path in paths:
         try:
-            data = path.read_bytes()
+            data = read_under(path.parent, path)  # a link out, a pipe or a huge file is refused
+        except Refused as exc:
+            yield Skipped(exc.where, f"refused: {exc.why}")
+            continue
         except OSError as exc:
             yield Skipped(str(path), exc.strerror or str(exc))
             continue
@@ -39,7 +44,9 @@ def read_files(paths: Iterable[Path], suite: str | None = None,
         except AtifError as exc:
             yield Skipped(str(path), str(exc).removeprefix(f"{path}: "))
             continue
-        yield trial_from_trajectory(trajectory, path, key, suite)
+        trial = trial_from_trajectory(trajectory, path, key, suite)
+        trial.origin = str(path)
+        yield trial
 
 
 def _task_of(path: Path, trajectory: Trajectory) -> str:

@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..usage import COUNT_MAX
+
 LATEST = "ATIF-v1.8"
 _VERSION = re.compile(r"^ATIF-v1\.(\d+)$")
+# A token count: what the store can hold, never negative (a file may claim 10**25 or -5).
+Count = Annotated[int, Field(ge=0, le=COUNT_MAX)]
+Money = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class AtifModel(BaseModel):
@@ -78,10 +83,10 @@ class Observation(AtifModel):
 
 
 class Metrics(AtifModel):
-    prompt_tokens: int | None = None  # all input, cached included (clarified in v1.2)
-    completion_tokens: int | None = None  # everything generated, reasoning included
-    cached_tokens: int | None = None  # the part of prompt_tokens read from a cache
-    cost_usd: float | None = None
+    prompt_tokens: Count | None = None  # all input, cached included (clarified in v1.2)
+    completion_tokens: Count | None = None  # everything generated, reasoning included
+    cached_tokens: Count | None = None  # the part of prompt_tokens read from a cache
+    cost_usd: Money | None = None
     prompt_token_ids: list[int] | None = None
     completion_token_ids: list[int] | None = None
     logprobs: list[float] | None = None
@@ -113,10 +118,10 @@ class Agent(AtifModel):
 
 
 class FinalMetrics(AtifModel):
-    total_prompt_tokens: int | None = None
-    total_completion_tokens: int | None = None
-    total_cached_tokens: int | None = None
-    total_cost_usd: float | None = None
+    total_prompt_tokens: Count | None = None
+    total_completion_tokens: Count | None = None
+    total_cached_tokens: Count | None = None
+    total_cost_usd: Money | None = None
     total_steps: int | None = None
     extra: dict[str, Any] | None = None
 

@@ -20,10 +20,16 @@ Mapping (docs/import-export.md has the table):
   raised before the agent started, are ``infra-invalid``; a verifier that wrote no usable reward is ``failed``; an agent timeout
   is ``killed`` (budget:time, as a time budget here); anything else is ``errored``.
 - a trial without a finished ``result.json`` is still running: left for a later import.
+
+Every file is read through :class:`.walls.Walls` rooted at the job folder: a link leaving it, a
+named pipe, a hard link or a huge file is refused and named, never read, and a step name that
+is not a plain folder name (``../../x``) is refused. A trial is still imported without the
+files refused; the import names them and exits 1.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,10 +39,11 @@ from ..harnesses import ADAPTERS
 from ..usage import TokenUsage
 from ..vocab import EventKind
 from .atif_read import ImportedEvent, events_from_trajectory, trajectory_totals
-from .atif_schema import AtifError, load_trajectory
+from .atif_schema import AtifError, parse_trajectory
 from .cli_logs import has_parser, parse_log, total
 from .harbor_models import JobConfig, TrialResult
 from .trials import ImportedTrial, Skipped
+from .walls import Walls
 
 PASS_THRESHOLD = 1.0  # Harbor tasks run here pass at reward >= 1.0 unless the suite says otherwise
 OUTPUT_LIMIT = 64 * 1024  # verifier output kept per trial (its head and tail)
@@ -65,17 +72,20 @@ def cli_name(agent: str) -> str:
 
 
 def job_name(job_dir: Path) -> str:
+    data = Walls(job_dir).read(job_dir / "config.json")
     try:
-        config = JobConfig.model_validate_json((job_dir / "config.json").read_bytes())
-    except (OSError, ValidationError):
+        config = JobConfig.model_validate_json(data or b"")
+    except ValidationError:
         return job_dir.name
     return config.job_name or job_dir.name
 
 
-def trial_dirs(job_dir: Path) -> list[Path]:
-    """Trial folders: every subfolder with a trial ``config.json`` or ``result.json``."""
-    return sorted(p for p in job_dir.iterdir() if p.is_dir() and ((p / "config.json").exists()
-                                                                   or (p / "result.json").exists()))
+def trial_dirs(job_dir: Path, walls: Walls | None = None) -> list[Path]:
+    """Trial folders: every subfolder with a trial ``config.json`` or ``result.json`` (a link
+    to a folder outside the job is refused)."""
+    walls = walls or Walls(job_dir)
+    return sorted(p for p in job_dir.iterdir() if (p / "config.json").exists() or (p / "result.json").exists()
+                  if walls.folder(p))
 
 
 def read_job(job_dir: Path, suite: str | None = None, threshold: float = PASS_THRESHOLD,
@@ -83,16 +93,19 @@ def read_job(job_dir: Path, suite: str | None = None, threshold: float = PASS_TH
     """Each finished trial of the job, a :class:`Skipped` for a bad one, None for one still running,
     and the key of one imported before (in ``known``: not read again)."""
     suite = suite or f"harbor-{job_name(job_dir)}"
-    for folder in trial_dirs(job_dir):
+    walls = Walls(job_dir)
+    for folder in trial_dirs(job_dir, walls):
+        yield from walls.drain()
         path = folder / "result.json"
-        if not path.exists():
+        if not os.path.lexists(path):
             yield None
             continue
-        try:
-            result = TrialResult.model_validate_json(path.read_bytes())
-        except OSError as exc:
-            yield Skipped(str(path), exc.strerror or str(exc))
+        data = walls.read(path)
+        if data is None:
+            yield from walls.drain()
             continue
+        try:
+            result = TrialResult.model_validate_json(data)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "<root>"
@@ -106,17 +119,23 @@ def read_job(job_dir: Path, suite: str | None = None, threshold: float = PASS_TH
             yield key
             continue
         try:
-            yield trial_from_result(result, folder, suite, key, threshold)
+            trial = trial_from_result(result, folder, suite, key, threshold, walls)
+            trial.origin = str(path)
+            yield trial
         except AtifError as exc:
             yield Skipped(exc.source, str(exc).removeprefix(exc.source + ": "))
+        yield from walls.drain()
+    yield from walls.drain()
 
 
-def trial_from_result(result: TrialResult, folder: Path, suite: str, key: str, threshold: float) -> ImportedTrial:
+def trial_from_result(result: TrialResult, folder: Path, suite: str, key: str, threshold: float,
+                      walls: Walls | None = None) -> ImportedTrial:
+    walls = walls or Walls(folder)
     cli = cli_name(result.agent_info.name)
     trial = ImportedTrial("harbor", key, suite, result.task_name, result.model_name or "none", cli, "failed",
                           cli_version=result.agent_info.version, started_at=result.started_at,
                           finished_at=result.finished_at)
-    trial.events, atif_tokens = _transcript(folder, result, cli)
+    trial.events, atif_tokens = _transcript(folder, result, cli, walls)
     trial.tokens, trial.usage_source = _tokens(result, atif_tokens, trial.events)
     costs = [c.cost_usd for c in result.contexts() if c.cost_usd is not None]
     if costs:
@@ -127,7 +146,7 @@ def trial_from_result(result: TrialResult, folder: Path, suite: str, key: str, t
         quality = rewards["reward"] if "reward" in rewards else sum(rewards.values()) / len(rewards)
         trial.quality = min(1.0, max(0.0, quality))
     _status(trial, result, quality, threshold)
-    trial.verifier_output = _verifier_output(folder)
+    trial.verifier_output = _verifier_output(folder, walls)
     trial.extra = {"harbor": {"trial_name": result.trial_name, "agent": result.agent_info.name,
                               "rewards": rewards, "source": result.source,
                               "timings": {name: t.model_dump() for name in ("environment_setup", "agent_setup",
@@ -176,13 +195,26 @@ def _tokens(result: TrialResult, atif: TokenUsage | None, events: list[ImportedE
     return TokenUsage(), "harbor:none"
 
 
-def _transcript(folder: Path, result: TrialResult, cli: str) -> tuple[list[ImportedEvent], TokenUsage | None]:
-    steps = [s.step_name for s in result.step_results or []] if result.agent_result is None else []
+def _step_names(folder: Path, result: TrialResult, walls: Walls) -> list[str]:
+    """The trial's step names that are plain folder names; any other is refused (noted)."""
+    names = []
+    for step in result.step_results or [] if result.agent_result is None else []:
+        name = step.step_name
+        if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+            walls.refuse(folder / "result.json", f"step name {name!r} is not a folder name")
+        else:
+            names.append(name)
+    return names
+
+
+def _transcript(folder: Path, result: TrialResult, cli: str,
+                walls: Walls) -> tuple[list[ImportedEvent], TokenUsage | None]:
+    steps = _step_names(folder, result, walls)
     agent_dirs = [(None, folder / "agent")] + [(name, folder / "steps" / name / "agent") for name in steps]
     events: list[ImportedEvent] = []
     atif_total: TokenUsage | None = None
     for step, agent_dir in agent_dirs:
-        found = _agent_events(agent_dir, result, cli)
+        found = _agent_events(agent_dir, result, cli, walls)
         if found is None:
             continue
         if step is not None:
@@ -194,39 +226,51 @@ def _transcript(folder: Path, result: TrialResult, cli: str) -> tuple[list[Impor
     return events, atif_total
 
 
-def _agent_events(agent_dir: Path, result: TrialResult, cli: str) -> tuple[list[ImportedEvent], TokenUsage | None] | None:
-    if not agent_dir.is_dir():
+def _agent_events(agent_dir: Path, result: TrialResult, cli: str,
+                  walls: Walls) -> tuple[list[ImportedEvent], TokenUsage | None] | None:
+    if not walls.folder(agent_dir):
         return None
     trajectory = agent_dir / "trajectory.json"
-    if trajectory.exists():
-        parsed = load_trajectory(trajectory)
-        return events_from_trajectory(parsed), trajectory_totals(parsed)[0]
+    if os.path.lexists(trajectory):
+        data = walls.read(trajectory)
+        if data is not None:
+            parsed = parse_trajectory(data, str(trajectory))
+            return events_from_trajectory(parsed), trajectory_totals(parsed)[0]
     for name in (f"{result.agent_info.name}.txt", f"{cli}.txt"):
         log = agent_dir / name
-        if log.exists() and has_parser(cli):
-            events, _parser = parse_log(cli, log.read_bytes().splitlines())
+        if os.path.lexists(log) and has_parser(cli) and (data := walls.read(log)) is not None:
+            events, _parser = parse_log(cli, data.splitlines())
             return events, None
     for log in sorted(agent_dir.glob("*.txt")):  # oracle.txt and the like: the agent's plain output
-        text = log.read_bytes().decode("utf-8", "replace")
+        data = walls.read(log)
+        if data is None:
+            continue
+        text = data.decode("utf-8", "replace")
         return [ImportedEvent(EventKind.SYSTEM, f"{log.name}:\n{text[:OUTPUT_LIMIT]}")], None
     return None
 
 
-def _verifier_output(folder: Path) -> str | None:
+def _verifier_output(folder: Path, walls: Walls) -> str | None:
     """The verifier's output; a multi-step trial's, step by step."""
-    parts = [_verifier_text(folder / "verifier")]
-    for step in sorted(p for p in (folder / "steps").glob("*/verifier") if p.is_dir()):
-        text = _verifier_text(step)
+    parts = [_verifier_text(folder / "verifier", walls)]
+    steps = folder / "steps"
+    found = sorted(p for p in steps.iterdir() if walls.folder(p)) if walls.folder(steps) else []
+    for step in (p / "verifier" for p in found):
+        if not walls.folder(step):
+            continue
+        text = _verifier_text(step, walls)
         parts.append(f"step {step.parent.name}:\n{text}" if text else None)
     return "\n".join(p for p in parts if p) or None
 
 
-def _verifier_text(verifier: Path) -> str | None:
-    parts = []
+def _verifier_text(verifier: Path, walls: Walls) -> str | None:
+    parts: list[str] = []
+    if not walls.folder(verifier):
+        return None
     for name in ("test-stdout.txt", "reward.txt", "reward.json"):
-        path = verifier / name
-        if path.exists():
-            text = path.read_bytes().decode("utf-8", "replace")
+        data = walls.read(verifier / name)
+        if data is not None:
+            text = data.decode("utf-8", "replace")
             if len(text) > OUTPUT_LIMIT:
                 text = text[:OUTPUT_LIMIT // 2] + "\n[...]\n" + text[-OUTPUT_LIMIT // 2:]
             parts.append(text if name == "test-stdout.txt" else f"{name}: {text.strip()}")

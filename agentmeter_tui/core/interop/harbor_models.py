@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .atif_schema import Count, Money
+
 
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -42,10 +44,10 @@ class AgentContext(_Lenient):
     """Harbor's usage: ``n_input_tokens`` counts the cached tokens too; no cache writes and no
     reasoning count of their own."""
 
-    n_input_tokens: int | None = None
-    n_cache_tokens: int | None = None
-    n_output_tokens: int | None = None
-    cost_usd: float | None = None
+    n_input_tokens: Count | None = None
+    n_cache_tokens: Count | None = None
+    n_output_tokens: Count | None = None
+    cost_usd: Money | None = None
     model_usage: dict[str, dict[str, Any]] | None = None
 
 

@@ -6,13 +6,14 @@ goes on with the rest, and the command exits non-zero with the count at the end.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from ..pricing import PriceSnapshot
-from ..usage import TokenUsage
+from ..usage import TOKEN_CLASSES, TokenUsage, count_problem
 from .atif_read import ImportedEvent
 
 UTF8_LINE_LIMIT = 8 * 1024 * 1024  # a longer line in a session file is refused, not read into memory
@@ -53,6 +54,31 @@ class ImportedTrial:
     flags: list[str] = field(default_factory=list)
     events: list[ImportedEvent] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    origin: str = ""  # the file it was read from, to name it when it is skipped
+
+    def problem(self) -> str | None:
+        """Why the store cannot take this trial as read (a count past 2**63 - 1 or negative, a
+        cost that is not a number), naming the field; None when it can. Sums of counts each
+        within range can overflow too, so the totals and every call are checked here."""
+        for name in TOKEN_CLASSES:
+            if why := count_problem(f"tokens.{name}", getattr(self.tokens, name)):
+                return why
+        for seq, event in enumerate(self.events, start=1):
+            for name in TOKEN_CLASSES if event.usage is not None else ():
+                if why := count_problem(f"event {seq} usage.{name}", getattr(event.usage, name)):
+                    return why
+            if event.cost_usd is not None and not math.isfinite(event.cost_usd):
+                return f"field 'event {seq} cost_usd': {event.cost_usd} is not a number"
+        for name in ("turns", "tool_calls", "attempt"):
+            if why := count_problem(name, getattr(self, name)):
+                return why
+        if self.trial_index is not None and (why := count_problem("trial_index", self.trial_index)):
+            return why
+        for name in ("cost_usd", "cost_actual_usd", "quality"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)):
+                return f"field '{name}': {value!r} is not a number"
+        return None
 
     def count_events(self) -> None:
         """Turns and tool calls from the transcript, where the source gave no totals."""
@@ -98,6 +124,7 @@ class ImportOutcome:
     already: int = 0  # imported before: nothing added
     unfinished: int = 0  # still running at the source: left for a later import
     skipped: list[Skipped] = field(default_factory=list)
+    suites: set[str] = field(default_factory=set)  # the suites the trials read went to
 
     def summary(self, what: str) -> str:
         parts = [f"imported {self.added} {what}"]
@@ -181,7 +208,10 @@ def store_all(store: Any, items: Iterable[ImportedTrial | Skipped | str | None],
                 outcome.already += 1
             elif isinstance(item, Skipped):
                 outcome.skipped.append(item)
+            elif (why := item.problem()) is not None:
+                outcome.skipped.append(Skipped(item.origin or item.key, why))
             else:
+                outcome.suites.add(item.suite)
                 if pricer is not None and not item.priced and item.cost_usd is None:
                     pricer.price(item)
                 pending.append(item)

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..paths import DEFAULT_DB, owner_only
 from . import quick
+from .check import StoreError, check_file, damage
 from .imports import ImportQueries
 from .lazydb import Database
 from .migrations import migrate
@@ -34,12 +37,17 @@ from .search import SearchQueries
 from .tx import immediate, utcnow
 from .views import ViewQueries
 
-__all__ = ["DEFAULT_DB", "ScoreRow", "SeedHashChanged", "Store", "connect", "sha256_text", "utcnow"]
+__all__ = ["DEFAULT_DB", "ScoreRow", "SeedHashChanged", "Store", "StoreError", "connect", "sha256_text",
+           "utcnow"]
 
 
 
-def connect(path: str | Path) -> Database:
+def connect(path: str | Path, *, readonly: bool = False) -> Database:
+    """A connection to the store at ``path``; ``readonly`` on a store this process cannot write
+    (a read-only file, folder or mount) opens it as SQLite's read-only, else immutable, file."""
     path = Path(path)
+    if readonly and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        return _read_only(path)
     owner_only(path)  # SQLite gives the WAL and shm files the database file's mode
     conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
     db = Database(conn)
@@ -49,6 +57,18 @@ def connect(path: str | Path) -> Database:
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA busy_timeout=30000")
     return db
+
+
+def _read_only(path: Path) -> Database:
+    uri = f"file:{quote(str(path.resolve()))}"
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30, check_same_thread=False)
+        conn.execute("select count(*) from sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        # A WAL store in a folder we cannot write has no shm file to share: nobody can be
+        # writing it either, so it is read as an immutable file.
+        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, timeout=30, check_same_thread=False)
+    return Database(conn)
 
 
 class SeedHashChanged(Exception):
@@ -73,11 +93,33 @@ class SeedHashChanged(Exception):
 class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries, SearchQueries):
     """Typed access to the store. Cheap to open; every logical write is one transaction."""
 
-    def __init__(self, path: str | Path = DEFAULT_DB, *, readonly: bool = False):
+    def __init__(self, path: str | Path = DEFAULT_DB, *, readonly: bool = False, check: bool = True):
+        """Open (a missing store is created unless ``readonly``). A path that cannot be a store,
+        a damaged one (checked when writing) or a read-only one opened to write raises
+        :class:`StoreError`, one line naming the file; ``check=False`` skips the damage scan."""
         self.path = Path(path)
-        self.db = connect(self.path)
-        if not readonly:
-            migrate(self.db)
+        check_file(self.path, create=not readonly, write=not readonly)
+        try:
+            self.db = connect(self.path, readonly=readonly)
+            if not readonly:
+                if check and (found := damage(self.db.conn)):
+                    self.db.conn.close()
+                    raise StoreError(self.path, f"damaged, not written to ({found})")
+                migrate(self.db)
+            else:
+                self.db.execute("select count(*) from sqlite_master").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(self.path, f"not a readable agentmeter store ({exc})") from None
+
+    @classmethod
+    def for_reading(cls, path: str | Path) -> Store:
+        """A store a command only reads: brought up to date when this process may write it,
+        else opened read-only (a read-only file, folder or mount reads as well)."""
+        path = Path(path)
+        check_file(path, create=False, write=False)  # reading never makes a store
+        if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+            return cls(path, check=False)
+        return cls(path, readonly=True)
 
     def close(self) -> None:
         self.db.conn.close()

@@ -56,7 +56,8 @@ class ReportQueries:
 
     def import_trials(self, suites: dict[str, str | None], tasks: list[tuple[str, str, str | None]],
                       rows: list[tuple[tuple[str, str, str], dict[str, Any]]]) -> int:
-        """Insert imported trials in one transaction: all of them or none.
+        """Insert imported trials in one transaction: all of them or none (a row whose
+        ``import_key`` is in the store already is left out; the count is of those added).
 
         ``suites``: suite id -> created_at, for suites the store does not know yet; ``tasks``:
         ``(suite, task, tier)`` in position order (existing task rows are kept); ``rows``:
@@ -72,6 +73,9 @@ class ReportQueries:
             config_ids: dict[tuple[str, str, str], int] = {}
             out = []
             for key, row in rows:
+                if row.get("import_key") and self.db.execute("select 1 from trials where import_key = ?",
+                                                             [row["import_key"]]).fetchone():
+                    continue  # imported before: importing again adds nothing
                 if key not in config_ids:
                     config_ids[key] = self.ensure_configuration(*key)  # type: ignore[attr-defined]
                 out.append({**row, "config_id": config_ids[key]})

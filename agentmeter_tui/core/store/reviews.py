@@ -124,6 +124,29 @@ class ReviewQueries:
                 self.audit("scores-import", actor, None, {"added": added, "skipped": skipped})
         return added, skipped
 
+    def note_rows(self, suite_id: str | None = None) -> list[dict[str, Any]]:
+        """Every reviewer's note of a suite (review's ``n``: the ``notes`` table), oldest first."""
+        clause, args = _suite_clause(suite_id)
+        return list(self.db.query("select n.trial_id, n.author, n.text, n.created_at from notes n join "
+                                  f"trials t on t.id = n.trial_id where 1 = 1{clause} order by n.id", args))
+
+    def add_note_rows(self, rows: Sequence[dict[str, Any]], actor: str = "import") -> tuple[int, int]:
+        """Insert notes (``trial_id``, ``author``, ``text``, ``created_at``) in one transaction,
+        skipping any identical to one already stored: (added, already there)."""
+        added = skipped = 0
+        with immediate(self.db):
+            for row in rows:
+                if self.db.execute("select 1 from notes where trial_id = ? and author = ? and text = ? and "
+                                   "created_at = ? limit 1", [row["trial_id"], row["author"], row["text"],
+                                                              row["created_at"]]).fetchone():
+                    skipped += 1
+                    continue
+                self.db["notes"].insert({k: row[k] for k in ("trial_id", "author", "text", "created_at")})
+                added += 1
+            if added:
+                self.audit("notes-import", actor, None, {"added": added, "skipped": skipped})
+        return added, skipped
+
     def trial_ids_exist(self, ids: Iterable[int]) -> set[int]:
         wanted = sorted(set(ids))
         found: set[int] = set()

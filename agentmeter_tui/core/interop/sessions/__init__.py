@@ -18,7 +18,8 @@ from pathlib import Path
 from ...harnesses import ADAPTERS
 from ...registry import UnknownName, load
 from ..trials import ImportedTrial, Skipped
-from .base import BadSession, SessionReader, parse_ts
+from ..walls import Walls
+from .base import BadSession, SessionReader, SessionSource, parse_ts
 
 def session_clis() -> list[str]:
     """The adapters whose CLI keeps a session store we can read."""
@@ -44,20 +45,32 @@ def default_suite(cli: str) -> str:
 def read_sessions(cli: str, root: Path, suite: str | None = None, since: datetime | None = None,
                   project: str | None = None, known: set[str] | None = None
                   ) -> Iterator[ImportedTrial | Skipped | str]:
+    """Each session under ``root`` as a trial; a :class:`Skipped` for a bad one or for a file
+    refused by the walls (:mod:`..walls`: a link out of ``root``, a pipe, a huge file); the key
+    of one imported before. A folder with nothing in the CLI's layout is named as such."""
     reader = reader_class(cli)()
     suite = suite or default_suite(cli)
     wanted = str(Path(project).resolve()) if project else None
     cutoff = since.timestamp() if since else None
+    walls = Walls(root)
     try:
-        sources = list(reader.sources(root))
+        sources = [s for s in reader.sources(root) if all(walls.inside(p) for p in s.files[:1])]
     except BadSession as exc:
         yield Skipped(exc.where, exc.why)
+        return
+    yield from walls.drain()
+    if not sources and root.is_dir() and any(root.iterdir()):
+        yield Skipped(str(root), f"not a {cli} session store: no file laid out as {reader.layout} under it")
         return
     for source in sources:
         key = f"session:{cli}:{source.id}"
         if known is not None and key in known:
             yield key
             continue
+        if reader.reads_files and not _read_through(walls, source):
+            yield from walls.drain()
+            continue
+        yield from walls.drain()
         try:
             trial = reader.trial(source, suite)
         except BadSession as exc:
@@ -66,8 +79,27 @@ def read_sessions(cli: str, root: Path, suite: str | None = None, since: datetim
         except OSError as exc:
             yield Skipped(str(source.files[0]), exc.strerror or str(exc))
             continue
+        except (ValueError, OverflowError) as exc:  # a value out of range (a date in the year 10**292)
+            yield Skipped(str(source.files[0]), str(exc))
+            continue
         if cutoff is not None and (parse_ts(trial.started_at) or 0) < cutoff:
             continue
         if wanted is not None and str(trial.extra["session"]["project"] or "").rstrip("/") != wanted:
             continue
         yield trial
+
+
+def _read_through(walls: Walls, source: SessionSource) -> bool:
+    """Read the session's files through the walls into ``source.data``; False when its main
+    file is refused (a refused subagent file is left out, the rest read)."""
+    kept = []
+    for n, path in enumerate(source.files):
+        data = walls.read(path)
+        if data is None:
+            if n == 0:
+                return False
+            continue
+        source.data[path] = data
+        kept.append(path)
+    source.files = kept
+    return True

@@ -93,15 +93,21 @@ def parse_ts(value: Any) -> float | None:
 
 
 def iso(ts: float | None) -> str | None:
-    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
+    if ts is None:
+        return None
+    try:
+        return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
+    except (ValueError, OverflowError, OSError):
+        raise ValueError(f"field 'timestamp': {ts!r} is not a date") from None
 
 
 def read_lines(path: Path, keep: dict[Path, bytes] | None = None) -> Iterator[tuple[int, bytes, dict | None]]:
     """``(line number, raw line, object or None)``; :class:`BadSession` names the first line that
     is not UTF-8 or is longer than :data:`LINE_LIMIT`. A line that is not a JSON object gives None
     (kept as a raw event: a killed CLI's last line is often cut short). The file is read once;
-    with ``keep`` its bytes are left there for the adapter's recovery to read."""
-    data = path.read_bytes()
+    with ``keep`` its bytes are left there for the adapter's recovery to read, and bytes already
+    there (read through the import's walls, :mod:`..walls`) are not read again."""
+    data = keep[path] if keep is not None and path in keep else path.read_bytes()
     if keep is not None:
         keep[path] = data
     try:
@@ -126,6 +132,8 @@ def read_lines(path: Path, keep: dict[Path, bytes] | None = None) -> Iterator[tu
 class SessionReader(ABC):
     cli: ClassVar[str]
     home_path: ClassVar[str]  # the store under the user's home
+    layout: ClassVar[str]  # where the session files sit under the store, as the CLI lays them out
+    reads_files: ClassVar[bool] = True  # its sessions are files read whole (opencode's is a database)
 
     @classmethod
     def default_root(cls, home: Path | None = None) -> Path:
@@ -140,7 +148,8 @@ class SessionReader(ABC):
 
     def file_bytes(self, source: SessionSource) -> dict[str, bytes]:
         """The session's files as the adapter's ``recover`` takes them (name -> bytes)."""
-        return {str(p.relative_to(source.root)): source.data.get(p) or p.read_bytes() for p in source.files}
+        return {str(p.relative_to(source.root)): source.data[p] if p in source.data else p.read_bytes()
+                for p in source.files}
 
     def totals(self, source: SessionSource, session: Session) -> tuple[TokenUsage, int]:
         recovery = get_adapter(self.cli).recover(self.file_bytes(source))
@@ -166,5 +175,6 @@ class SessionReader(ABC):
                                                                              for p in source.files]}})
         if session.cost_usd is not None:
             trial.cost_actual_usd, trial.cost_actual_source = session.cost_usd, f"session:{self.cli}"
+        trial.origin = str(source.files[0])
         trial.count_events()
         return trial

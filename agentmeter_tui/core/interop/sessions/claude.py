@@ -18,6 +18,7 @@ from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
 class ClaudeSessions(SessionReader):
     cli = "claude-code"
     home_path = ".claude/projects"
+    layout = "PROJECT/SESSION.jsonl"
 
     def sources(self, root: Path) -> Iterator[SessionSource]:
         for path in sorted(root.glob("*/*.jsonl")):

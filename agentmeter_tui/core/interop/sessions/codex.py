@@ -20,6 +20,7 @@ from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
 class CodexSessions(SessionReader):
     cli = "codex"
     home_path = ".codex/sessions"
+    layout = "YYYY/MM/DD/rollout-*.jsonl"
 
     @classmethod
     def default_root(cls, home: Path | None = None) -> Path:

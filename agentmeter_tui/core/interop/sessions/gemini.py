@@ -14,6 +14,7 @@ import orjson
 from ...harnesses.gemini_cli import record_usage
 from ...harnesses.jsonl import tool_text
 from ...vocab import EventKind
+from ..walls import read_under
 from .base import BadSession, Session, SessionReader, SessionSource, parse_ts, read_lines
 from .qwen import parts_events
 
@@ -21,6 +22,7 @@ from .qwen import parts_events
 class GeminiSessions(SessionReader):
     cli = "gemini-cli"
     home_path = ".gemini/tmp"
+    layout = "PROJECT/chats/session-*.jsonl"
 
     def sources(self, root: Path) -> Iterator[SessionSource]:
         for path in sorted([*root.glob("*/chats/*.jsonl"), *root.glob("*/chats/*.json")]):
@@ -28,7 +30,7 @@ class GeminiSessions(SessionReader):
 
     def _projects(self, root: Path) -> dict[str, str]:
         try:
-            data = orjson.loads((root.parent / "projects.json").read_bytes())
+            data = orjson.loads(read_under(root.parent, root.parent / "projects.json"))
         except (OSError, orjson.JSONDecodeError):
             return {}
         projects = data.get("projects") if isinstance(data, dict) else None
@@ -37,7 +39,7 @@ class GeminiSessions(SessionReader):
     def _records(self, path: Path, keep: dict[Path, bytes]) -> Iterator[tuple[dict | None, bytes]]:
         if path.suffix == ".json":
             try:
-                data = orjson.loads(path.read_bytes())
+                data = orjson.loads(keep[path] if path in keep else path.read_bytes())
             except orjson.JSONDecodeError as exc:
                 raise BadSession(str(path), f"not valid JSON ({exc})") from None
             for record in (data.get("messages") if isinstance(data, dict) else None) or []:

@@ -17,12 +17,14 @@ import orjson
 from ...harnesses.jsonl import tool_arguments, tool_text
 from ...harnesses.kimi_cli import wire_usage
 from ...vocab import EventKind
+from ..walls import read_under
 from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
 
 
 class KimiSessions(SessionReader):
     cli = "kimi-cli"
     home_path = ".kimi/sessions"
+    layout = "WORKDIR-MD5/SESSION/wire.jsonl"
 
     def sources(self, root: Path) -> Iterator[SessionSource]:
         for path in sorted(root.glob("*/*/wire.jsonl")):
@@ -31,7 +33,7 @@ class KimiSessions(SessionReader):
     def _home_facts(self, root: Path) -> tuple[dict[str, str], str | None]:
         dirs: dict[str, str] = {}
         try:
-            state = orjson.loads((root.parent / "kimi.json").read_bytes())
+            state = orjson.loads(read_under(root.parent, root.parent / "kimi.json"))
             for entry in state.get("work_dirs") or []:
                 path = entry.get("path") if isinstance(entry, dict) else None
                 if isinstance(path, str):
@@ -40,10 +42,10 @@ class KimiSessions(SessionReader):
             pass
         model = None
         try:
-            config = tomllib.loads((root.parent / "config.toml").read_text())
+            config = tomllib.loads(read_under(root.parent, root.parent / "config.toml").decode())
             name = config.get("default_model")
             model = ((config.get("models") or {}).get(name) or {}).get("model") or name
-        except (OSError, tomllib.TOMLDecodeError, AttributeError):
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
             pass
         return dirs, model
 

@@ -7,6 +7,7 @@ of the messages' tokens (a call cut off by a kill is stored with zeros)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from ...harnesses.jsonl import tool_text
 from ...harnesses.opencode import step_usage
 from ...usage import TokenUsage
 from ...vocab import EventKind
+from ..walls import Refused, check
 from .base import BadSession, Session, SessionReader, SessionSource, parse_ts
 
 DB = "opencode.db"
@@ -33,6 +35,8 @@ def _json(text: str) -> dict:
 class OpencodeSessions(SessionReader):
     cli = "opencode"
     home_path = ".local/share/opencode"
+    layout = "opencode.db"
+    reads_files = False
 
     def __init__(self) -> None:
         self._rows: dict[str, dict] = {}
@@ -41,6 +45,10 @@ class OpencodeSessions(SessionReader):
         from ...store.opencode_db import opencode_sessions
 
         db = root / DB if root.is_dir() else root
+        try:
+            check(os.path.realpath(db.parent), db)  # a link out, a pipe: never opened
+        except Refused as exc:
+            raise BadSession(exc.where, f"refused: {exc.why}") from None
         try:
             for row in opencode_sessions(db):
                 self._rows[row["id"]] = row

@@ -44,6 +44,7 @@ def parts_events(session: Session, parts: object, ts: float | None, model: str |
 class QwenSessions(SessionReader):
     cli = "qwen-code"
     home_path = ".qwen/projects"
+    layout = "PROJECT/chats/SESSION.jsonl"
 
     def sources(self, root: Path) -> Iterator[SessionSource]:
         for path in sorted(root.glob("*/chats/*.jsonl")):
