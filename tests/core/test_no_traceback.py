@@ -55,7 +55,7 @@ def _argv(words: tuple[str, ...], parser: argparse.ArgumentParser, places: dict[
               "tasks": places["empty_dir"], "schema": places["empty_file"], "candidate": places["empty_file"],
               "suite": places["no_suite"], "command": "true", "cli": "claude-code", "target": "127.0.0.1",
               "name": "x", "model": "x", "as_of": "2026-01-01", "left": "1", "right": "2", "trial": "1",
-              "trial_id": "1", "score": "1", "path": places["empty_dir"]}
+              "trial_id": "1", "score": "1", "path": places["empty_dir"], "dest": places["out"]}
     argv = list(words)
     for action in parser._actions:
         if action.option_strings and action.required:
@@ -65,6 +65,8 @@ def _argv(words: tuple[str, ...], parser: argparse.ArgumentParser, places: dict[
             argv.append(str(values[action.dest]))
     if words == ("import", "sessions"):
         argv.append(str(values["path"]))
+    if words == ("budget",):
+        argv += ["--tokens", "1000"]  # a value is required before the runner is asked
     if words == ("doctor",):
         argv += ["--only", "no-such-cli"]  # never the real CLI checks: the store comes first
     return argv
