@@ -177,6 +177,10 @@ class LocalSession(SandboxSession):
         exited = self.agent.protocol.exited if self.agent else None
         await procs.kill_ladder(pid, self.token, int_grace=policy.int_grace, grace=policy.grace, exited=exited)
 
+    async def end_agent(self) -> None:
+        # Its processes carry the trial's token however they detached (setsid, double fork).
+        await asyncio.to_thread(procs.sweep, self.token)
+
     def _base(self, base: str) -> Path:
         return Path({"home": self.home, "workspace": self.workspace, "scratch": self.scratch}[base])
 
