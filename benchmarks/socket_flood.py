@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,9 +31,9 @@ from agentmeter_tui.core.paths import socket_path
 from agentmeter_tui.core.run.clients import MAX_CLIENTS
 from agentmeter_tui.core.run.control import ControlClient, ControlError
 from agentmeter_tui.core.store import Store
+from tests.adversarial.flood_support import misbehave
 
 SLOW = ROOT / "tests" / "fixtures" / "suites" / "slow"
-FLOOD = b"\n" * (1 << 20)
 
 
 def suite_of(folder: Path, trials: int, seconds: float) -> Path:
@@ -45,19 +44,6 @@ def suite_of(folder: Path, trials: int, seconds: float) -> Path:
     text = (suite / "suite.toml").read_text().replace("trials = 3", f"trials = {trials}")
     (suite / "suite.toml").write_text(text + "\n[budgets.default]\nwall_seconds = 120\n")
     return suite
-
-
-def keep_sending(db: Path, data: bytes, stop: threading.Event, sent: list[int]) -> None:
-    while not stop.is_set():
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.connect(str(socket_path(db)))
-                while not stop.is_set():
-                    sent[0] += sock.send(data)
-        except (BrokenPipeError, ConnectionResetError):
-            continue
-        except (FileNotFoundError, ConnectionRefusedError):
-            return
 
 
 def ask_status(db: Path, stop: threading.Event, latencies: list[float], failures: list[str]) -> None:
@@ -79,17 +65,9 @@ def one_run(folder: Path, trials: int, seconds: float, flood: bool) -> dict:
     subprocess.run([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--detach", "--db", str(db)],
                    check=True, capture_output=True)
     stop = threading.Event()
-    flooded, asked, latencies, failures = [0], [0], [], []
-    threads = [threading.Thread(target=ask_status, args=(db, stop, latencies, failures), daemon=True)]
-    idle = []
-    if flood:
-        threads += [threading.Thread(target=keep_sending, args=(db, FLOOD, stop, flooded), daemon=True),
-                    threading.Thread(target=keep_sending, args=(db, b'{"op": "status"}\n' * 64, stop, asked),
-                                     daemon=True)]
-        for _ in range(MAX_CLIENTS + 16):
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.connect(str(socket_path(db)))
-            idle.append(sock)
+    latencies, failures = [], []
+    threads, idle, flooded = misbehave(db, stop, MAX_CLIENTS + 16) if flood else ([], [], [0])
+    threads.append(threading.Thread(target=ask_status, args=(db, stop, latencies, failures), daemon=True))
     for thread in threads:
         thread.start()
     store = Store(db)

@@ -11,36 +11,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import threading
 
-from agentmeter_tui.core.paths import socket_path
 from agentmeter_tui.core.run.clients import MAX_CLIENTS
 from agentmeter_tui.core.store import Store
 from tests.conftest import FIXTURES, agentmeter
 from tests.waiting import wait_for
 
+from .flood_support import FLOOD, misbehave
+
 SLOW = FIXTURES / "suites" / "slow"
-FLOOD = b"\n" * (1 << 20)
-
-
-def connect(db) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(str(socket_path(db)))
-    return sock
-
-
-def keep_sending(db, data: bytes, stop: threading.Event, sent: list[int]) -> None:
-    """Send ``data`` over and over, never reading; on a close, connect again (until the run ends)."""
-    while not stop.is_set():
-        try:
-            with connect(db) as sock:
-                while not stop.is_set():
-                    sent[0] += sock.send(data)
-        except (BrokenPipeError, ConnectionResetError):
-            continue
-        except (FileNotFoundError, ConnectionRefusedError):  # the runner is gone: the run ended
-            return
 
 
 def test_a_flooding_client_starves_neither_trials_nor_status(db, tmp_path):
@@ -50,14 +30,11 @@ def test_a_flooding_client_starves_neither_trials_nor_status(db, tmp_path):
     agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
     store = Store(db)
     stop = threading.Event()
-    flooded, asked = [0], [0]
-    clients = [threading.Thread(target=keep_sending, args=(db, FLOOD, stop, flooded), daemon=True),
-               threading.Thread(target=keep_sending, args=(db, b'{"op": "status"}\n' * 64, stop, asked), daemon=True)]
-    idle = [connect(db) for _ in range(MAX_CLIENTS + 16)]
+    clients, idle, flooded = misbehave(db, stop, MAX_CLIENTS + 16)
     try:
         for client in clients:
             client.start()
-        wait_for(lambda: flooded[0] >= 8 * len(FLOOD) and asked[0], "the flood to be under way")
+        wait_for(lambda: flooded[0] >= 8 * len(FLOOD), "the flood to be under way")
         status = agentmeter("status", "--json", "--db", str(db))
         assert status.returncode == 0, status.stderr
         assert json.loads(status.stdout)["progress"]["total"] == 6

@@ -45,8 +45,8 @@ def own_suite(tmp_path: Path, sandbox: str) -> tuple[Path, str]:
     (task / "workspace").mkdir()
     (task / "instruction.md").write_text("Do nothing useful.\n")
     (task / "task.toml").write_text('[task]\ntier = "easy"\n')
-    (task / "tests" / "test.sh").write_text(
-        "#!/bin/sh\n" + WAIT_FOR_A_REWARD.format(reward="$AGENTMETER_REWARD_FILE") + "echo 'the tests say no'\nexit 1\n")
+    wait = WAIT_FOR_A_REWARD.format(reward="$AGENTMETER_REWARD_FILE")
+    (task / "tests" / "test.sh").write_text(f"#!/bin/sh\n{wait}echo 'the tests say no'\nexit 1\n")
     models = "".join(f'[[models]]\nid = "{name}"\n\n' for name in AGENTS)
     (suite / "suite.toml").write_text(
         f'[suite]\nid = "{suite_id}"\ntrials = 1\nconcurrency = 3\n\n{models}[[clis]]\nadapter = "reference"\n\n'

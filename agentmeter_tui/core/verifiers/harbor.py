@@ -3,10 +3,10 @@ file it writes, never by its exit code.
 
 After the agent stops, whatever it left running in the container is killed
 (``SandboxSession.end_agent``: a leftover job cannot write the reward while the tests run),
-``/tests``, ``/logs/verifier`` and ``/logs/agent/trajectory.json`` are removed (the agent cannot
-plant a reward, a test helper or a transcript for a judge), the transcript goes to ``/logs/agent/trajectory.json`` (ATIF, for
-LLM-judge verifiers), the task's ``tests/`` is uploaded to ``/tests`` (all three in one exec,
-``SETUP``), and ``bash /tests/test.sh`` runs from the image's working folder with the image's environment, as root,
+``/tests``, ``/logs/verifier`` and ``/logs/agent/trajectory.json`` are removed (the agent
+cannot plant a reward, a test helper or a transcript for a judge), the transcript goes to
+``/logs/agent/trajectory.json`` (ATIF, for LLM-judge verifiers), the task's ``tests/`` is
+uploaded to ``/tests`` (all three in one exec, ``SETUP``), and ``bash /tests/test.sh`` runs from the image's working folder with the image's environment, as root,
 under ``[verifier] timeout_sec``. The reward is ``/logs/verifier/reward.txt`` (one number) or
 ``reward.json`` (``{"reward": x}`` or several named rewards, all kept in the trial record).
 Quality R is the ``reward`` key, else the only key, else the mean of the named rewards,
