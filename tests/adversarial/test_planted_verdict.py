@@ -20,6 +20,7 @@ from tests.core.harbor_support import run as run_harbor
 from tests.core.sandbox_support import (  # noqa: F401 - the fixtures
     docker_engine_fixture,
     leftovers,
+    swarm_client,
     swarm_fixture,
     unique_id,
 )
@@ -114,12 +115,16 @@ LURKER = ("sh -c 'while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/r
 
 
 @pytest.mark.docker
-def test_a_job_left_behind_cannot_write_a_harbor_reward(tmp_path, db, docker_engine):
+@pytest.mark.parametrize("kind", ["docker", "swarm"])
+def test_a_job_left_behind_cannot_write_a_harbor_reward(tmp_path, db, docker_engine, kind):
     """Harbor's contract: /logs/verifier is emptied before the tests, but a root job the agent
     left in its container wrote the reward again while they ran."""
+    if kind == "swarm":
+        swarm_client()
     suite, suite_id = harbor_suite(tmp_path, "agents")
     text = (suite / "suite.toml").read_text().replace('exclude = ["no-*"]', 'tasks = ["probe"]')
-    (suite / "suite.toml").write_text(text.replace('[[models]]\nid = "solver"\n\n', ""))
+    text = text.replace('[[models]]\nid = "solver"\n\n', "").replace('kind = "docker"', f'kind = "{kind}"')
+    (suite / "suite.toml").write_text(text)
     shutil.rmtree(suite / "scenarios" / "solver")
     (suite / "scenarios" / "wrong" / "probe.toml").write_text(
         f"[[turns]]\nshell = {toml_string('echo nothing > /app/probe.txt; ' + LURKER)}\n"
@@ -130,7 +135,6 @@ def test_a_job_left_behind_cannot_write_a_harbor_reward(tmp_path, db, docker_eng
     test_sh.write_text(lines[0] + "\n" + WAIT_FOR_A_REWARD.format(reward="/logs/verifier/reward.txt") + lines[1])
     trials = run_harbor(suite, db)
     probe = trials[("probe", "wrong")]
-    assert (probe["status"], probe["quality"]) == ("failed", 0.0), probe
+    assert (probe["sandbox"], probe["status"], probe["quality"]) == (kind, "failed", 0.0), probe
     assert "wrote no /logs/verifier/reward.txt" in probe["reason"]
     assert leftovers(docker_engine, suite_id, db) == {}
-
