@@ -102,6 +102,7 @@ class Route:
     charged_calls: int = 0
     limiter: Any = field(default=None, repr=False)  # a shared CallRate when the provider is capped
     idle: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    connections: set[Any] = field(default_factory=set, repr=False)  # its CLI's open ones (limits.py)
 
     def __post_init__(self) -> None:
         self.idle.set()

@@ -20,12 +20,14 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import aiohttp
 from aiohttp import web
 
 from ..wire import error_body, find_key, get_protocol, protocol_for
 from .calls import CallSink, ProxyCall, Route
+from .limits import KEEPALIVE, MAX_ROUTE_CONNECTIONS, ConnectionGuard, admit_connection
 from .scan import UsageScanner
 from .wire import MAX_ERROR_BODY, read_error, response_headers, upstream_headers, upstream_query
 
@@ -45,15 +47,26 @@ class MeteringProxy:
         self._log = log or (lambda text: print(text, file=sys.stderr, flush=True))
         self._runner: web.AppRunner | None = None
         self._client: aiohttp.ClientSession | None = None
+        self._listener: asyncio.AbstractServer | None = None
+        self._guard: ConnectionGuard | None = None
 
     async def start(self) -> str:
         app = web.Application(client_max_size=256 << 20)  # bodies with long histories get large
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
-                                     shutdown_timeout=SHUTDOWN_TIMEOUT)
+                                     shutdown_timeout=SHUTDOWN_TIMEOUT, keepalive_timeout=KEEPALIVE)
         await self._runner.setup()
         sock = socket.create_server((self.host, self.port), backlog=1024)
-        await web.SockSite(self._runner, sock).start()
+        loop = asyncio.get_running_loop()
+        self._guard = ConnectionGuard(loop)
+        server = self._runner.server
+
+        def connection() -> Any:  # aiohttp's handler, timed until its first request head is in
+            handler = server()
+            self._guard.watch(handler)
+            return handler
+
+        self._listener = await loop.create_server(connection, sock=sock, backlog=1024)
         self.port = sock.getsockname()[1]
         # No read timeout: a model may think for minutes; the CLI and the budgets decide.
         timeout = aiohttp.ClientTimeout(total=None, connect=30, sock_read=None)
@@ -64,6 +77,9 @@ class MeteringProxy:
         return self.base_url
 
     async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._guard.close_all()
         if self._runner is not None:
             await self._runner.cleanup()
         if self._client is not None:
@@ -92,10 +108,16 @@ class MeteringProxy:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         protocol = protocol_for(request.path)
+        self._guard.arrived(request.protocol)
         key = find_key(request.headers, request.query)
         route = self.routes.get(key) if key else None
         if route is None:
             return _json_error(protocol, 401, "agentmeter proxy: unknown or expired key (is the trial still running?)")
+        if not admit_connection(route.connections, request.protocol):
+            refused = _json_error(protocol, 429, f"agentmeter proxy: this trial has {MAX_ROUTE_CONNECTIONS} "
+                                  "connections open already; use fewer")
+            refused.force_close()  # its place is not taken: the connection goes with the answer
+            return refused
         route.requests += 1
         call = ProxyCall(route.requests, protocol, request.method, request.path)
         route.enter()

@@ -31,7 +31,7 @@ from ..suites import Suite, load_suite
 from ..tomlerrors import InputError
 from ..vocab import COUNTABLE_STATUSES, KillReason
 from .context import RunContext
-from .control import encode
+from .clients import MAX_REQUEST, ControlDoor, refuse
 from .feed import Feed
 from .requests import BudgetChange, Hello, Kill, Pause, RequestError, Resume, Status, Stop, parse_request
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
@@ -43,6 +43,7 @@ class Runner:
         self.clis_root = clis_root or default_clis_root()
         self.scheduler: Scheduler | None = None
         self.feed = Feed(self)
+        self.door = ControlDoor(self.handle, self.feed.subscribe)
         self.run_id: int | None = None
         self.mock = None
         self.proxy = None  # the metering proxy (suite.proxy), serving on this event loop
@@ -243,36 +244,17 @@ class Runner:
         path.unlink(missing_ok=True)
         old_umask = os.umask(0o177)  # owner-only from the moment the socket exists
         try:
-            server = await asyncio.start_unix_server(self._client, str(path), limit=1 << 20)
+            server = await asyncio.start_unix_server(self._client, str(path), limit=MAX_REQUEST)
         finally:
             os.umask(old_umask)
         os.chmod(path, 0o600)
         return server
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        import orjson
-
         if not _same_user(writer):  # the socket is 0600 already; this holds if its mode is ever widened
-            writer.write(encode({"ok": False, "error": "this runner answers the user who started it only"}))
-            writer.close()
+            refuse(writer, "this runner answers the user who started it only")
             return
-        try:
-            while line := await reader.readline():
-                try:
-                    request = orjson.loads(line)
-                    op = request.get("op")
-                except (orjson.JSONDecodeError, AttributeError):
-                    writer.write(encode({"ok": False, "error": "requests are JSON objects, one per line"}))
-                    continue
-                if op == "subscribe":
-                    await self.feed.subscribe(reader, writer, request)
-                    return
-                writer.write(encode(self.handle(op, request)))
-                await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            pass
-        finally:
-            writer.close()
+        await self.door.serve(reader, writer)
 
     def handle(self, op: str | None, request: dict[str, Any]) -> dict[str, Any]:
         """One request's reply. The request is checked whole first (``requests``): a bad one

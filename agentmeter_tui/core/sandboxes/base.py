@@ -97,6 +97,11 @@ class SandboxSession(ABC):
     async def kill(self, policy: KillPolicy) -> None:
         """Stop the agent and every process it started; return when none is left."""
 
+    async def end_agent(self) -> None:
+        """Stop whatever the agent left running (a background job, a daemon) before a verifier
+        runs: nothing of the agent's may write what the verifier writes or reads. A sandbox
+        whose agent processes end with their command (a swarm job's container) keeps this."""
+
     @abstractmethod
     async def write_files(self, base: str, files: dict[str, bytes]) -> None:
         """Write files under ``base`` ("home" or "workspace"), creating folders."""

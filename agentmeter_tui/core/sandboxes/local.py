@@ -177,6 +177,13 @@ class LocalSession(SandboxSession):
         exited = self.agent.protocol.exited if self.agent else None
         await procs.kill_ladder(pid, self.token, int_grace=policy.int_grace, grace=policy.grace, exited=exited)
 
+    async def end_agent(self) -> None:
+        # Its processes carry the trial's token however they detached (setsid, double fork);
+        # the scan for it reads every process's environment, so it is skipped when nothing can
+        # be left (``_strays``).
+        if _strays(self.token):
+            await asyncio.to_thread(procs.sweep, self.token)
+
     def _base(self, base: str) -> Path:
         return Path({"home": self.home, "workspace": self.workspace, "scratch": self.scratch}[base])
 
@@ -246,6 +253,46 @@ def read_globs(root: Path, patterns: list[str], limit_bytes: int) -> dict[str, b
             found[rel] = path.read_bytes()
             total += size
     return found
+
+
+_PR_GET_CHILD_SUBREAPER = 37
+
+
+def _strays(token: str) -> bool:
+    """Whether a process of the trial may still run. The runner is the subreaper of its
+    descendants: whatever an agent left re-parented to it, so only the trees under children it
+    did not start itself (``procs.OWN_CHILDREN``: agents and execs; the model server is one it
+    did not) can hold one, and a few environments read there are far cheaper than the token
+    scan of every process. Not a subreaper, or no /proc: assume there may be."""
+    import ctypes
+
+    flag = ctypes.c_int(0)
+    try:
+        if ctypes.CDLL(None, use_errno=True).prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0 \
+                or not flag.value or procs.OWN_CHILDREN.spawning:
+            return True
+        todo = list(_children("self") - procs.OWN_CHILDREN.pids)
+    except (OSError, AttributeError, ValueError):
+        return True
+    mark = f"{procs.TOKEN_VAR}={token}".encode()
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                if mark in environ.read().split(b"\0"):
+                    return True
+            todo.extend(_children(str(pid)))
+        except (OSError, ValueError):  # gone meanwhile, or not ours to read: the scan decides
+            return True
+    return False
+
+
+def _children(pid: str) -> set[int]:
+    children: set[int] = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as listed:
+            children.update(int(child) for child in listed.read().split())
+    return children
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,10 +1,12 @@
 """Harbor's verifier: ``bash /tests/test.sh`` in the trial's container, judged by the reward
 file it writes, never by its exit code.
 
-After the agent stops, ``/tests`` and ``/logs/verifier`` are emptied (the agent cannot plant a
-reward or a test helper), the transcript goes to ``/logs/agent/trajectory.json`` (ATIF, for
-LLM-judge verifiers), the task's ``tests/`` is uploaded to ``/tests`` (all three in one exec,
-``SETUP``), and ``bash /tests/test.sh`` runs from the image's working folder with the image's environment, as root,
+After the agent stops, whatever it left running in the container is killed
+(``SandboxSession.end_agent``: a leftover job cannot write the reward while the tests run),
+``/tests``, ``/logs/verifier`` and ``/logs/agent/trajectory.json`` are removed (the agent
+cannot plant a reward, a test helper or a transcript for a judge), the transcript goes to
+``/logs/agent/trajectory.json`` (ATIF, for LLM-judge verifiers), the task's ``tests/`` is
+uploaded to ``/tests`` (all three in one exec, ``SETUP``), and ``bash /tests/test.sh`` runs from the image's working folder with the image's environment, as root,
 under ``[verifier] timeout_sec``. The reward is ``/logs/verifier/reward.txt`` (one number) or
 ``reward.json`` (``{"reward": x}`` or several named rewards, all kept in the trial record).
 Quality R is the ``reward`` key, else the only key, else the mean of the named rewards,
@@ -32,7 +34,7 @@ RESET_FAILED = 199  # the exit code of the verifier's exec when /tests could not
 # One exec, as root, from the WORKDIR: whatever the agent left in /tests and /logs/verifier is
 # removed, the staged tests (and transcript) move in, then test.sh runs. Staging in our scratch
 # folder and one exec instead of three cuts the engine round trips of a verdict from five to three.
-SETUP = (f"rm -rf {TESTS} {LOGS}/verifier && mkdir -p {LOGS}/verifier {LOGS}/agent && mv \"$1/tests\" {TESTS} && "
+SETUP = (f"rm -rf {TESTS} {LOGS}/verifier {LOGS}/agent/trajectory.json && mkdir -p {LOGS}/verifier {LOGS}/agent && mv \"$1/tests\" {TESTS} && "
          f"{{ [ ! -f \"$1/trajectory.json\" ] || mv -f \"$1/trajectory.json\" {LOGS}/agent/trajectory.json; }} "
          f"|| {{ echo 'agentmeter: could not set up {TESTS} and {LOGS}' >&2; exit {RESET_FAILED}; }}; "
          f"exec bash {TESTS}/test.sh")
@@ -100,6 +102,7 @@ class HarborVerifier(Verifier):
         tests = self.task.tests_dir
         if tests is None or not (tests / "test.sh").is_file():
             return self._failed(f"{self.task.path.name}/tests/test.sh is missing", "", None)
+        await session.end_agent()
         stage = f"harbor-{secrets.token_hex(6)}"  # a fresh name: nothing the agent left can be in it
         files = {f"{stage}/tests/{p.relative_to(tests)}": p.read_bytes() for p in sorted(tests.rglob("*"))
                  if p.is_file()}

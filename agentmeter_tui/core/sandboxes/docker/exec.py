@@ -128,6 +128,32 @@ def run_ladder(engine: Engine, container: str, int_grace: float, grace: float) -
         api.exec_start(exec_id)
 
 
+# Every process of the container but docker-init (1), the keep-alive and this shell, killed. The
+# keep-alive is the oldest other process (field 22 of /proc/PID/stat, read after the command
+# name, which the agent chooses): its pid varies with the runtime, and a pid file could be
+# rewritten by the agent. All are stopped first, at once (``kill -1``), so none forks out of
+# the loop; twice, for a child forked while the first STOP was delivered.
+END_AGENT = r"""keep= first=
+for p in /proc/[0-9]*; do
+  n=${p#/proc/}; case $n in 1|$$) continue;; esac
+  s=$(cat "$p/stat" 2>/dev/null) || continue; s=${s##*) }; set -- $s; t=${20}
+  if [ -z "$first" ] || [ "$t" -lt "$first" ] || { [ "$t" -eq "$first" ] && [ "$n" -lt "$keep" ]; }; then
+    first=$t; keep=$n
+  fi
+done
+for round in 1 2; do
+  kill -s STOP -1 2>/dev/null; [ -z "$keep" ] || kill -s CONT "$keep" 2>/dev/null
+  for p in /proc/[0-9]*; do n=${p#/proc/}; case $n in 1|$$|"$keep") ;; *) kill -s KILL "$n" 2>/dev/null;; esac; done
+done; true"""
+
+
+def end_agent(engine: Engine, container: str) -> None:
+    """Blocking. What the agent left running in the container, killed (the container stays)."""
+    api = engine.client.api
+    exec_id = api.exec_create(container, ["sh", "-c", END_AGENT], user="0")["Id"]
+    api.exec_start(exec_id)
+
+
 def signal_all(engine: Engine, container: str, signal_name: str) -> None:
     """Send a signal to every process of the container but its init (and the keep-alive,
     which ignores INT and TERM)."""

@@ -25,7 +25,7 @@ from ..common import map_argv, shipped_files, trial_env
 from ..local import LocalSession, read_globs
 from . import engine as engines
 from .containers import ROOT
-from .exec import RECORD_PID, DockerAgent, ExecStream, run_exec, run_ladder, signal_all
+from .exec import RECORD_PID, DockerAgent, ExecStream, end_agent, run_exec, run_ladder, signal_all
 from .harbor import ImageContract, agent_env, harbor_home
 
 if TYPE_CHECKING:
@@ -177,6 +177,10 @@ class ContainerSession(SandboxSession):
         if self.agent is not None:
             await self.engine.call(run_ladder, self.engine, self.container, policy.int_grace, policy.grace)
         await self._kill_container()
+
+    async def end_agent(self) -> None:
+        if self.container is not None:
+            await self.engine.call(end_agent, self.engine, self.container)
 
     async def _kill_container(self) -> None:
         api = self.engine.client.api

@@ -333,6 +333,10 @@ class SshSession(SandboxSession):
         if code != 0:
             raise RuntimeError(f"host {self.host.display}: processes of trial {self.token} survive SIGKILL")
 
+    async def end_agent(self) -> None:
+        async with self._on_host("stopping what the agent left"):
+            await self.conn.script(sweep_script(self.token), timeout=30)
+
     # -- files ----------------------------------------------------------------------------------
 
     def _base(self, base: str) -> str:
