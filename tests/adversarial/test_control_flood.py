@@ -35,9 +35,13 @@ def test_a_flooding_client_starves_neither_trials_nor_status(db, tmp_path):
         for client in clients:
             client.start()
         wait_for(lambda: flooded[0] >= 8 * len(FLOOD), "the flood to be under way")
-        status = agentmeter("status", "--json", "--db", str(db))
-        assert status.returncode == 0, status.stderr
-        assert json.loads(status.stdout)["progress"]["total"] == 6
+
+        def answered() -> bool:  # the runner answers while it prepares, with a total of 0 until then
+            status = agentmeter("status", "--json", "--db", str(db))
+            assert status.returncode == 0, status.stderr
+            return json.loads(status.stdout)["progress"]["total"] == 6
+
+        wait_for(answered, "`agentmeter status` to answer with the whole grid")
         wait_for(lambda: next(store.db.query("select status from runs"))["status"] == "finished", "the run to finish")
     finally:
         stop.set()
