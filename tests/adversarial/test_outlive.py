@@ -1,0 +1,75 @@
+"""Attack: a process that outlives its trial (issue 23 item 3). The agent leaves a daemon that
+double-forks, calls setsid, ignores TERM/HUP/INT and re-executes itself with an empty
+environment. It must be gone after a normal exit, after a ``budget:time`` kill, after
+``agentmeter meter -- CMD``, and after ``doctor --clean`` once its runner was killed with
+kill -9; and nothing of the trial (process, cgroup, folder, mount) may be left."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentmeter_tui.core.store import Store
+from tests.adversarial.support import DAEMON, daemon_pid, daemon_suite, kill_daemon, leftovers
+from tests.conftest import agentmeter
+from tests.waiting import pid_running, wait_for
+
+
+@pytest.fixture
+def pidfile(tmp_path):
+    path = tmp_path / "daemon.pid"
+    yield path
+    kill_daemon(path)
+
+
+def _trials(db: Path) -> list[dict]:
+    return Store(db).trials("daemon")
+
+
+def _left(db: Path, pidfile: Path) -> list[str]:
+    trials = _trials(db)
+    return leftovers(pidfile, {t["proc_token"] for t in trials},
+                     [Path(t["workspace"]).parent for t in trials if t["workspace"]])
+
+
+@pytest.mark.parametrize("containment", ["auto", "cgroup1"])
+def test_daemon_is_gone_after_a_normal_exit(tmp_path, db, pidfile, containment):
+    suite = daemon_suite(tmp_path / "suite", pidfile, "exit")
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db),
+                        env={"AGENTMETER_CONTAINMENT": containment})
+    assert result.returncode == 0, result.stderr
+    [trial] = _trials(db)
+    assert trial["status"] == "passed", trial["reason"]
+    assert _left(db, pidfile) == []
+
+
+def test_daemon_is_gone_after_a_budget_time_kill(tmp_path, db, pidfile):
+    suite = daemon_suite(tmp_path / "suite", pidfile, "stay", wall_seconds=2)
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    [trial] = _trials(db)
+    assert (trial["status"], trial["reason"]) == ("killed", "budget:time")
+    assert _left(db, pidfile) == []
+
+
+def test_daemon_is_gone_after_agentmeter_meter(tmp_path, pidfile):
+    result = agentmeter("meter", "--", sys.executable, str(DAEMON), str(pidfile), "exit")
+    assert result.returncode == 0, result.stderr
+    assert leftovers(pidfile, set(), []) == []
+
+
+def test_doctor_clean_ends_what_a_killed_runner_left(tmp_path, db, pidfile):
+    suite = daemon_suite(tmp_path / "suite", pidfile, "stay", wall_seconds=3600)
+    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
+    wait_for(lambda: daemon_pid(pidfile), "the daemon's pid")
+    runner = wait_for(lambda: list(Store(db).db.query("select pid from runs")), "the run's row")[0]["pid"]
+    os.kill(runner, signal.SIGKILL)
+    wait_for(lambda: not pid_running(runner), "the runner's death")
+    result = agentmeter("doctor", "--only", "reference", "--clean", "--db", str(db), timeout=180)
+    assert "Traceback" not in result.stderr, result.stderr
+    [trial] = _trials(db)
+    assert leftovers(pidfile, {trial["proc_token"]}, []) == []
