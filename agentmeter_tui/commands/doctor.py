@@ -75,6 +75,7 @@ async def _checks(plans, clis_root: Path, suite, args) -> tuple[list, list]:
 
         hosts.extend(await check_suite_hosts(suite))
     if args.clean:
+        hosts.append(await asyncio.to_thread(doctor.clean_processes))
         hosts.extend(await asyncio.to_thread(doctor.clean_engines, suite))
     return clis, hosts
 

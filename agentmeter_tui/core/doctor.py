@@ -1,8 +1,8 @@
 """Health checks behind ``agentmeter doctor``: are the agent CLIs a suite uses installed at
 their pinned versions, does each one run a one-turn scenario against the scripted model
 server and come out parsed (the tokens it reports equal what was served), is the store
-readable; and ``--clean``, removing what crashed runners left on docker engines. The suite's
-sandbox hosts are checked by :mod:`.sandboxes.hostcheck`.
+readable; and ``--clean``, removing what crashed runners left: their process groups and what
+they left on docker engines. The suite's sandbox hosts are checked by :mod:`.sandboxes.hostcheck`.
 
 A CLI smoke run happens in a local sandbox session (fresh HOME and workspace, the adapter's
 own command, environment and HOME files), whatever sandbox the suite uses: it checks the CLI
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import cgroups
 from .harnesses import ADAPTERS, HarnessAdapter, LaunchContext, get_adapter
 from .sandboxes.base import KillPolicy, LaunchSpec
 from .sandboxes.hostcheck import HostCheck
@@ -104,7 +105,8 @@ async def check_cli(plan: CliPlan, clis_root: Path, server_url: str, *, timeout:
     root = Path(tempfile.mkdtemp(prefix=f"doctor-{adapter.name}-", dir=work_root))
     for name in ("workspace", "home", "tmp", "scratch"):
         (root / name).mkdir()
-    session = LocalSession(root, secrets.token_hex(8))
+    token = secrets.token_hex(8)
+    session = LocalSession(root, token, cgroups.new_group(token))
     try:
         ctx = await _launch_context(plan, session, clis_root, server_url, root)
         check.version = await _version(adapter, session, ctx)
@@ -238,6 +240,16 @@ def clean_engines(suite: Suite | None) -> list[HostCheck]:
                                 text + ("; " + "; ".join(report.errors) if report.errors else ""),
                                 "remove them by hand with `docker rm -f`" if report.errors else ""))
     return checks
+
+
+def clean_processes() -> HostCheck:
+    """Kill and remove the process groups (cgroups) of runners and meters that are gone: what
+    they left runs in them, whatever its environment says. Blocking."""
+    if cgroups.hierarchy() is None:
+        return HostCheck("clean processes", None, cgroups.describe())
+    groups, killed = cgroups.clean_leftovers()
+    text = f"{killed} process(es) in {groups} group(s) of runners that are gone" if groups else "nothing left behind"
+    return HostCheck("clean processes", True, text)
 
 
 def check_store(db: Path) -> HostCheck:

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from agentmeter_tui.core import cgroups
 from agentmeter_tui.core.store import Store
 from tests.adversarial.support import DAEMON, daemon_pid, daemon_suite, kill_daemon, leftovers
-from tests.conftest import agentmeter
+from tests.conftest import agentmeter, need
 from tests.waiting import pid_running, wait_for
 
 
@@ -38,6 +39,9 @@ def _left(db: Path, pidfile: Path) -> list[str]:
 
 @pytest.mark.parametrize("containment", ["auto", "cgroup1"])
 def test_daemon_is_gone_after_a_normal_exit(tmp_path, db, pidfile, containment):
+    if containment == "cgroup1":
+        need(any(fstype == "cgroup" and "freezer" in opts for fstype, _, opts in cgroups._mounts()),
+             "no cgroup v1 freezer hierarchy mounted here")
     suite = daemon_suite(tmp_path / "suite", pidfile, "exit")
     result = agentmeter("run", str(suite), "--headless", "--db", str(db),
                         env={"AGENTMETER_CONTAINMENT": containment})
@@ -45,6 +49,10 @@ def test_daemon_is_gone_after_a_normal_exit(tmp_path, db, pidfile, containment):
     [trial] = _trials(db)
     assert trial["status"] == "passed", trial["reason"]
     assert _left(db, pidfile) == []
+    # The transcript says what held the trial's processes (this machine, and CI, has both).
+    notes = [text for *_, stream, text, _data in Store(db).events(trial["id"]) if stream == "runner"]
+    held = "cgroup v1 (freezer)" if containment == "cgroup1" else "cgroup v2 (cgroup.kill)"
+    assert f"processes: {held} group per trial" in notes, notes
 
 
 def test_daemon_is_gone_after_a_budget_time_kill(tmp_path, db, pidfile):

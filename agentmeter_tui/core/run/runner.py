@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .. import cgroups
 from ..paths import default_clis_root, lock_path, owner_only, socket_path
 from ..procs import BACKGROUND, SWEEPER, become_subreaper, reap_orphans
 from ..sandboxes import SANDBOXES, Sandbox
@@ -102,6 +103,11 @@ class Runner:
             self.log(f"agentmeter: cannot start the run: {exc}")
             await self._stop_services(None)
             return 6
+        # Before the store says which trials were lost: their processes go with the groups of
+        # every runner (or meter) that is gone, found by the kernel's groups, not by environment.
+        groups, killed = await asyncio.to_thread(cgroups.clean_leftovers)
+        if groups:
+            self.log(f"ended {killed} process(es) in {groups} group(s) left by runners that are gone")
         lost = await call(recover_previous, suite.id)
         if lost:
             self.log(f"{lost} trial(s) left running by a previous runner marked infra-invalid")
@@ -146,6 +152,7 @@ class Runner:
             # told the run finished, so "finished" means nothing of the run is left.
             await BACKGROUND.drain()
             await asyncio.to_thread(SWEEPER.final)
+            cgroups.remove_owner_folder()
             await self._stop_services(sandbox)
             await call(Store.update_run, self.run_id, {"status": status, "finished_at": utcnow()})
             await self.feed.finish(status)
@@ -171,6 +178,8 @@ class Runner:
         sandbox = sandbox_cls(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
         self._sandbox = sandbox
         await sandbox.preflight()
+        if removed := getattr(sandbox, "removed", None):
+            self.log(f"removed {len(removed)} trial folder(s) of runners that are gone")
         for skipped in suite.skipped:  # one broken task of a dataset; the others run
             self.log(f"agentmeter: task skipped: {skipped}")
         for problem in getattr(sandbox, "problems", []):
