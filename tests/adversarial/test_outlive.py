@@ -81,3 +81,17 @@ def test_doctor_clean_ends_what_a_killed_runner_left(tmp_path, db, pidfile):
     assert "Traceback" not in result.stderr, result.stderr
     [trial] = _trials(db)
     assert leftovers(pidfile, {trial["proc_token"]}, []) == []
+
+
+def test_the_next_run_ends_what_a_killed_runner_left(tmp_path, db, pidfile):
+    suite = daemon_suite(tmp_path / "suite", pidfile, "stay", wall_seconds=3600)
+    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
+    wait_for(lambda: daemon_pid(pidfile), "the daemon's pid")
+    runner = wait_for(lambda: list(Store(db).db.query("select pid from runs")), "the run's row")[0]["pid"]
+    os.kill(runner, signal.SIGKILL)
+    wait_for(lambda: not pid_running(runner), "the runner's death")
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    [trial] = _trials(db)
+    assert (trial["status"], trial["reason"]) == ("infra-invalid", "infra: runner lost (restarted)")
+    assert _left(db, pidfile) == []
