@@ -249,7 +249,8 @@ class LocalSandbox(Sandbox):
             (root / "workspace").mkdir()
         for name in ("home", "tmp", "scratch"):
             (root / name).mkdir()
-        return LocalSession(root, token, cgroups.new_group(token))
+        # Docker's bind-mode host folders run nothing here: no group for them.
+        return LocalSession(root, token, cgroups.new_group(token) if self.settings.get("processes", True) else None)
 
 
 def remove_dead_owners(base: Path) -> list[Path]:

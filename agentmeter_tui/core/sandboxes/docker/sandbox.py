@@ -100,8 +100,14 @@ class DockerSandbox(Sandbox):
                                       'use "isolated" (only the model server or metering proxy is reachable)')
         if self.config.clis == "mount":
             check_bundle(self.suite, self.config.clis_root, self.bundle())
+        self.local_files()  # removes the host folders of this machine's runners that are gone
         for name in self.entries:
             engine = await self.engine(name)
+            # What a runner killed with kill -9 left of this suite (the trial in flight, warm ones).
+            report = await engine.call(engines.clean_leftovers, None, client=engine.client, suite_id=self.suite.id)
+            if report.total:
+                print(f"agentmeter: docker engine {engine.name}: removed {report.total} object(s) of suite "
+                      f"{self.suite.id} left by runners that are gone", file=sys.stderr, flush=True)
             shapes = set()
             for task in self.suite.tasks:
                 try:
@@ -207,10 +213,13 @@ class DockerSandbox(Sandbox):
 
     def local_files(self) -> LocalSandbox:
         if self._local_files is None:
-            self._local_files = LocalSandbox(self.suite, {"root": str(Path(tempfile.gettempdir()) / "agentmeter-docker")})
+            self._local_files = LocalSandbox(self.suite, {"root": str(Path(tempfile.gettempdir()) / "agentmeter-docker"),
+                                                        "processes": False})
         return self._local_files
 
     async def close(self) -> None:
+        if self._local_files is not None:
+            await self._local_files.close()
         await self.watch.close()
         await self.containers.close(self.engines)
         for engine in self.engines.values():  # what an engine that was gone for a while kept
