@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -234,7 +235,8 @@ def _all_groups() -> list[tuple[str, Group]]:
     for candidate in _candidates():
         with contextlib.suppress(OSError):
             for owner in candidate.parent.iterdir():
-                if owner.is_dir() and not owner.name.startswith("probe-"):
+                # runners' and meters' folders only: not a probe, not the ssh sandbox's "ssh"
+                if owner.is_dir() and re.fullmatch(r"\d+-\d+", owner.name):
                     out += [(owner.name, Group(candidate, g)) for g in owner.iterdir() if g.is_dir()]
     return out
 
