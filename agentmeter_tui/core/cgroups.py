@@ -256,9 +256,11 @@ def clean_leftovers() -> tuple[int, int]:
         killed += len(group.pids())
         removed += group.remove()
         owners.add(group.path.parent)
+    for candidate in _candidates():  # empty groups of the ssh sandbox on this machine
+        owners.update((candidate.parent / "ssh").glob("*/"))
     for folder in owners:
         with contextlib.suppress(OSError):
-            folder.rmdir()
+            folder.rmdir()  # only an empty one goes
     return removed, killed
 
 

@@ -104,8 +104,9 @@ def launch_command(argv: list[str], env: dict[str, str], cwd: str, pid_file: str
     session. The pid is recorded so the kill ladder knows when the agent itself is gone. The
     shell joins the trial's cgroup first where the host lets it (``group_of``)."""
     assignments = " ".join(q(f"{k}={v}") for k, v in env.items())
+    # Twice: another trial's sweep removes empty groups, this one too between mkdir and join.
     join = group_of(env[procs.TOKEN_VAR]) + \
-        '[ -n "$g" ] && mkdir -p "$g" 2>/dev/null && echo $$ > "$g/cgroup.procs" 2>/dev/null; '
+        'j() { mkdir -p "$g" 2>/dev/null && echo $$ > "$g/cgroup.procs" 2>/dev/null; }; [ -n "$g" ] && { j || j; }; '
     return (f"{join}cd {q(cwd)} && echo $$ > {q(pid_file)} && "
             f"exec env -i {assignments} {' '.join(q(a) for a in argv)}")
 
@@ -117,7 +118,8 @@ def kill_script(token: str, pid_file: str | None, int_grace: float, grace: float
     process carrying ``AGENTMETER_TRIAL=<token>`` in its environment: SIGINT to all of them,
     SIGTERM after ``int_grace`` if the agent still runs, SIGKILL after ``grace`` or at once
     when the agent has exited (the group whole, by ``cgroup.kill``), repeated until none is
-    left; then the group is removed. Exit 0 when none is left.
+    left; then the group is removed, with any empty one a lost connection left (rmdir takes
+    only empty groups). Exit 0 when none is left.
     """
     ticks_int, ticks_all = int(int_grace / 0.05), int(grace / 0.05)
     agent = f"$(cat {q(pid_file)} 2>/dev/null)" if pid_file else ""
@@ -128,7 +130,7 @@ agent={agent}
 pids() {{ grep -lzx -- "$tok" /proc/[0-9]*/environ 2>/dev/null | sed 's,^/proc/\\([0-9]*\\)/environ$,\\1,'
   [ -n "$g" ] && cat "$g/cgroup.procs" 2>/dev/null; }}
 sig() {{ p=$(pids); [ -n "$p" ] || return 1; kill -s "$1" $p 2>/dev/null; return 0; }}
-fin() {{ [ -n "$g" ] && rmdir "$g" 2>/dev/null; exit 0; }}
+fin() {{ [ -n "$g" ] && for d in "$g" "${{g%/*}}"/*/; do rmdir "$d" 2>/dev/null; done; exit 0; }}
 agent_alive() {{ [ -n "$agent" ] && [ -d "/proc/$agent" ] && ! grep -q '^State:.*Z' "/proc/$agent/status" 2>/dev/null; }}
 t=0
 if [ {ticks_all} -gt 0 ]; then
