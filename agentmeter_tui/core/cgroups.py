@@ -136,9 +136,12 @@ def owner_key(pid: int | None = None) -> str:
 
 
 def owner_alive(key: str) -> bool:
+    """The runner (or meter) of ``key`` still runs: same pid and start time, and not a zombie
+    (one killed with kill -9 stays one until its parent reaps it)."""
     pid, _, started = key.partition("-")
     try:
-        return pid.isdigit() and owner_key(int(pid)) == key
+        return pid.isdigit() and owner_key(int(pid)) == key and \
+            psutil.Process(int(pid)).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
 

@@ -188,7 +188,9 @@ def _orphaned(labels: dict[str, str] | None, include_live: bool) -> bool:
     if host != socket.gethostname() or not pid.isdigit():
         return False  # another machine's runner: not ours to judge
     try:
-        return str(int(psutil.Process(int(pid)).create_time())) != started
+        proc = psutil.Process(int(pid))
+        # a runner killed with kill -9 is a zombie until its parent reaps it: gone all the same
+        return str(int(proc.create_time())) != started or proc.status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
 
