@@ -90,7 +90,9 @@ async def check_clis(plans: list[CliPlan], clis_root: Path, server_url: str, *, 
         async with gate:
             return await check_cli(plan, clis_root, server_url, timeout=timeout, work_root=work_root)
 
-    return list(await asyncio.gather(*(one(plan) for plan in plans)))
+    checks = list(await asyncio.gather(*(one(plan) for plan in plans)))
+    cgroups.remove_owner_folder()
+    return checks
 
 
 async def check_cli(plan: CliPlan, clis_root: Path, server_url: str, *, timeout: float,
@@ -124,6 +126,8 @@ async def check_cli(plan: CliPlan, clis_root: Path, server_url: str, *, timeout:
             else f"reinstall it: {adapter.install.hint}"
     finally:
         await session.cleanup()
+        if session.group is not None:  # no runner's sweeper here: the group goes now
+            await asyncio.to_thread(session.group.remove)
     return check
 
 
