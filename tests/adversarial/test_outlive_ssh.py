@@ -34,6 +34,8 @@ def test_daemon_on_an_ssh_host_is_gone_after_its_trial(tmp_path, db, sshd, then)
         [trial] = Store(db).trials("daemon")
         expected = ("passed", None) if then == "exit" else ("killed", "budget:time")
         assert (trial["status"], trial["reason"]) == expected, trial
+        notes = [text for *_, stream, text, _data in Store(db).events(trial["id"]) if stream == "runner"]
+        assert "processes: cgroup v2 group per trial on host loopback" in notes, notes
         assert leftovers(pidfile, {trial["proc_token"]}, []) == []
         assert list(sshd.work_root.iterdir()) == []  # the trial folder on the host
         groups = [h.parent / "ssh" / trial["proc_token"] for h in cgroups._candidates()]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import shlex
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -97,6 +98,16 @@ def group_of(token: str) -> str:
     up to the host: root, or a delegated hierarchy; elsewhere the token alone finds strays."""
     return (r"g=$(sed -n 's/^[^ ]* [^ ]* [^ ]* [^ ]* \([^ ]*\) .* - cgroup2 .*/\1/p' /proc/self/mountinfo"
             f" | head -n 1); [ -n \"$g\" ] && g=\"$g/agentmeter/ssh/\"{q(token)}; ")
+
+
+async def containment(conn: Any, host: str, token: str) -> str:
+    """What holds a trial's processes on ``host``, for its transcript: whether a process can be
+    put into a cgroup of ours there, tried for real over the connection's control shell."""
+    probe = (group_of(f"probe-{token}") + '[ -n "$g" ] && mkdir -p "$g" 2>/dev/null && '
+             'sh -c \'echo $$ > "$0/cgroup.procs"\' "$g" 2>/dev/null; r=$?; [ -n "$g" ] && rmdir "$g" 2>/dev/null; exit $r')
+    if await conn.script(probe, 10) == 0:
+        return f"processes: cgroup v2 group per trial on host {host}"
+    return f"processes: host {host} gives no writable cgroup v2; strays are found by the trial token only"
 
 
 def launch_command(argv: list[str], env: dict[str, str], cwd: str, pid_file: str) -> str:
