@@ -18,7 +18,7 @@ import sys
 # A new command is a new module plus one line here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run a suite's grid (starts a runner, then follows it)"),
-    "suite": ("suite", "make suites"),
+    "suite": ("suite", "make suites, or copy a built-in one to edit"),
     "status": ("control", "what the runner is doing now"),
     "kill": ("control", "kill a running trial (reason: operator)"),
     "pause": ("control", "start no new trials until resumed"),
@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "transcript": ("transcript", "read saved agent CLI output"),
     "doctor": ("doctor", "check the agent CLIs, sandbox hosts and store a suite needs"),
     "hosts": ("hosts", "accept SSH host keys; check the hosts a suite's sandbox uses"),
-    "install-clis": ("install_clis", "install the pinned agent CLIs into the project-local folder"),
+    "install-clis": ("install_clis", "install the pinned agent CLIs (into .clis in a checkout, else the user data folder)"),
     "score": ("score", "hand-score a trial 0-3 (append-only; the latest score counts)"),
     "scores": ("scores", "export, import or merge reviewers' scores (CSV, another store)"),
     "report": ("report", "success, token, cost and AgentMeter Score tables for a suite"),
@@ -45,13 +45,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("ui", "read and hand-score finished transcripts (no runner needed)"),
     "compare": ("ui", "two trials of one task side by side, step by step"),
     "attach": ("ui", "open the TUI on the runner of a store (after closing it)"),
+    "completion": ("completion", "print a shell completion script (bash, zsh or fish)"),
 }
 
 DESCRIPTION = "Run, watch, meter and hand-score coding-agent benchmarks over a model x CLI grid."
 
 
 def _new_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="agentmeter", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"agentmeter-tui {__version__}")
     return parser, parser.add_subparsers(dest="command", metavar="COMMAND")
 
 

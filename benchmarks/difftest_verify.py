@@ -44,7 +44,7 @@ SUITE = ROOT / "suites" / "cli-tools"
 
 
 async def docker_sides():
-    from agentmeter_tui.core.difftest.dockerside import DockerSides, Limits
+    from agentmeter_tui.core.sandboxes.docker.difftest import DockerSides, Limits
     from agentmeter_tui.core.sandboxes.docker.engine import Engine, connect
     from agentmeter_tui.core.sandboxes.docker.images import ensure_host_image
 

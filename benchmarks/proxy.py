@@ -170,7 +170,7 @@ def reader_cpu() -> dict[str, float]:
     import tomllib
 
     from agentmeter_tui.core.proxy.scan import UsageScanner
-    from agentmeter_tui.core.proxy.wire import protocol_for
+    from agentmeter_tui.core.wire import protocol_for
 
     out = {}
     for name, entry in tomllib.loads((RECORDINGS / "SOURCES.toml").read_text())["fixtures"].items():

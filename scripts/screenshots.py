@@ -224,7 +224,41 @@ def main(argv: list[str] | None = None) -> int:
         score_some(db)
     for stem in asyncio.run(main_async(db, out)):
         print(f"wrote {stem.relative_to(ROOT) if stem.is_relative_to(ROOT) else stem}.svg/.png")
+    for path in site_shots(db, out):
+        print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     return 0
+
+
+def site_shots(db: Path, out: Path) -> list[Path]:
+    """The static site of the same store (``report --format html``): its index and one trial page,
+    as headless Chromium draws them from file://. Skipped, with a line, where chromium is missing."""
+    import shutil
+    import subprocess
+
+    from agentmeter_tui.core.reporting import report_from_store
+    from agentmeter_tui.core.reporting.site import build_site
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        print("no chromium: site screenshots not made (apt-get install chromium)")
+        return []
+    folder = Path(tempfile.mkdtemp(prefix="agentmeter-site-shots-"))
+    store = Store(db)
+    report = report_from_store(store, rubric=True, agreement=True, resamples=2000)
+    build_site(store, report, folder / "site")
+    trial = next(t for t in store.trials(report.suite) if t["status"] == "passed" and t["cli"] == "reference")
+    store.close()
+    written = []
+    for name, page, height in (("site-index", folder / "site" / "index.html", 1800),
+                               ("site-trial", folder / "site" / "trial" / f"{trial['id']}.html", 1100)):
+        target = out / f"{name}.png"
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                        "--disable-component-update", "--no-first-run", "--hide-scrollbars",
+                        f"--user-data-dir={folder / 'profile'}", f"--window-size=1400,{height}",
+                        f"--screenshot={target}", page.as_uri()], check=True, capture_output=True)
+        written.append(target)
+    shutil.rmtree(folder, ignore_errors=True)
+    return written
 
 
 if __name__ == "__main__":

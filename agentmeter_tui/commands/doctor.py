@@ -3,8 +3,9 @@
 For each agent CLI the suite uses (every registered one without a suite): installed or not,
 its version against the pin, and a one-turn scenario run through it against the scripted
 model server, parsed by its adapter. Then the suite's sandbox hosts and the store. A table
-gives the fix for each failure; the exit code is 1 when anything failed. ``--clean``
-removes the containers, services, volumes and networks of runners that are gone.
+gives the fix for each failure; the exit code is 1 when anything failed. ``--clean`` has
+every sandbox kind remove what its runners that are gone left (the docker kinds: containers,
+services, volumes and networks).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("suite", nargs="?", help="suite folder or name (default: every registered CLI)")
     add_db_argument(parser)
     parser.add_argument("--clean", action="store_true",
-                        help="remove what crashed runners left on the docker engines (containers, services, ...)")
+                        help="remove what crashed runners left in each kind of sandbox "
+                             "(on docker engines: containers, services, ...)")
     parser.add_argument("--clis-root", help="where install-clis put the agent CLIs (default: $AGENTMETER_CLIS_DIR "
                                             "or .clis)")
     parser.add_argument("--only", action="append", metavar="CLI", help="check only this CLI (repeatable)")
@@ -75,8 +77,7 @@ async def _checks(plans, clis_root: Path, suite, args) -> tuple[list, list]:
 
         hosts.extend(await check_suite_hosts(suite))
     if args.clean:
-        hosts.append(await asyncio.to_thread(doctor.clean_processes))
-        hosts.extend(await asyncio.to_thread(doctor.clean_engines, suite))
+        hosts.extend(await asyncio.to_thread(doctor.clean_leftovers, suite))
     return clis, hosts
 
 

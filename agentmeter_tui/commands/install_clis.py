@@ -18,13 +18,14 @@ from ..core.paths import default_clis_root
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "install-clis", help="install the pinned agent CLIs into the project-local folder",
+        "install-clis", help="install the pinned agent CLIs (into .clis in a checkout, else the user data folder)",
         description="Install every registered adapter's agent CLI at its pinned version: npm packages into "
                     "DIR/node_modules, PyPI packages each into its own venv DIR/<adapter>. Nothing is done for "
                     "a CLI already installed at that version.")
     parser.add_argument("--only", action="append", metavar="PKG[@VER]",
                         help="install just this package (or adapter name), at VER if given (repeatable)")
-    parser.add_argument("--dir", metavar="DIR", help="install root (default: $AGENTMETER_CLIS_DIR, else .clis)")
+    parser.add_argument("--dir", metavar="DIR", help="install root (default: $AGENTMETER_CLIS_DIR, else .clis in a checkout, else "
+                        "$XDG_DATA_HOME/agentmeter/clis)")
     parser.add_argument("--python", metavar="PATH", help="the Python for PyPI CLIs' venvs (default: found on "
                                                          "PATH or under pyenv)")
     parser.add_argument("--check", action="store_true", help="install nothing; exit 1 if anything is missing")

@@ -11,6 +11,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..core.interop.sessions import session_clis
 from . import add_db_argument
 
 EXIT_SKIPPED = 1
@@ -36,8 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     atif.set_defaults(handler=import_atif)
 
     sessions = kinds.add_parser("sessions", help="an agent CLI's own session store")
-    sessions.add_argument("--cli", required=True, metavar="NAME",
-                          help="claude-code, codex, gemini-cli, qwen-code, kimi-cli or opencode")
+    sessions.add_argument("--cli", required=True, metavar="NAME", help=", ".join(session_clis()))
     sessions.add_argument("path", nargs="?", type=Path, metavar="PATH",
                           help="the store's folder (default: the CLI's own under your home)")
     sessions.add_argument("--since", metavar="DATE", help="only sessions started on or after DATE (ISO 8601)")
@@ -120,12 +120,12 @@ def import_atif(args: argparse.Namespace) -> int:
 
 
 def import_sessions(args: argparse.Namespace) -> int:
-    from ..core.interop.sessions import READERS, default_path, read_sessions
+    from ..core.interop.sessions import default_path, read_sessions
     from ..core.interop.trials import store_all
     from ..core.store import Store
 
-    if args.cli not in READERS:
-        return _fail(f"--cli {args.cli}: no session reader for it; known: {', '.join(READERS.names())}")
+    if args.cli not in session_clis():
+        return _fail(f"--cli {args.cli}: no session reader for it; known: {', '.join(session_clis())}")
     since = None
     if args.since:
         try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 
-from ..core.proxy.meter import EXIT_OVER_BUDGET, KINDS, Meter, MeterRun, run_metered, totals_text
+from ..core.proxy.meter import EXIT_OVER_BUDGET, Meter, MeterRun, kinds, run_metered, totals_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "Every call's usage is read off the wire; the real API keys stay in the proxy.",
         usage="agentmeter meter [OPTIONS] -- COMMAND [ARGS...]")
     meter.add_argument("--upstream", action="append", default=[], metavar="KIND=URL",
-                       help=f"where calls of a kind go ({', '.join(KINDS)}); default: the public endpoint")
+                       help=f"where calls of a kind go ({', '.join(kinds())}); default: the public endpoint")
     meter.add_argument("--port", type=int, default=0,
                        help="the proxy's port on 127.0.0.1 (default: a free one), for CLI configs with a fixed URL")
     meter.add_argument("--key-env", action="append", default=[], metavar="NAME=KIND",
@@ -48,17 +48,18 @@ def meter_command(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         return _fail("no command given (agentmeter meter [OPTIONS] -- COMMAND [ARGS...])")
+    known = kinds()
     upstreams = {}
     for item in args.upstream:
         kind, _, url = item.partition("=")
-        if kind not in KINDS or not url.startswith(("http://", "https://")):
-            return _fail(f"--upstream {item!r}: expected KIND=URL with KIND one of {', '.join(KINDS)}")
+        if kind not in known or not url.startswith(("http://", "https://")):
+            return _fail(f"--upstream {item!r}: expected KIND=URL with KIND one of {', '.join(known)}")
         upstreams[kind] = url.rstrip("/")
     key_env = {}
     for item in args.key_env:
         name, _, kind = item.partition("=")
-        if not name or kind not in KINDS:
-            return _fail(f"--key-env {item!r}: expected NAME=KIND with KIND one of {', '.join(KINDS)}")
+        if not name or kind not in known:
+            return _fail(f"--key-env {item!r}: expected NAME=KIND with KIND one of {', '.join(known)}")
         key_env[name] = kind
     budget_usd = None
     if args.budget_usd is not None:

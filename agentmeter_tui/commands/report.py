@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..core.metrics.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
+from ..core.reporting.formats import FORMATS
 from . import add_db_argument
 
 EXIT_MISSING, EXIT_BAD_INPUT, EXIT_GATE = 1, 2, 3
@@ -20,8 +22,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("report", help="success, token, cost and AgentMeter Score tables for a suite")
     add_db_argument(parser)
     parser.add_argument("--suite", metavar="ID", help="suite id in the store (default: the latest suite)")
-    parser.add_argument("--format", choices=("md", "csv", "json"), default="md", help="output format (default md)")
-    parser.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    parser.add_argument("--format", choices=FORMATS.names(), default="md",
+                        help=f"output format: {', '.join(FORMATS.names())} (default md); html: a static site "
+                             "into the folder --out names")
+    parser.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (html: the site's folder)")
+    parser.add_argument("--blind", action="store_true", help="html: no model or CLI name anywhere in the site")
     parser.add_argument("--select", choices=("latest", "median"), default="latest",
                         help="trial per cell: latest completed (the paper's rule, default) or the median trial")
     parser.add_argument("--rubric", action="store_true",
@@ -32,7 +37,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="rank validation against a subset: a file of task ids, one per line (# comments)")
     parser.add_argument("--charts", metavar="DIR", help="also write the charts (SVG and PNG) into DIR")
     parser.add_argument("--detail", action="store_true", help="JSON: add SR, CBQ, CostAUBQC, EFR per tier")
+    parser.add_argument("--intervals", type=_resamples, nargs="?", const=DEFAULT_RESAMPLES, default=0,
+                        metavar="N", help="add 95%% bootstrap intervals over tasks for Pass, USD/Pass and AMS, rank "
+                        f"shares and paired comparisons (N resamples, default {DEFAULT_RESAMPLES})")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                        help=f"the bootstrap's seed (default {DEFAULT_SEED}): the same seed, the same report")
     parser.set_defaults(handler=report_command)
+
+
+def _resamples(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if not 100 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError("between 100 and 1,000,000 resamples")
+    return value
 
 
 def _fail(message: str, code: int) -> int:
@@ -46,7 +66,19 @@ def report_command(args: argparse.Namespace) -> int:
     from ..core.store import Store
     from ..core.tomlerrors import InputError
 
+    from ..core.reporting.formats import FolderFormat
+
     db = Path(args.db)
+    fmt = FORMATS.get(args.format)()
+    folder = isinstance(fmt, FolderFormat)
+    if folder:
+        if not args.out:
+            return _fail(f"--format {args.format} writes a folder: name it with --out DIR", EXIT_BAD_INPUT)
+        args.rubric = args.agreement = True  # a folder shows both (an empty section says so)
+        args.intervals = args.intervals or DEFAULT_RESAMPLES
+    elif args.blind:
+        return _fail(f"--blind goes with a folder format such as html, not {args.format} "
+                     "(the review screen has its own blind mode)", EXIT_BAD_INPUT)
     if not db.is_file():
         return _fail(f"no store at {db} (run a suite or `agentmeter import-trials` first)", EXIT_MISSING)
     try:
@@ -55,7 +87,7 @@ def report_command(args: argparse.Namespace) -> int:
         try:
             report = report_from_store(store, args.suite, selection=args.select, rubric=args.rubric,
                                        subset=subset, subset_source=args.validate,
-                                       agreement=args.agreement)
+                                       agreement=args.agreement, resamples=args.intervals, seed=args.seed)
         finally:
             store.close()
     except (InputError, ValueError) as exc:
@@ -63,6 +95,8 @@ def report_command(args: argparse.Namespace) -> int:
     except LookupError as exc:
         return _fail(str(exc), EXIT_MISSING)
     gate = report.rubric.gate if report.rubric is not None else None
+    if folder:  # a folder shows the gate's verdict, passed or failed
+        return _write_folder(fmt, db, report, Path(args.out), args.blind)
     if gate is not None and not gate.passed:
         return _fail(gate.message + " Nothing was written.", EXIT_GATE)
     text = render(report, args.format, detail=args.detail)
@@ -76,4 +110,18 @@ def report_command(args: argparse.Namespace) -> int:
 
         for path in write_charts(report, Path(args.charts)):
             print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _write_folder(fmt, db: Path, report, out: Path, blind: bool) -> int:
+    from ..core.store import Store
+
+    store = Store(db)
+    try:
+        summary = fmt.write(store, report, out, blind=blind)
+    except OSError as exc:
+        return _fail(f"{out}: {exc.strerror or exc}", EXIT_BAD_INPUT)
+    finally:
+        store.close()
+    print(summary, file=sys.stderr)
     return 0

@@ -131,8 +131,17 @@ def _has_kill(parent: Path) -> bool:
 
 
 def owner_key(pid: int | None = None) -> str:
-    proc = psutil.Process(pid)
-    return f"{proc.pid}-{int(proc.create_time())}"
+    """``<pid>-<start time>`` of ``pid`` (default: this process, looked up once)."""
+    return _own_key(os.getpid()) if pid is None else _key_of(pid)
+
+
+def _key_of(pid: int) -> str:
+    return f"{pid}-{int(psutil.Process(pid).create_time())}"
+
+
+@functools.lru_cache(maxsize=4)
+def _own_key(pid: int) -> str:  # keyed by pid: a forked child is another owner
+    return _key_of(pid)
 
 
 def owner_alive(key: str) -> bool:

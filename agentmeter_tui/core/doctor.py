@@ -1,8 +1,8 @@
 """Health checks behind ``agentmeter doctor``: are the agent CLIs a suite uses installed at
 their pinned versions, does each one run a one-turn scenario against the scripted model
 server and come out parsed (the tokens it reports equal what was served), is the store
-readable; and ``--clean``, removing what crashed runners left: their process groups and what
-they left on docker engines. The suite's sandbox hosts are checked by :mod:`.sandboxes.hostcheck`.
+readable; and ``--clean``, removing what crashed runners left in each kind of sandbox. The suite's
+sandbox hosts are checked by :mod:`.sandboxes.hostcheck`.
 
 A CLI smoke run happens in a local sandbox session (fresh HOME and workspace, the adapter's
 own command, environment and HOME files), whatever sandbox the suite uses: it checks the CLI
@@ -18,7 +18,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import cgroups
 from .harnesses import ADAPTERS, HarnessAdapter, LaunchContext, get_adapter
@@ -26,7 +26,7 @@ from .sandboxes.base import KillPolicy, LaunchSpec
 from .sandboxes.hostcheck import HostCheck
 from .sandboxes.local import LocalSession
 from .usage import TokenUsage
-from .wireusage import fold
+from .wire import fold
 
 if TYPE_CHECKING:
     from .suites import Suite
@@ -38,9 +38,7 @@ usage = { uncached_input = 500, cached_input = 200, output = 12 }
 """
 INSTRUCTION = "Say hello."
 DEFAULT_MODEL = "agentmeter-doctor"
-MODEL_NAMES = {"codex": "gpt-5.5"}  # CLIs that refuse a model name they do not know
 VERSION = re.compile(r"\d+\.\d+\.\d+")
-SKIPPED_WITHOUT_SUITE = {"command"}  # runs whatever program a suite names: nothing to check alone
 
 
 @dataclass
@@ -69,13 +67,14 @@ class CliPlan:
 def plans_for(suite: Suite | None) -> list[CliPlan]:
     """The suite's CLIs (with the model name the suite gives each), or every registered one."""
     if suite is None:
-        return [CliPlan(get_adapter(name), MODEL_NAMES.get(name, DEFAULT_MODEL))
-                for name in ADAPTERS.names() if name not in SKIPPED_WITHOUT_SUITE]
+        adapters = [get_adapter(name) for name in ADAPTERS.names()]
+        return [CliPlan(adapter, adapter.probe_model or DEFAULT_MODEL) for adapter in adapters if adapter.checked_alone]
     plans = []
     for cli in suite.spec.clis:
         name = cli.adapter
         named = [m.cli_names[name] for m in suite.spec.models if name in m.cli_names]
-        plans.append(CliPlan(get_adapter(name), named[0] if named else MODEL_NAMES.get(name, DEFAULT_MODEL),
+        adapter = get_adapter(name)
+        plans.append(CliPlan(adapter, named[0] if named else adapter.probe_model or DEFAULT_MODEL,
                              tuple(cli.args), tuple(cli.env.items())))
     return plans
 
@@ -208,52 +207,12 @@ def _tokens(usage: TokenUsage) -> str:
 
 # -- leftovers and the store ---------------------------------------------------
 
-def engine_targets(suite: Suite | None) -> list[tuple[str | None, str | None, str | None]]:
-    """(url, key, known_hosts) of the docker engines a suite uses; without a suite (or for a
-    local or ssh sandbox) the environment's own engine."""
-    if suite is None or suite.spec.sandbox.kind not in ("docker", "swarm"):
-        return [(None, None, None)]
+def clean_leftovers(suite: Suite | None) -> list[HostCheck]:
+    """Each registered sandbox kind removes what runners that are gone left in it: on the
+    suite's hosts when the suite uses that kind, on this machine otherwise. Blocking."""
     from .sandboxes import SANDBOXES
 
-    sandbox = SANDBOXES.get(suite.spec.sandbox.kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
-    config: Any = getattr(sandbox, "config", None)
-    if config is not None and hasattr(config, "entries"):
-        return [(e.url, e.key, e.known_hosts) for e in config.entries()]
-    if config is not None:
-        return [(getattr(config, "engine", None), getattr(config, "key", None), getattr(config, "known_hosts", None))]
-    return [(None, None, None)]
-
-
-def clean_engines(suite: Suite | None) -> list[HostCheck]:
-    """Remove containers, services, volumes and networks of runners that are gone. Blocking."""
-    from .sandboxes.docker import engine as engines
-
-    checks = []
-    for url, key, known_hosts in engine_targets(suite):
-        where = url or "local docker engine"
-        try:
-            client = engines.connect(url, key=key, known_hosts=known_hosts, timeout=30)
-        except Exception:  # noqa: BLE001 - no engine here: nothing can have been left on it
-            checks.append(HostCheck(f"clean {where}", None, "no engine answering: nothing to clean"))
-            continue
-        report = engines.clean_leftovers(url, client=client)
-        removed = {kind: getattr(report, kind) for kind in ("containers", "services", "volumes", "networks",
-                                                              "configs", "images") if getattr(report, kind, None)}
-        text = ", ".join(f"{len(v)} {k}" for k, v in removed.items()) or "nothing left behind"
-        checks.append(HostCheck(f"clean {where}", not report.errors,
-                                text + ("; " + "; ".join(report.errors) if report.errors else ""),
-                                "remove them by hand with `docker rm -f`" if report.errors else ""))
-    return checks
-
-
-def clean_processes() -> HostCheck:
-    """Kill and remove the process groups (cgroups) of runners and meters that are gone: what
-    they left runs in them, whatever its environment says. Blocking."""
-    if cgroups.hierarchy() is None:
-        return HostCheck("clean processes", None, cgroups.describe())
-    groups, killed = cgroups.clean_leftovers()
-    text = f"{killed} process(es) in {groups} group(s) of runners that are gone" if groups else "nothing left behind"
-    return HostCheck("clean processes", True, text)
+    return [check for kind in SANDBOXES.names() for check in SANDBOXES.get(kind).clean_leftovers(suite)]
 
 
 def check_store(db: Path) -> HostCheck:

@@ -20,11 +20,6 @@ from pathlib import Path
 
 from .harnesses import ADAPTERS, InstallSpec
 
-#: package versions never to install: (package, version) -> why
-BLOCKED = {("kimi-cli", "1.52.0"): "an archived stub that refuses every command and, run bare, "
-                                   "pipes a remote install script into bash"}
-
-
 class InstallError(RuntimeError):
     """Something the user must fix (a bad ``--only``, no npm, no suitable Python, a failed install)."""
 
@@ -50,7 +45,7 @@ def targets(only: list[str] | None = None) -> tuple[list[Target], list[str]]:
     if only:
         found = [_select(found, wanted) for wanted in only]
     for target in found:
-        why = BLOCKED.get((target.spec.package, target.spec.version))
+        why = ADAPTERS.get(target.adapter).blocked_versions.get(target.spec.version)
         if why:
             raise InstallError(f"refusing {target.spec.package}=={target.spec.version}: {why}")
     return found, skipped

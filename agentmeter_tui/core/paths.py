@@ -25,8 +25,19 @@ def default_clis_root() -> Path:
     return data / "agentmeter" / "clis"
 
 
+def builtin_dir(kind: str) -> Path:
+    """A folder of built-in data (``suites`` or ``themes``): inside an installed package (a
+    wheel carries them under ``_builtin/``, see setup.py), else the checkout's own folder."""
+    from importlib.resources import files
+
+    packaged = files("agentmeter_tui") / "_builtin" / kind
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return SOURCE_ROOT / kind
+
+
 def suites_root() -> Path:
-    return SOURCE_ROOT / "suites"
+    return builtin_dir("suites")
 
 
 def lock_path(db: Path) -> Path:

@@ -14,6 +14,7 @@ from typing import IO, Any
 
 import orjson
 
+from .. import __version__
 from .inert import inert_json_bytes
 from .usage import TOKEN_CLASSES, TokenUsage
 from .vocab import TrialStatus
@@ -80,6 +81,9 @@ class TrialRecord:
         )
 
 
+EXPORTED_BY = "exported_by"  # written on export, not kept on import (the importing store is not that tool)
+
+
 class RecordError(ValueError):
     """A malformed trial record, with the file, line and field that are wrong."""
 
@@ -133,7 +137,7 @@ def parse_record(obj: Any, source: str = "<input>", line: int = 1) -> TrialRecor
         trial=obj["trial"], status=obj["status"], passed=obj["passed"], quality=quality,
         tokens=TokenUsage.from_dict(tokens), cost_usd=obj.get("cost_usd"), cost_source=obj.get("cost_source"),
         turns=obj["turns"], tool_calls=obj["tool_calls"], started_at=obj.get("started_at"),
-        finished_at=obj.get("finished_at"), extra={k: v for k, v in obj.items() if k not in known},
+        finished_at=obj.get("finished_at"), extra={k: v for k, v in obj.items() if k not in known | {EXPORTED_BY}},
     )
 
 
@@ -151,7 +155,9 @@ def read_records(stream: IO[bytes] | IO[str], source: str) -> Iterator[TrialReco
 def write_records(records: Iterable[TrialRecord], stream: IO[bytes]) -> int:
     count = 0
     for record in records:
-        stream.write(inert_json_bytes(orjson.dumps(record.to_json())) + b"\n")  # safe to cat to a terminal
+        obj = record.to_json()
+        obj[EXPORTED_BY] = f"agentmeter-tui {__version__}"  # which version wrote it, on every line
+        stream.write(inert_json_bytes(orjson.dumps(obj)) + b"\n")  # safe to cat to a terminal
         count += 1
     return count
 

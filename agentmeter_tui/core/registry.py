@@ -7,7 +7,7 @@ for instance, the docker SDK is loaded only by a suite that asks for a docker sa
 from __future__ import annotations
 
 import importlib
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -16,11 +16,18 @@ class UnknownName(LookupError):
     pass
 
 
+def load(target: str) -> Any:
+    """The object a ``"module:Name"`` names (a class, usually), its module imported now."""
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
 class LazyRegistry(Generic[T]):
     def __init__(self, kind: str, entries: dict[str, str]):
         self.kind = kind
         self._entries = dict(entries)
         self._loaded: dict[str, type[T]] = {}
+        self.generation = 0  # counts changes, for callers that cache what they built from the entries
 
     def names(self) -> list[str]:
         return sorted(self._entries)
@@ -31,6 +38,12 @@ class LazyRegistry(Generic[T]):
     def register(self, name: str, target: str) -> None:
         self._entries[name] = target
         self._loaded.pop(name, None)
+        self.generation += 1
+
+    def unregister(self, name: str) -> None:
+        self._entries.pop(name, None)
+        self._loaded.pop(name, None)
+        self.generation += 1
 
     def get(self, name: str) -> type[T]:
         if name not in self._loaded:
@@ -39,6 +52,6 @@ class LazyRegistry(Generic[T]):
             except KeyError:
                 raise UnknownName(
                     f"unknown {self.kind} '{name}'; known: {', '.join(self.names())}") from None
-            module_name, _, attribute = target.partition(":")
-            self._loaded[name] = getattr(importlib.import_module(module_name), attribute)
+            self._loaded[name] = load(target)
         return self._loaded[name]
+

@@ -3,11 +3,11 @@ Loading, task folders and the checks across tables are in :mod:`.suites`."""
 
 from __future__ import annotations
 
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .taskfolders import Budget, Strict, Tier
+from .wire import provider_kinds
 
 
 class Budgets(Strict):
@@ -46,14 +46,28 @@ class CliEntry(Strict):
 
 class Provider(Strict):
     """Where a model is served. ``scripted``: the project's scripted model server; ``none``: no
-    model at all (agents that need none, e.g. the ``command`` adapter in load tests)."""
+    model at all (agents that need none, e.g. the ``command`` adapter in load tests); any other
+    kind is a wire protocol's provider kind (``core/wire/``: anthropic, openai, ...)."""
 
-    kind: Literal["scripted", "anthropic", "openai", "openai-chat", "gemini", "none"] = "scripted"
+    kind: str = "scripted"
     base_url: str | None = None
     api_key_env: str | None = None  # name of the variable holding the key; the key itself is never stored
     scenarios: str = "scenarios"
     concurrency: int | None = Field(None, ge=1)  # trials at once on this provider, across all hosts
     calls_per_minute: int | None = Field(None, ge=1)  # model calls a minute to it, all trials together (proxy)
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        known = provider_kind_names()
+        if kind not in known:
+            raise ValueError(f"unknown provider kind {kind!r}; known: {', '.join(known)}")
+        return kind
+
+
+def provider_kind_names() -> list[str]:
+    """Every provider kind a suite may name: the scripted server, each protocol's, and none."""
+    return ["scripted", *provider_kinds(), "none"]
 
 
 class Scoring(BaseModel):

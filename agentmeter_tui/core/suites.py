@@ -41,7 +41,6 @@ from .taskfolders import (  # noqa: F401 - task.toml's models, imported from her
 from .tomlerrors import InputError, load_toml, validate
 
 TIERS: tuple[str, ...] = ("easy", "medium", "hard")
-HARBOR_SANDBOXES = ("docker", "swarm")  # sandboxes that give a task Harbor's container contract
 
 
 @dataclass
@@ -222,10 +221,12 @@ def load_suite(folder: str | Path) -> Suite:
         if task.id in calibrated:  # `agentmeter calibrate --write` outranks the task's own tier
             task.tier = calibrated[task.id]
     harbor = next((t for t in tasks if t.contract == HARBOR), None)
-    if harbor is not None and spec.sandbox.kind not in HARBOR_SANDBOXES:
+    if harbor is not None and not _harbor_sandbox(spec.sandbox.kind):
+        from .sandboxes import harbor_kinds, kind_choice
+
         raise InputError(toml_path, _line(text, ("sandbox", "kind")), "sandbox.kind",
                          f"task '{harbor.id}' follows Harbor's contract (its tests write /logs/verifier/reward.*), "
-                         f"which runs in a container: use [sandbox] kind = \"docker\" (or \"swarm\")")
+                         f"which runs in a container: use [sandbox] {kind_choice(harbor_kinds())}")
     suite = Suite(path=folder, spec=spec, tasks=tasks, skipped=skipped)
     for model in spec.models if _any_needs_model(spec) else []:
         for task in tasks:
@@ -295,6 +296,12 @@ def _check_sandbox(spec: SuiteFile, path: Path, text: str) -> None:
     if settings_model is not None:
         validate(settings_model, spec.sandbox.model_dump(exclude={"kind"}), path, text, prefix=("sandbox",),
                  context={"base": path.parent})
+
+
+def _harbor_sandbox(kind: str) -> bool:
+    from .sandboxes import SANDBOXES
+
+    return SANDBOXES.get(kind).harbor_contract
 
 
 def _check_adapters(spec: SuiteFile, path: Path, text: str) -> None:

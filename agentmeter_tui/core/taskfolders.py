@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .wire import provider_kinds
+
 HARBOR = "harbor"
 Tier = Literal["easy", "medium", "hard"]
 
@@ -134,11 +136,6 @@ def task_folders(root: Path, include: list[str], exclude: list[str]) -> list[Pat
     return found
 
 
-# Where a provider kind's key is read from when `suite new` writes one (the key is never stored).
-KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "openai-chat": "OPENAI_API_KEY",
-                 "gemini": "GEMINI_API_KEY"}
-
-
 def suite_toml(suite_id: str, tasks_dir: str, *, models: list[str], clis: list[str], provider: str,
                sandbox: str, include: list[str] = (), exclude: list[str] = (), trials: int = 1) -> str:
     """The text of a suite.toml over a task folder read in place (``agentmeter suite new``)."""
@@ -159,8 +156,9 @@ def suite_toml(suite_id: str, tasks_dir: str, *, models: list[str], clis: list[s
     lines += ["", f"[providers.{key}]", f"kind = {q(provider)}"]
     if provider == "scripted":
         lines.append('scenarios = "scenarios"  # MODEL/TASK.toml or MODEL.toml per scripted model')
-    elif provider in KEY_VARIABLES:
-        lines.append(f"api_key_env = {q(KEY_VARIABLES[provider])}")
+    elif (protocol := provider_kinds().get(provider)) is not None and protocol.key_env:
+        # where the key is read from (the key is never stored): the protocol's first SDK variable
+        lines.append(f"api_key_env = {q(protocol.key_env[0])}")
     lines += ["", "[sandbox]", f"kind = {q(sandbox)}", ""]
     return "\n".join(lines)
 

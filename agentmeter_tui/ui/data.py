@@ -127,10 +127,10 @@ def ams_by_config(store: Store, suite_id: str) -> dict[tuple[str, str], float | 
     return {row.config: row.ams for row in report.configurations}
 
 
-def report(store: Store, suite_id: str | None, selection: str = "latest"):
+def report(store: Store, suite_id: str | None, selection: str = "latest", resamples: int = 0):
     from ..core.reporting import report_from_store
 
-    return report_from_store(store, suite_id, selection=selection, rubric=True, agreement=True)
+    return report_from_store(store, suite_id, selection=selection, rubric=True, agreement=True, resamples=resamples)
 
 
 # -- one trial ------------------------------------------------------------------------------------

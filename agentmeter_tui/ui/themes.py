@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-from ..core.paths import SOURCE_ROOT
+from ..core.paths import builtin_dir
 from ..core.tomlerrors import InputError, load_toml, validate
 
 DEFAULT_DARK = "agentmeter-dark"
@@ -85,10 +85,10 @@ class ThemeFile(BaseModel):
 
 
 def theme_dirs() -> list[Path]:
-    """The project's ``themes/`` and the user's ``~/.config/agentmeter/themes``."""
+    """The shipped themes and the user's ``$XDG_CONFIG_HOME/agentmeter/themes`` (later wins by name)."""
     from .settings import config_dir
 
-    return [SOURCE_ROOT / "themes", config_dir() / "themes"]
+    return [builtin_dir("themes"), config_dir() / "themes"]
 
 
 def load_theme(path: Path) -> Theme:

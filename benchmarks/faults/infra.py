@@ -39,7 +39,7 @@ from agentmeter_tui.core.procs import processes_with_token
 from agentmeter_tui.core.run.control import ControlClient
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TOKEN_CLASSES, TokenUsage
-from agentmeter_tui.core.wireusage import MERGED, fold
+from agentmeter_tui.core.wire import MERGED, fold
 
 from .common import (
     Cell,

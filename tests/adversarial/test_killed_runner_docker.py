@@ -42,8 +42,8 @@ def test_the_next_run_removes_a_killed_runners_containers_and_folders(tmp_path, 
     os.kill(runner, signal.SIGKILL)
     wait_for(lambda: not pid_running(runner), "the runner's death")
     assert leftovers(docker_engine, suite_id), "the killed runner left nothing: the attack did not happen"
-    # bind mode's host folders, under the dead runner's own folder
-    folders = list((Path(tempfile.gettempdir()) / "agentmeter-docker").glob(f"r{runner}-*/t*"))
+    # bind mode's host folders, named with the dead runner
+    folders = list((Path(tempfile.gettempdir()) / "agentmeter-docker").glob(f"t*-r{runner}-*"))
     assert bool(folders) == (workspace == "bind"), folders
 
     result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=300)

@@ -20,7 +20,7 @@ from agentmeter_tui.core.paths import default_clis_root
 from agentmeter_tui.core.sandboxes.docker.engine import TRIAL
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TOKEN_CLASSES, TokenUsage
-from agentmeter_tui.core.wireusage import fold
+from agentmeter_tui.core.wire import fold
 from tests.conftest import FIXTURES, ROOT, agentmeter
 from tests.core.bare_image import bare_image, runtimes_in
 from tests.core.sandbox_support import docker_client, leftovers, swarm_client, unique_id, wait_runner_exit

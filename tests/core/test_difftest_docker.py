@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentmeter_tui.core.difftest.cases import Case, CaseFile, CommandClass, load_cases, save_cases
-from agentmeter_tui.core.difftest.dockerside import DockerSides, Limits
+from agentmeter_tui.core.sandboxes.docker.difftest import DockerSides, Limits
 from agentmeter_tui.core.difftest.executor import ToolCommand
 from agentmeter_tui.core.difftest.oracle import clear_oracle_cache
 from agentmeter_tui.core.sandboxes.docker.engine import Engine

@@ -98,3 +98,24 @@ def test_missing_cli_makes_its_trials_infra_invalid_and_the_grid_runs_on(tmp_pat
     kimi = trials["kimi-cli"]
     assert kimi["status"] == "infra-invalid" and KIMI_HINT in kimi["reason"] and "not installed" in kimi["reason"]
     assert os.path.isdir(empty) and not any(empty.iterdir())  # nothing was installed behind our back
+
+
+@pytest.mark.parametrize("sandbox, engines", [
+    ("", [None]),  # a local suite: this machine's engine, once
+    ('[sandbox]\nkind = "docker"\nengine = "tcp://127.0.0.1:9"\nclis = "image"\n', ["tcp://127.0.0.1:9"]),
+    ('[sandbox]\nkind = "swarm"\nengine = "tcp://127.0.0.1:7"\n', ["tcp://127.0.0.1:7"]),
+])
+def test_clean_asks_each_kind_and_cleans_each_engine_once(tmp_path, monkeypatch, sandbox, engines):
+    """``--clean`` goes through every registered kind; of the docker family, the suite's own
+    kind cleans its engines, and this machine's engine is cleaned once when the suite has none."""
+    from agentmeter_tui.core import doctor
+    from agentmeter_tui.core.sandboxes.docker import leftovers
+    from agentmeter_tui.core.suites import load_suite
+
+    cleaned: list = []
+    monkeypatch.setattr(leftovers, "clean_engines", lambda targets: cleaned.extend(targets) or [])
+    doctor.clean_leftovers(load_suite(write_suite(tmp_path / "suite", ["reference"], sandbox)))
+    assert [url for url, _key, _hosts in cleaned] == engines
+    cleaned.clear()
+    doctor.clean_leftovers(None)
+    assert cleaned == [(None, None, None)]

@@ -24,7 +24,8 @@ CORE_MODULES = [
 ]
 FORBIDDEN = ("textual", "rich", "docker", "asyncssh")
 CONTRACTS = ("core knows nothing of the UI or the CLI", "the UI never imports the CLI's commands",
-             "sandboxes never import the run engine")
+             "sandboxes never import the run engine",
+             "doctor, verifiers and difftest know sandbox kinds only through the registry")
 
 # Strongly connected components of the module graph (Tarjan), printed as JSON lists.
 CYCLES = """

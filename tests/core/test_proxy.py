@@ -15,7 +15,7 @@ from multidict import CIMultiDict
 from agentmeter_tui.core.proxy.calls import ProxyCall
 from agentmeter_tui.core.proxy.server import MeteringProxy
 from agentmeter_tui.core.usage import TokenUsage
-from agentmeter_tui.core.wireusage import MERGED, fold
+from agentmeter_tui.core.wire import MERGED, fold
 from tests.core.mockllm_support import (
     SHELL_SCHEMA,
     TWO_TURNS,

@@ -16,19 +16,13 @@ from agentmeter_tui.core.mockllm.responses import Responses
 from agentmeter_tui.core.mockllm.wire import WireRequest
 from agentmeter_tui.core.proxy import diverges
 from agentmeter_tui.core.proxy.scan import UsageScanner
-from agentmeter_tui.core.proxy.wire import find_key, protocol_for, upstream_headers, upstream_query
+from agentmeter_tui.core.proxy.wire import upstream_headers, upstream_query
 from agentmeter_tui.core.usage import TOKEN_CLASSES, TokenUsage
-from agentmeter_tui.core.wireusage import (
-    MERGED,
-    READERS,
-    fold,
-    from_chat,
-    from_gemini,
-    to_anthropic,
-    to_chat,
-    to_gemini,
-    to_responses,
-)
+from agentmeter_tui.core.wire import MERGED, READERS, find_key, fold, protocol_for
+from agentmeter_tui.core.wire.anthropic import to_anthropic
+from agentmeter_tui.core.wire.chat import from_chat, to_chat
+from agentmeter_tui.core.wire.gemini import from_gemini, to_gemini
+from agentmeter_tui.core.wire.responses import to_responses
 
 USAGE = TokenUsage(uncached_input=1200, cached_input=4000, cache_write=300, output=30, reasoning=20)
 WRITERS = {"chat": to_chat, "anthropic": lambda u: to_anthropic(u, u.output + u.reasoning),

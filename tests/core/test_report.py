@@ -94,7 +94,7 @@ def test_untiered_tasks_are_noted():
     assert "—" in render_markdown(report)
 
 
-JSON_TOP = {"suite", "seed_prompt_hash", "selection", "alpha", "budgets", "configurations"}
+JSON_TOP = {"suite", "tool_version", "seed_prompt_hash", "selection", "alpha", "budgets", "configurations"}
 JSON_CONFIG = {"model", "cli", "passes", "n_tasks", "passes_by_tier", "tokens_per_pass", "usd_per_pass",
                "tier_scores", "ams", "delta_best"}
 

@@ -15,7 +15,7 @@ import pytest
 from agentmeter_tui.core.harnesses import get_adapter
 from agentmeter_tui.core.harnesses.summary import session_files, summarize
 from agentmeter_tui.core.usage import TokenUsage
-from agentmeter_tui.core.wireusage import fold
+from agentmeter_tui.core.wire import fold
 from tests.conftest import FIXTURES, agentmeter
 
 STREAMS = FIXTURES / "streams"

@@ -21,7 +21,7 @@ from pathlib import Path
 from agentmeter_tui.core.harnesses import ADAPTERS
 from agentmeter_tui.core.harnesses.jsonl import load_object
 from agentmeter_tui.core.usage import TokenUsage
-from agentmeter_tui.core.wireusage import fold
+from agentmeter_tui.core.wire import fold
 from tests.conftest import FIXTURES
 from tests.core.test_kill import processes_of
 from tests.e2e.harness import TrialResult, run_scenario

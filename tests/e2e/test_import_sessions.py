@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from agentmeter_tui.core.interop.sessions import READERS
+from agentmeter_tui.core.interop.sessions import reader_class
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TokenUsage
-from agentmeter_tui.core.wireusage import fold
+from agentmeter_tui.core.wire import fold
 from tests.e2e import cases
 from tests.interop.support import cli as run
 
@@ -25,7 +25,7 @@ CLIS = ("claude-code", "codex", "gemini-cli", "qwen-code", "kimi-cli", "opencode
 
 def import_home(result, cli: str, db: Path) -> dict:
     home = Path(result.row["workspace"]).parent / "home"
-    store = home / READERS.get(cli).home_path
+    store = home / reader_class(cli).home_path
     code, err = run("import", "sessions", "--cli", cli, str(store), "--db", str(db))
     assert code == 0, err
     (row,) = Store(db).trials()
@@ -43,7 +43,7 @@ def test_finished_session_has_what_was_served(cli, tmp_path):
     assert "Done: out.txt contains hi." in "".join(r[4] for r in Store(tmp_path / "sessions.db").events(row["id"])
                                                    if r[2] == "assistant")
     again = run("import", "sessions", "--cli", cli, str(Path(result.row["workspace"]).parent / "home"
-                                                          / READERS.get(cli).home_path), "--db",
+                                                          / reader_class(cli).home_path), "--db",
                 str(tmp_path / "sessions.db"))[1]
     assert "imported 0 session(s), 1 already in the store" in again
 

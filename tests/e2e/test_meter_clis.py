@@ -22,7 +22,7 @@ from agentmeter_tui.core.mockllm.client import session_info, start_server_proces
 from agentmeter_tui.core.paths import default_clis_root
 from agentmeter_tui.core.sandboxes.local import SYSTEM_PATH
 from agentmeter_tui.core.usage import TokenUsage
-from agentmeter_tui.core.wireusage import MERGED, fold
+from agentmeter_tui.core.wire import MERGED, fold
 from tests.conftest import FIXTURES
 from tests.e2e.harness import require_cli
 

@@ -16,7 +16,7 @@ import pytest
 
 from agentmeter_tui.core.harnesses import get_adapter
 from agentmeter_tui.core.usage import TokenUsage
-from agentmeter_tui.core.wireusage import MERGED, fold
+from agentmeter_tui.core.wire import MERGED, fold
 from tests.conftest import FIXTURES, need
 from tests.e2e.harness import TrialResult, run_scenario
 

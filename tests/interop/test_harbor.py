@@ -14,7 +14,7 @@ import pytest
 
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TokenUsage
-from agentmeter_tui.core.wireusage import fold
+from agentmeter_tui.core.wire import fold
 from tests.conftest import FIXTURES
 from tests.interop.support import STREAMS, cli
 

@@ -15,7 +15,7 @@ import pytest
 from agentmeter_tui.core.harnesses import ADAPTERS
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TokenUsage
-from agentmeter_tui.core.wireusage import fold
+from agentmeter_tui.core.wire import fold
 from tests.interop.support import STREAMS
 from tests.interop.support import cli as run
 

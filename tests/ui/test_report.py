@@ -52,3 +52,24 @@ async def test_s_switches_the_selection_rule_and_ctrl_r_reloads(sample_db):
         await pilot.press("ctrl+r")
         await settle(pilot)
         assert screen.report is not before and screen.report.selection == "median"
+
+
+async def test_i_shows_bootstrap_intervals_and_hides_them_again(sample_db):
+    app = make_app(sample_db, screen="report")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_report(pilot)
+        await pilot.press("i")
+        await settle(pilot)
+        await settle(pilot)
+        assert screen.report.intervals is not None
+        table2 = screen.query_one("#table2", DataTable)
+        header = [str(c.label) for c in table2.columns.values()]
+        assert header[-3:] == ["Pass 95% CI", "AMS 95% CI", "P(1st)"]
+        row = screen.report.configurations[0]
+        expected = screen.report.intervals.bounds["ams"][row.config]
+        assert str(table2.get_row_at(0)[-2]) == f"{expected.low:.3f}–{expected.high:.3f}"
+        await pilot.press("i")
+        await settle(pilot)
+        await settle(pilot)
+        assert screen.report.intervals is None
+        assert "P(1st)" not in [str(c.label) for c in table2.columns.values()]

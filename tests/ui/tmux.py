@@ -19,12 +19,13 @@ class TmuxSession:
     """One TUI in a detached tmux session on its own tmux server (``-L``), so parallel tests
     never share a server that exits under them when another test closes its last session."""
 
-    def __init__(self, command: list[str], env: dict[str, str], size: tuple[int, int] = (160, 48)):
+    def __init__(self, command: list[str], env: dict[str, str], size: tuple[int, int] = (160, 48),
+                 cwd: Path = ROOT):
         self.name = f"agentmeter-test-{uuid.uuid4().hex[:8]}"
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         # `exec` so the pane's process is the TUI itself (the attach test kills it by pid).
         # No COLUMNS or LINES from the test process: the TUI takes its size from the pane.
-        shell = f"cd {shlex.quote(str(ROOT))} && exec env -u COLUMNS -u LINES {exports} {shlex.join(command)}"
+        shell = f"cd {shlex.quote(str(cwd))} && exec env -u COLUMNS -u LINES {exports} {shlex.join(command)}"
         # set-clipboard on: OSC 52 from the application fills tmux's paste buffer (and reaches the
         # outer terminal's clipboard), as with many operators' configurations; the hostile-output
         # tests check that nothing gets there.

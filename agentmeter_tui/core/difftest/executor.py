@@ -7,7 +7,8 @@ time and the side effects on the workspace. Both sides of a test get executors m
 same settings, so they differ only in the tool they run.
 
 :class:`LocalExecutor` runs on this machine, each case in a new temporary folder. A docker-backed
-executor (:mod:`.dockerside`) builds and runs each side in containers of the trial's image.
+executor (``sandboxes/docker/difftest.py``) builds and runs each side in containers of the trial's
+image; a sandbox kind names its own executor (``Sandbox.differential_side``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from ..procs import OWN_CHILDREN
-from ..registry import LazyRegistry
 from .cases import Case, FileSpec, place_files
 from .snapshot import SideEffects, snapshot
 
@@ -265,13 +265,3 @@ class LocalExecutor(CaseExecutor):
         """The sides of a trial judged on this machine (a local trial, or ``run_on = "runner"``)."""
         return cls
 
-
-# Where a trial's sides run, by the name of its sandbox: each entry's ``for_session(session)``
-# gives the executor factory. A sandbox missing here has no executor of its own, and its trials'
-# tools are never run on this machine instead unless the task says ``run_on = "runner"``.
-EXECUTORS: LazyRegistry[Any] = LazyRegistry("differential executor", {
-    "local": "agentmeter_tui.core.difftest.executor:LocalExecutor",
-    "docker": "agentmeter_tui.core.difftest.dockerside:DockerSides",
-    "swarm": "agentmeter_tui.core.difftest.dockerside:DockerSides",
-    "ssh": "agentmeter_tui.core.difftest.sshside:SshSides",
-})

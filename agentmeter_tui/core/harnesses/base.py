@@ -17,9 +17,6 @@ from typing import ClassVar, Literal
 from ..usage import TokenUsage
 from ..vocab import EventKind, ParsedEvent
 
-Protocol = Literal["chat", "anthropic", "responses", "gemini"]
-
-
 @dataclass(frozen=True)
 class InstallSpec:
     """How ``agentmeter install-clis`` gets the CLI: an npm package or a PyPI package in its own venv."""
@@ -209,8 +206,26 @@ class Recovery:
 
 class HarnessAdapter(ABC):
     name: ClassVar[str]
-    protocol: ClassVar[Protocol]
+    protocol: ClassVar[str]  # the model API it speaks: a name in core.wire.PROTOCOLS
     install: ClassVar[InstallSpec]
+    #: package versions never to install (version -> why), refused by ``install-clis``
+    blocked_versions: ClassVar[dict[str, str]] = {}
+    #: a model name for ``agentmeter doctor``'s smoke run, for a CLI that refuses names it does
+    #: not know; None: the doctor's own placeholder name
+    probe_model: ClassVar[str | None] = None
+    #: False for an adapter with nothing to check without a suite (it runs what the suite names)
+    checked_alone: ClassVar[bool] = True
+    #: the name of the shell tool the CLI offers its model; the scripted model server calls it
+    #: to run a scenario's commands (filling the tool's own schema)
+    shell_tool: ClassVar[str | None] = None
+    #: the reader of the CLI's own session store (``agentmeter import sessions``), "module:Class"
+    session_reader: ClassVar[str | None] = None
+    #: Harbor's names for this agent (its ``--agent``), read back by ``agentmeter import harbor``
+    harbor_names: ClassVar[tuple[str, ...]] = ()
+    #: the CLI's own variables besides its protocol's SDK ones (core/wire/), which ``agentmeter
+    #: meter`` points at its proxy: base URL variables with the path to add, and key variables
+    base_url_env: ClassVar[dict[str, str]] = {}
+    key_env: ClassVar[tuple[str, ...]] = ()
     #: whether the CLI's reported cost, if any, is the provider's bill when it talks to
     #: ``provider_kind`` (Claude Code on Anthropic); anywhere else it is kept as "actual" only
     reports_cost_for: ClassVar[frozenset[str]] = frozenset()

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from ..usage import TokenUsage
 from ..vocab import EventKind, ParsedEvent
-from ..wireusage import from_anthropic as anthropic_usage  # input excludes the cache
+from ..wire.anthropic import from_anthropic as anthropic_usage  # input excludes the cache
 from .base import HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
 from .jsonl import as_int, content_text, load_object, objects, tool_key, tool_text
 
@@ -187,6 +187,9 @@ class ClaudeCodeAdapter(HarnessAdapter):
     protocol = "anthropic"
     install = InstallSpec("npm", "@anthropic-ai/claude-code", "2.1.197", "claude", size_hint="235 MB")
     reports_cost_for = frozenset({"anthropic"})
+    shell_tool = "Bash"  # arguments {command}
+    session_reader = "agentmeter_tui.core.interop.sessions.claude:ClaudeSessions"
+    harbor_names = ("claude-code",)
     session_globs: ClassVar[list[str]] = [".claude/projects/*/*.jsonl", ".claude/projects/*/*/subagents/*.jsonl"]
     merged_classes: ClassVar[dict[str, str]] = {"reasoning": "output"}  # thinking is inside output_tokens, never split out
     live_session_poll = 0.5

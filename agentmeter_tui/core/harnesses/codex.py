@@ -136,6 +136,10 @@ class CodexAdapter(HarnessAdapter):
     protocol = "responses"
     install = InstallSpec("npm", "@openai/codex", "0.169.0", "codex", size_hint="404 MB",
                           native="node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
+    shell_tool = "exec_command"  # arguments {cmd}
+    session_reader = "agentmeter_tui.core.interop.sessions.codex:CodexSessions"
+    harbor_names = ("codex",)
+    probe_model = "gpt-5.5"  # it refuses a model name it does not know
     session_globs: ClassVar[list[str]] = [".codex/sessions/*/*/*/rollout-*.jsonl"]
     live_session_poll = 0.5
 

@@ -20,6 +20,7 @@ class CommandAdapter(HarnessAdapter):
     name = "command"
     protocol = "chat"
     install = InstallSpec("bundled", "agentmeter-command", "0", "")
+    checked_alone = False  # runs whatever program a suite names: nothing to check without one
 
     def is_installed(self, clis_root: Path) -> bool:
         return True

@@ -121,6 +121,10 @@ class GeminiCliAdapter(HarnessAdapter):
     name = "gemini-cli"
     protocol = "gemini"
     install = InstallSpec("npm", "@google/gemini-cli", "0.61.0", "gemini", size_hint="100 MB")
+    shell_tool = "run_shell_command"  # arguments {command}
+    session_reader = "agentmeter_tui.core.interop.sessions.gemini:GeminiSessions"
+    harbor_names = ("gemini-cli",)
+    base_url_env: ClassVar[dict[str, str]] = {"GOOGLE_GEMINI_BASE_URL": ""}  # its own, not the SDK's
     session_globs: ClassVar[list[str]] = [".gemini/tmp/*/chats/*.jsonl", ".gemini/tmp/*/chats/*.json"]
     merged_classes: ClassVar[dict[str, str]] = {"cache_write": "uncached_input"}  # the Gemini API has no cache-write count
     live_session_poll = 0.5

@@ -121,6 +121,13 @@ class KimiCliAdapter(HarnessAdapter):
     name = "kimi-cli"
     protocol = "chat"
     install = InstallSpec("pypi", "kimi-cli", "1.51.0", "kimi", python="3.13", size_hint="351 MB")
+    shell_tool = "Shell"  # arguments {command}
+    session_reader = "agentmeter_tui.core.interop.sessions.kimi:KimiSessions"
+    harbor_names = ("kimi-cli",)
+    base_url_env: ClassVar[dict[str, str]] = {"KIMI_BASE_URL": "/v1"}
+    key_env = ("KIMI_API_KEY",)
+    blocked_versions: ClassVar[dict[str, str]] = {
+        "1.52.0": "an archived stub that refuses every command and, run bare, pipes a remote install script into bash"}
     session_globs: ClassVar[list[str]] = [".kimi/sessions/*/*/wire.jsonl"]
     # stdout has no usage: read the wire log while it runs, for meters and budgets. A loop of quick
     # calls runs ~10 calls a second here, so a budget can overshoot by what one interval holds.

@@ -123,6 +123,9 @@ class OpencodeAdapter(HarnessAdapter):
     name = "opencode"
     protocol = "chat"
     install = InstallSpec("npm", "opencode-ai", "1.18.33", "opencode", size_hint="354 MB")
+    shell_tool = "bash"  # arguments {command, description}
+    session_reader = "agentmeter_tui.core.interop.sessions.opencode:OpencodeSessions"
+    harbor_names = ("opencode",)
     # Through Chat Completions a cache write is part of the step's ``input``.
     merged_classes: ClassVar[dict[str, str]] = {"cache_write": "uncached_input"}
 

@@ -118,6 +118,9 @@ class QwenCodeAdapter(HarnessAdapter):
     name = "qwen-code"
     protocol = "chat"
     install = InstallSpec("npm", "@qwen-code/qwen-code", "0.15.10", "qwen", size_hint="55 MB")
+    shell_tool = "run_shell_command"  # arguments {command}
+    session_reader = "agentmeter_tui.core.interop.sessions.qwen:QwenSessions"
+    harbor_names = ("qwen-coder",)
     session_globs: ClassVar[list[str]] = [".qwen/projects/*/chats/*.jsonl"]
     # No cache-write figure (writes are inside input_tokens); reasoning is inside output_tokens.
     merged_classes: ClassVar[dict[str, str]] = {"cache_write": "uncached_input", "reasoning": "output"}

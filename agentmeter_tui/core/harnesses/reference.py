@@ -2,7 +2,7 @@
 
 Its ``usage`` lines carry the Chat Completions usage object of one call: input inclusive of
 cache reads and writes, output inclusive of reasoning, so both are subtracted
-(``wireusage.from_chat``).
+(``wire.chat.from_chat``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 
 from ..vocab import EventKind, ParsedEvent
-from ..wireusage import from_chat as chat_usage  # the agent prints each call's Chat Completions usage
+from ..wire.chat import from_chat as chat_usage  # the agent prints each call's Chat Completions usage
 from .base import HarnessAdapter, InstallSpec, LaunchContext, StreamParser
 
 AGENT_FILE = Path(__file__).resolve().parents[2] / "refagent" / "agent.py"
@@ -64,6 +64,7 @@ class ReferenceAdapter(HarnessAdapter):
     name = "reference"
     protocol = "chat"
     install = InstallSpec("bundled", "agentmeter-refagent", "0.1.0", "refagent")
+    shell_tool = "shell"  # arguments {command}
 
     def executable(self, clis_root: str) -> str:
         return str(AGENT_FILE)

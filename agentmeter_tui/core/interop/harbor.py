@@ -29,6 +29,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..harnesses import ADAPTERS
 from ..usage import TokenUsage
 from ..vocab import EventKind
 from .atif_read import ImportedEvent, events_from_trajectory, trajectory_totals
@@ -38,8 +39,6 @@ from .harbor_models import JobConfig, TrialResult
 from .trials import ImportedTrial, Skipped
 
 PASS_THRESHOLD = 1.0  # Harbor tasks run here pass at reward >= 1.0 unless the suite says otherwise
-AGENT_NAMES = {"claude-code": "claude-code", "codex": "codex", "gemini-cli": "gemini-cli", "qwen-coder": "qwen-code",
-               "opencode": "opencode", "kimi-cli": "kimi-cli"}
 OUTPUT_LIMIT = 64 * 1024  # verifier output kept per trial (its head and tail)
 
 INFRA_EXCEPTIONS = frozenset({
@@ -58,7 +57,11 @@ TIMEOUT_EXCEPTIONS = frozenset({"AgentTimeoutError"})
 
 
 def cli_name(agent: str) -> str:
-    return AGENT_NAMES.get(agent, agent)
+    """Our adapter's name for a Harbor agent name (each adapter names its own), else the name."""
+    for name in ADAPTERS.names():
+        if agent in ADAPTERS.get(name).harbor_names:
+            return name
+    return agent
 
 
 def job_name(job_dir: Path) -> str:

@@ -4,7 +4,8 @@ compare what a CLI reports with exactly what it was served.
 
 Modules: ``scenario`` (scenario files), ``replies`` (protocol-neutral answers, shell-tool
 discovery), ``session`` (per-key state, usage served, request log), one module per wire
-protocol (``chat``, ``anthropic``, ``responses``, ``gemini``), ``app`` (the aiohttp routes),
+protocol (``chat``, ``anthropic``, ``responses``, ``gemini``: a :class:`~.wire.ScriptedProtocol`
+each, named by its protocol's class in ``core/wire/``), ``app`` (the aiohttp routes),
 ``server`` (process and thread runners) and ``client`` (stdlib-only helpers for the runner
 and tests). The format is described in ``docs/scenarios.md``.
 

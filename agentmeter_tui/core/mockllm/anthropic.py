@@ -14,13 +14,9 @@ from typing import Any
 
 import orjson
 
-from ..wireusage import to_anthropic as anthropic_usage
+from ..wire.anthropic import to_anthropic as anthropic_usage
 from .replies import OfferedTool, Reply, text_pieces
-from .wire import Protocol, WireRequest, sse
-
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-                529: "overloaded_error"}
+from .wire import ScriptedProtocol, WireRequest, count_tokens, sse
 
 
 def _signature(text: str) -> str:
@@ -45,7 +41,7 @@ def _stop_reason(reply: Reply) -> str:
     return "tool_use" if reply.tool_call is not None else "end_turn"
 
 
-class AnthropicMessages(Protocol):
+class AnthropicMessages(ScriptedProtocol):
     name = "anthropic"
 
     def offered_tools(self, body: dict[str, Any]) -> list[OfferedTool]:
@@ -93,9 +89,10 @@ class AnthropicMessages(Protocol):
                 "content": _blocks(reply), "stop_reason": _stop_reason(reply), "stop_sequence": None,
                 "usage": anthropic_usage(reply.usage, reply.usage.output + reply.usage.reasoning)}
 
-    def error_body(self, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
-        kind = error_type or _ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
-        return {"type": "error", "error": {"type": kind, "message": message}}
+    def side_answer(self, method: str, path: str, raw: bytes) -> tuple[str, Any] | None:
+        if method == "POST" and path in ("/v1/messages/count_tokens", "/messages/count_tokens"):
+            return "count tokens", {"input_tokens": count_tokens(raw)}
+        return None
 
     def response_headers(self, reply: Reply | None) -> dict[str, str]:
         # Claude Code keeps this as the call's requestId (its de-duplication key).

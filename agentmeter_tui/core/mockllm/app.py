@@ -1,9 +1,11 @@
 """The aiohttp application of the scripted model server.
 
-Routes: every wire protocol's model-call endpoints (answered from the caller's session),
-token counting and model listings (answered without taking a turn), and the control
-endpoints under ``/_scripted/`` (register a session, read its served usage and request log,
-health). Any other path answers 404 and is logged, so unknown endpoints of a CLI show up.
+Routes: the control endpoints under ``/_scripted/`` (register a session, read its served usage
+and request log, health) and the OpenAI/Anthropic model listing; every other request goes to
+the wire protocol whose path it is (``core/wire/``): a model call is answered from the
+caller's session by that protocol's scripted class, a side endpoint of a protocol (token
+counting, listings) without taking a turn. Any other path answers 404 and is logged, so
+unknown endpoints of a CLI show up.
 """
 
 from __future__ import annotations
@@ -18,30 +20,25 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from ..registry import load
 from ..tomlerrors import InputError
-from .anthropic import AnthropicMessages
-from .chat import ChatCompletions
-from .gemini import Gemini, split_target
-from .responses import Responses
+from ..wire import find_key, get_protocol, protocol_for, protocols
 from .scenario import Scenario, load_scenario
 from .session import Session, Sessions, finish_entry, log_entry
-from .wire import Protocol, WireRequest
+from .wire import DEFAULT_MODELS, ScriptedProtocol, WireRequest
 
 SESSIONS = web.AppKey("sessions", Sessions)
-CHAT, ANTHROPIC, RESPONSES, GEMINI = ChatCompletions(), AnthropicMessages(), Responses(), Gemini()
-DEFAULT_MODELS = ("scripted-model",)
 NO_SESSION = ("no scripted session for this API key: register it with POST /_scripted/sessions "
               "(key, scenario) or start the server with --scenario FILE")
+_SCRIPTED: dict[str, ScriptedProtocol] = {}
 
 
-def api_key(request: web.Request) -> str | None:
-    auth = request.headers.get("Authorization", "")
-    if auth[:7].lower() == "bearer ":
-        return auth[7:].strip() or None
-    for header in ("x-api-key", "x-goog-api-key", "api-key"):
-        if request.headers.get(header):
-            return request.headers[header]
-    return request.query.get("key") or None
+def scripted(name: str) -> ScriptedProtocol:
+    """The scripted class of a wire protocol, as the protocol names it (one instance each)."""
+    target = get_protocol(name).scripted
+    if target not in _SCRIPTED:
+        _SCRIPTED[target] = load(target)()
+    return _SCRIPTED[target]
 
 
 def json_body(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -62,7 +59,7 @@ class _Call:
     def __init__(self, request: web.Request, protocol: str | None, raw: bytes):
         self.sessions = request.app[SESSIONS]
         self.entry = log_entry(request, raw, protocol, time.time())
-        self.session: Session | None = self.sessions.lookup(api_key(request))
+        self.session: Session | None = self.sessions.lookup(find_key(request.headers, request.query))
         if self.session is not None:
             self.session.requests_seen += 1
         self.status, self.answer, self.outcome, self.first_byte = 0, None, "completed", None
@@ -72,7 +69,7 @@ class _Call:
         self.sessions.record(self.session, entry)
 
 
-async def model_call(request: web.Request, protocol: Protocol) -> web.StreamResponse:
+async def model_call(request: web.Request, protocol: ScriptedProtocol) -> web.StreamResponse:
     raw = await request.read()
     call = _Call(request, protocol.name, raw)
     try:
@@ -86,7 +83,7 @@ async def model_call(request: web.Request, protocol: Protocol) -> web.StreamResp
         if call.session is None:
             call.status, call.answer = 401, "no session"
             return await _send(request, json_body(protocol.error_body(401, NO_SESSION), 401))
-        req = WireRequest(body, request.query, request.match_info)
+        req = WireRequest(body, request.query, protocol.path_match(request.path))
         reply = call.session.next_reply(protocol.offered_tools(body), protocol.name, protocol.wanted_json(body))
         served = call.session.calls[-1]
         call.answer, call.entry["call"] = reply.label, served.call
@@ -144,11 +141,6 @@ def _reset(request: web.Request, response: web.StreamResponse | None, call: _Cal
     return response if response is not None else web.Response(status=200)
 
 
-def count_tokens(raw: bytes) -> int:
-    """A deterministic stand-in for a tokenizer: a token per four bytes of request body."""
-    return max(1, len(raw) // 4)
-
-
 async def _side_endpoint(request: web.Request, protocol: str, answer: str, data: Any,
                          status: int = 200) -> web.StreamResponse:
     call = _Call(request, protocol, await request.read())
@@ -162,30 +154,16 @@ async def _side_endpoint(request: web.Request, protocol: str, answer: str, data:
         call.done()
 
 
-async def chat_completions(request: web.Request) -> web.StreamResponse:
-    return await model_call(request, CHAT)
-
-
-async def messages(request: web.Request) -> web.StreamResponse:
-    return await model_call(request, ANTHROPIC)
-
-
-async def messages_count_tokens(request: web.Request) -> web.StreamResponse:
-    return await _side_endpoint(request, ANTHROPIC.name, "count tokens",
-                                {"input_tokens": count_tokens(await request.read())})
-
-
-async def responses(request: web.Request) -> web.StreamResponse:
-    return await model_call(request, RESPONSES)
-
-
-async def gemini_post(request: web.Request) -> web.StreamResponse:
-    _, action = split_target(request.match_info["target"])
-    if action in ("generateContent", "streamGenerateContent"):
-        return await model_call(request, GEMINI)
-    if action == "countTokens":
-        return await _side_endpoint(request, GEMINI.name, "count tokens",
-                                    {"totalTokens": count_tokens(await request.read())})
+async def dispatch(request: web.Request) -> web.StreamResponse:
+    """A request of no control route: a model call or a side endpoint of a protocol, else 404."""
+    name = protocol_for(request.path) if request.method == "POST" else None
+    if name is not None:
+        return await model_call(request, scripted(name))
+    raw = await request.read()
+    for wire in protocols():
+        side = scripted(wire.name).side_answer(request.method, request.path, raw)
+        if side is not None:
+            return await _side_endpoint(request, wire.name, *side)
     return await not_found(request)
 
 
@@ -195,20 +173,6 @@ async def list_models(request: web.Request) -> web.StreamResponse:
              "display_name": name, "created_at": "2026-01-01T00:00:00Z"} for name in DEFAULT_MODELS]
     return await _side_endpoint(request, None, "model list", {
         "object": "list", "data": data, "has_more": False, "first_id": data[0]["id"], "last_id": data[-1]["id"]})
-
-
-def _gemini_model(name: str) -> dict[str, Any]:
-    return {"name": f"models/{name}", "displayName": name, "inputTokenLimit": 1048576, "outputTokenLimit": 65536,
-            "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"]}
-
-
-async def gemini_models(request: web.Request) -> web.StreamResponse:
-    return await _side_endpoint(request, GEMINI.name, "model list",
-                                {"models": [_gemini_model(name) for name in DEFAULT_MODELS]})
-
-
-async def gemini_model(request: web.Request) -> web.StreamResponse:
-    return await _side_endpoint(request, GEMINI.name, "model info", _gemini_model(request.match_info["target"]))
 
 
 async def not_found(request: web.Request) -> web.StreamResponse:
@@ -281,15 +245,6 @@ def create_app(scenario: str | Path | None = None, log_dir: str | Path | None = 
     add("DELETE", "/_scripted/sessions/{key}", session_delete)
     add("GET", "/_scripted/sessions/{key}/requests", session_requests)
     for prefix in ("/v1", ""):  # base URLs are given with and without /v1
-        add("POST", f"{prefix}/chat/completions", chat_completions)
-        add("POST", f"{prefix}/responses", responses)
-        add("POST", f"{prefix}/messages", messages)
-        add("POST", f"{prefix}/messages/count_tokens", messages_count_tokens)
         add("GET", f"{prefix}/models", list_models)
-    for version in ("v1beta", "v1alpha"):
-        add("GET", f"/{version}/models", gemini_models)
-        add("GET", f"/{version}/models/{{target}}", gemini_model)
-        add("POST", f"/{version}/models/{{target}}", gemini_post)
-    add("POST", "/v1/models/{target}", gemini_post)
-    add("*", "/{tail:.*}", not_found)
+    add("*", "/{tail:.*}", dispatch)
     return app

@@ -13,20 +13,11 @@ from typing import Any
 
 import orjson
 
-from ..wireusage import to_chat as chat_usage
+from ..wire.chat import to_chat as chat_usage
 from .replies import OfferedTool, Reply, text_pieces
-from .wire import Protocol, WireRequest, now, sse
+from .wire import ScriptedProtocol, WireRequest, now, sse
 
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                404: "not_found_error", 429: "rate_limit_error"}
-
-
-def openai_error(status: int, message: str, error_type: str | None) -> dict[str, Any]:
-    kind = error_type or _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-
-
-class ChatCompletions(Protocol):
+class ChatCompletions(ScriptedProtocol):
     name = "chat"
 
     def wanted_json(self, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -89,6 +80,3 @@ class ChatCompletions(Protocol):
                          "finish_reason": "tool_calls" if call is not None else "stop"}],
             "usage": chat_usage(reply.usage),
         }
-
-    def error_body(self, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
-        return openai_error(status, message, error_type)

@@ -11,14 +11,17 @@ Thoughts are parts with ``thought: true``; tool calls are ``functionCall`` parts
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from ..wireusage import to_gemini as gemini_usage
+from ..wire.gemini import to_gemini as gemini_usage
 from .replies import OfferedTool, Reply, text_pieces
-from .wire import Protocol, WireRequest, sse
+from .wire import DEFAULT_MODELS, ScriptedProtocol, WireRequest, count_tokens, sse
 
-_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-           429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+# The routes the server answered for Gemini (aiohttp's {target} is one path segment).
+_LISTING = re.compile(r"/v1(?:beta|alpha)/models")
+_MODEL_INFO = re.compile(r"/v1(?:beta|alpha)/models/([^/]+)")
+_MODEL_POST = re.compile(r"/v1(?:beta|alpha)?/models/([^/]+)")
 
 
 def split_target(target: str) -> tuple[str, str]:
@@ -27,7 +30,7 @@ def split_target(target: str) -> tuple[str, str]:
     return (model, action) if model else (target, "")
 
 
-class Gemini(Protocol):
+class Gemini(ScriptedProtocol):
     name = "gemini"
 
     def offered_tools(self, body: dict[str, Any]) -> list[OfferedTool]:
@@ -96,6 +99,19 @@ class Gemini(Protocol):
             return self.chunks(reply, model)
         return self._finish(self._chunk(reply, model, self._parts(reply, streamed=False)), reply)
 
-    def error_body(self, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
-        code = error_type or _STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
-        return {"error": {"code": status, "message": message, "status": code}}
+    def path_match(self, path: str) -> dict[str, str]:
+        return {"target": path.rsplit("/models/", 1)[-1]}
+
+    def side_answer(self, method: str, path: str, raw: bytes) -> tuple[str, Any] | None:
+        if method == "GET" and _LISTING.fullmatch(path):
+            return "model list", {"models": [model_info(name) for name in DEFAULT_MODELS]}
+        if method == "GET" and (found := _MODEL_INFO.fullmatch(path)):
+            return "model info", model_info(found[1])
+        if method == "POST" and (found := _MODEL_POST.fullmatch(path)) and split_target(found[1])[1] == "countTokens":
+            return "count tokens", {"totalTokens": count_tokens(raw)}
+        return None
+
+
+def model_info(name: str) -> dict[str, Any]:
+    return {"name": f"models/{name}", "displayName": name, "inputTokenLimit": 1048576, "outputTokenLimit": 65536,
+            "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"]}

@@ -11,20 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..harnesses import ADAPTERS
 from ..usage import TokenUsage
 from .scenario import ScriptedError, Turn
 
-# The shell tools of the CLIs we drive, in the order we prefer them when several are offered.
-SHELL_TOOL_NAMES: tuple[str, ...] = (
-    "Bash",  # Claude Code: {command}
-    "exec_command",  # Codex: {cmd}
-    "run_shell_command",  # Qwen Code, Gemini CLI: {command}
-    "bash",  # opencode: {command, description}
-    "Shell",  # Kimi CLI: {command}
-    "shell",  # the reference agent: {command}
-)
 _COMMAND_PROPERTIES = ("command", "cmd")
-_FILLER = "run the scripted command"  # for other required strings, e.g. opencode's `description`
+_FILLER = "run the scripted command"  # for other required strings (a tool may require a description)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +59,16 @@ class Reply:
         return {"side": "side call", "exhausted": "after last turn"}.get(self.kind, self.kind)
 
 
+def shell_tool_names() -> list[str]:
+    """The shell tools of the CLIs we drive, as their adapters name them (by adapter name: the
+    order they are preferred in when a request offers several)."""
+    names = (ADAPTERS.get(adapter).shell_tool for adapter in ADAPTERS.names())
+    return list(dict.fromkeys(name for name in names if name))
+
+
 def find_shell_tool(tools: list[OfferedTool]) -> OfferedTool | None:
     by_name = {tool.name: tool for tool in tools}
-    for name in SHELL_TOOL_NAMES:
+    for name in shell_tool_names():
         if name in by_name:
             return by_name[name]
     return None

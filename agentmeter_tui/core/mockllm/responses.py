@@ -14,10 +14,9 @@ from typing import Any
 
 import orjson
 
-from ..wireusage import to_responses as responses_usage
-from .chat import openai_error
+from ..wire.responses import to_responses as responses_usage
 from .replies import OfferedTool, Reply, text_pieces
-from .wire import Protocol, WireRequest, now, sse
+from .wire import ScriptedProtocol, WireRequest, now, sse
 
 
 def _items(reply: Reply) -> list[dict[str, Any]]:
@@ -44,7 +43,7 @@ def _items(reply: Reply) -> list[dict[str, Any]]:
     return items
 
 
-class Responses(Protocol):
+class Responses(ScriptedProtocol):
     name = "responses"
 
     def wanted_json(self, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -85,9 +84,6 @@ class Responses(Protocol):
 
     def complete(self, reply: Reply, model: str, req: WireRequest) -> dict[str, Any]:
         return self._response(reply, model, "completed", _items(reply), responses_usage(reply.usage))
-
-    def error_body(self, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
-        return openai_error(status, message, error_type)
 
 
 def _item_events(index: int, item: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

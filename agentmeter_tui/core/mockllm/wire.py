@@ -1,8 +1,11 @@
-"""What every wire protocol module provides, and the SSE framing they share.
+"""What every scripted protocol module provides, and the SSE framing they share.
 
-A protocol reads the offered tools and the streaming flag from a request body and renders a
-:class:`~.replies.Reply` as SSE frames (streaming), one JSON body (non-streaming) or an error
-body in its own shape. The aiohttp app (``app.py``) does the rest: sessions, timing, logging.
+A scripted protocol is the server side of one wire protocol of ``core/wire/`` (whose class
+names it in ``scripted``): it reads the offered tools and the streaming flag from a request
+body, renders a :class:`~.replies.Reply` as SSE frames (streaming) or one JSON body
+(non-streaming), and answers the protocol's side endpoints (token counts, model listings).
+Error bodies are the wire protocol's. The aiohttp app (``app.py``) does the rest: sessions,
+timing, logging.
 """
 
 from __future__ import annotations
@@ -14,7 +17,11 @@ from typing import Any, ClassVar
 
 import orjson
 
+from ..wire import get_protocol
 from .replies import OfferedTool, Reply
+
+
+DEFAULT_MODELS = ("scripted-model",)  # what the model listings offer
 
 
 def sse(data: Any, event: str | None = None) -> bytes:
@@ -26,6 +33,11 @@ def now() -> int:
     return int(time.time())
 
 
+def count_tokens(raw: bytes) -> int:
+    """A deterministic stand-in for a tokenizer: a token per four bytes of request body."""
+    return max(1, len(raw) // 4)
+
+
 @dataclass(frozen=True, slots=True)
 class WireRequest:
     """A model call as a protocol sees it: JSON body, query string and path parameters."""
@@ -35,8 +47,8 @@ class WireRequest:
     match: Mapping[str, str] = field(default_factory=dict)
 
 
-class Protocol:
-    """Base class; one subclass per wire protocol."""
+class ScriptedProtocol:
+    """Base class; one subclass per wire protocol, of the same ``name``."""
 
     name = "protocol"
     sse_headers: ClassVar[dict[str, str]] = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
@@ -61,7 +73,15 @@ class Protocol:
         raise NotImplementedError
 
     def error_body(self, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
-        raise NotImplementedError
+        return get_protocol(self.name).error_body(status, message, error_type)
+
+    def path_match(self, path: str) -> dict[str, str]:
+        """What a model call's path says besides the protocol (Gemini: model and action)."""
+        return {}
+
+    def side_answer(self, method: str, path: str, raw: bytes) -> tuple[str, Any] | None:
+        """A side endpoint of the protocol (token counts, listings): (what it answered, body)."""
+        return None
 
     def response_headers(self, reply: Reply | None) -> dict[str, str]:
         return {}

@@ -1,11 +1,12 @@
 """The metering proxy: one live, uniform token meter for every CLI, usage that survives a
 kill, and budgets enforced at the next model call (SPEC section 3, ``docs/proxy.md``).
 
-Modules: ``wire`` (protocol of a path, where the key is, header and error shapes), ``scan``
+Modules: ``wire`` (headers and query passed on, a provider's error answer read), ``scan``
 (usage read off a response as its bytes pass), ``calls`` (per-call records, per-trial routes
 and the sink interface a trial implements), ``server`` (:class:`MeteringProxy`, the aiohttp
-server that runs inside the runner's event loop). The usage semantics of each protocol live
-in ``core/wireusage.py``, shared with the scripted model server and the adapters.
+server that runs inside the runner's event loop). Everything one protocol knows (its paths,
+model, key, usage semantics, errors, default upstream) is its class in ``core/wire/``,
+shared with the scripted model server and the adapters.
 """
 
 from __future__ import annotations
@@ -14,13 +15,6 @@ from decimal import Decimal
 
 from ..usage import TokenUsage
 
-#: where a provider kind's calls go when the suite names no ``base_url``
-DEFAULT_UPSTREAMS = {
-    "anthropic": "https://api.anthropic.com",
-    "openai": "https://api.openai.com",
-    "openai-chat": "https://api.openai.com",
-    "gemini": "https://generativelanguage.googleapis.com",
-}
 DIVERGENCE = Decimal("0.02")  # proxy vs CLI-reported raw tokens: flag beyond 2 %
 
 

@@ -24,51 +24,62 @@ from typing import Any, TextIO
 
 import orjson
 
+from ..harnesses import ADAPTERS, HarnessAdapter, get_adapter
 from ..pricing import PriceSnapshot
 from .. import cgroups
 from ..procs import TOKEN_VAR, kill_ladder, sweep
 from ..usage import TOKEN_CLASSES, TokenUsage
-from . import DEFAULT_UPSTREAMS
+from ..wire import families, get_protocol
 from .calls import ProxyCall
 from .server import MeteringProxy
 
-KINDS = ("anthropic", "openai", "gemini")
-#: where each kind's real key is looked for in our environment (first set wins)
-KEY_SOURCES = {
-    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
-    "openai": ("OPENAI_API_KEY", "KIMI_API_KEY", "OPENROUTER_API_KEY", "DASHSCOPE_API_KEY"),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-}
 EXIT_OVER_BUDGET = 7  # `agentmeter meter` exits with this when it stopped the command over a budget
 KILL_INT_GRACE, KILL_GRACE = 1.0, 3.0
+
+
+def kinds() -> list[str]:
+    """The command's kinds of calls: one per protocol family (``--upstream KIND=URL``)."""
+    return list(families())
+
+
+def _cli_variables() -> list[tuple[HarnessAdapter, str]]:
+    """Each adapter that names variables of its own, with the family of its protocol."""
+    adapters = [get_adapter(name) for name in ADAPTERS.names()]
+    return [(adapter, get_protocol(adapter.protocol).family) for adapter in adapters
+            if adapter.base_url_env or adapter.key_env]
+
+
+def key_sources() -> dict[str, tuple[str, ...]]:
+    """Per kind, where its real key is looked for in our environment (first set wins): the
+    SDKs' variables, the CLIs' own, then the providers'."""
+    cli = _cli_variables()
+    return {kind: (*wire.key_env, *(name for adapter, family in cli if family == kind for name in adapter.key_env),
+                   *wire.key_env_if_set, *wire.key_sources) for kind, wire in families().items()}
 
 
 def child_environment(parent: Mapping[str, str], base_url: str, keys: Mapping[str, str],
                       token: str, key_env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The command's environment: every provider variable a CLI reads points at the proxy, every
-    key variable holds the placeholder key of its protocol, never a real key. ``key_env`` names
+    key variable holds the placeholder key of its kind, never a real key. ``key_env`` names
     more variables (a CLI config's own ``env_key``) to hold a kind's placeholder."""
-    env = {name: value for name, value in parent.items()
-           if not any(name in names for names in KEY_SOURCES.values())}
-    env.update({
-        # Anthropic-style clients: Claude Code (and the Anthropic SDKs)
-        "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": keys["anthropic"],
-        # OpenAI-style clients: the OpenAI SDKs, Codex, Qwen Code, opencode; Kimi CLI's own names
-        "OPENAI_BASE_URL": base_url + "/v1", "OPENAI_API_KEY": keys["openai"],
-        "KIMI_BASE_URL": base_url + "/v1", "KIMI_API_KEY": keys["openai"],
-        # Gemini CLI and the Google SDKs
-        "GOOGLE_GEMINI_BASE_URL": base_url, "GEMINI_API_KEY": keys["gemini"], "GOOGLE_API_KEY": keys["gemini"],
-        TOKEN_VAR: token,  # finds every process of the command, setsid'd or re-parented ones too
-    })
-    if "ANTHROPIC_AUTH_TOKEN" in parent:
-        env["ANTHROPIC_AUTH_TOKEN"] = keys["anthropic"]
+    sources = key_sources()
+    env = {name: value for name, value in parent.items() if not any(name in names for names in sources.values())}
+    named: list[tuple[dict[str, str], tuple[str, ...], str]] = [
+        (wire.base_url_env, wire.key_env, kind) for kind, wire in families().items()]
+    named += [(adapter.base_url_env, adapter.key_env, kind) for adapter, kind in _cli_variables()]
+    for base_env, key_names, kind in named:  # the SDKs' variables, then each CLI's own
+        env.update({name: base_url + path for name, path in base_env.items()})
+        env.update({name: keys[kind] for name in key_names})
+    env[TOKEN_VAR] = token  # finds every process of the command, setsid'd or re-parented ones too
+    for kind, wire in families().items():
+        env.update({name: keys[kind] for name in wire.key_env_if_set if name in parent})
     for name, kind in (key_env or {}).items():
         env[name] = keys[kind]
     return env
 
 
 def real_keys(parent: Mapping[str, str]) -> dict[str, str]:
-    return {kind: next((parent[n] for n in names if parent.get(n)), "") for kind, names in KEY_SOURCES.items()}
+    return {kind: next((parent[n] for n in names if parent.get(n)), "") for kind, names in key_sources().items()}
 
 
 @dataclass
@@ -195,8 +206,8 @@ async def run_metered(command: Sequence[str], meter: Meter, *, upstreams: Mappin
     proxy = MeteringProxy(port=port, log=lambda text: print(text, file=stderr, flush=True))
     base_url = await proxy.start()
     keys = real_keys(environ)
-    wanted = {**{k: DEFAULT_UPSTREAMS[k] for k in KINDS}, **(upstreams or {})}
-    routes = {kind: proxy.route(wanted[kind], keys[kind], meter, label=kind) for kind in KINDS}
+    wanted = {**{kind: wire.default_upstream for kind, wire in families().items()}, **(upstreams or {})}
+    routes = {kind: proxy.route(wanted[kind], keys[kind], meter, label=kind) for kind in kinds()}
     token = "meter-" + secrets.token_hex(8)
     env = child_environment(environ, base_url, {kind: route.key for kind, route in routes.items()}, token,
                             key_env)

@@ -1,20 +1,8 @@
 """Reading a model call's usage off its response bytes as they pass through the proxy.
 
 A :class:`UsageScanner` is fed every chunk of one response, in order, and never changes a
-byte. It knows where each protocol puts the call's usage (``wireusage`` knows what the
-numbers mean):
-
-- Chat Completions: the chunk with ``usage`` (the last chunk with ``include_usage``, or the
-  finishing chunk as DeepSeek and GLM send it), or ``choices[0].usage`` (Moonshot); a usage
-  object without prompt or completion counts (MiniMax's ``{"total_tokens": 0}`` on every
-  chunk) is a placeholder, not the call's figures; OpenRouter's ``usage.cost`` is what the
-  call was charged;
-- Anthropic Messages: ``message_start`` has the input figures and ``output_tokens: 1``,
-  ``message_delta`` the final, cumulative ones (merged over the start);
-- Responses: the ``response`` of ``response.completed`` / ``incomplete`` / ``failed``;
-- Gemini: ``usageMetadata``, on the chunk with a ``finishReason`` (or the last one seen
-  when the stream ends cleanly);
-- non-streaming answers: the same objects in one JSON body (Gemini: a JSON array of chunks).
+byte. It finds the SSE frames that may carry usage or an error; the response's protocol
+(``core/wire/``) says where in them its usage is and what the numbers mean.
 
 An error inside a 200 stream (Anthropic's ``event: error``, a chat chunk with ``error``,
 ``response.failed``) is kept as ``error``. A call counts only once its final figures are seen, the same rule by which the scripted
@@ -32,7 +20,7 @@ from typing import Any
 import orjson
 
 from ..usage import TokenUsage
-from ..wireusage import READERS, charged_usd
+from ..wire import get_protocol
 
 MAX_JSON_BODY = 32 << 20  # a non-streaming answer larger than this is passed on unread
 _USAGE_MARK = b'"usage'  # every usage-bearing frame has "usage..." or "usageMetadata" in it
@@ -73,17 +61,17 @@ class UsageScanner:
 
     def __init__(self, protocol: str, content_type: str = "", content_encoding: str = ""):
         self.protocol = protocol
-        self._read = READERS[protocol]
+        self.wire = get_protocol(protocol)
         self.sse = "text/event-stream" in content_type.lower()
         self.final: TokenUsage | None = None
         self._partial: TokenUsage | None = None
-        self._running: bytes | None = None  # Gemini: the last running-totals frame, parsed only if needed
+        self._running: bytes | None = None  # the last running-totals frame (Gemini), parsed only if needed
         self.unreadable: str | None = None  # why the usage could not be read, if so
         self.charged: Decimal | None = None  # what the provider says it charged (OpenRouter's cost)
         self.error: dict[str, Any] | None = None  # an error reported inside a 2xx answer
         self._buf = bytearray()
         self._data: list[bytes] = []  # data lines of the SSE event being read
-        self._start: dict[str, Any] = {}  # Anthropic message_start usage
+        self.memo: dict[str, Any] = {}  # what the protocol keeps between frames (Anthropic's message_start)
         self._changed = False
         encoding = content_encoding.lower().strip()
         self._inflate = zlib.decompressobj(47) if encoding in ("gzip", "deflate", "x-gzip") else None
@@ -98,9 +86,10 @@ class UsageScanner:
             running, self._running = self._running, None
             try:
                 obj = orjson.loads(running)
-                self._partial = self._read(obj["usageMetadata"])
-            except (orjson.JSONDecodeError, KeyError, TypeError):
-                pass
+            except orjson.JSONDecodeError:
+                obj = None
+            if isinstance(obj, dict):
+                self.wire.frame(self, obj)
         return self._partial
 
     # -- input ---------------------------------------------------------------------------------
@@ -133,11 +122,11 @@ class UsageScanner:
                 for line in bytes(self._buf).split(b"\n"):  # a last event without its blank line
                     self._line(line)
                 self._dispatch()
-                if self.final is None and self.partial is not None and self.protocol == "gemini":
-                    self._set_final(self.partial)  # its last running figures are the totals
+                if self.final is None and self.wire.totals_at_end and self.partial is not None:
+                    self.set_final(self.partial)  # its last running figures are the totals
         elif clean and self._buf:
             try:
-                self._whole(orjson.loads(self._buf))
+                self.wire.whole(self, orjson.loads(self._buf))
             except orjson.JSONDecodeError:
                 self.unreadable = "body is not JSON"
         self._buf = bytearray()
@@ -171,7 +160,7 @@ class UsageScanner:
         payload = data[0] if len(data) == 1 else b"\n".join(data)
         if not _has_mark(payload):
             return  # most frames: text deltas with nothing to read
-        if self.protocol == "gemini" and b'"finishReason"' not in payload and _ERROR_MARK not in payload:
+        if self.wire.holds_running_totals(payload):
             self._running = payload  # running totals repeated in every chunk: only the last one counts
             return
         try:
@@ -181,63 +170,19 @@ class UsageScanner:
         if isinstance(obj, dict):
             self._frame(obj)
 
-    # -- protocols -----------------------------------------------------------------------------
+    # -- what the protocol reports --------------------------------------------------------------
 
-    def _set_final(self, usage: TokenUsage) -> None:
+    def set_final(self, usage: TokenUsage) -> None:
+        """The call's final figures (they may come again, larger, later in the stream)."""
         if usage != self.final:
             self.final, self._changed = usage, True
 
-    def _chat_usage(self, obj: Mapping[str, Any]) -> None:
-        usage = obj.get("usage")
-        if not isinstance(usage, Mapping):
-            choices = obj.get("choices")
-            first = choices[0] if isinstance(choices, list) and choices else None
-            usage = first.get("usage") if isinstance(first, Mapping) else None
-        if not isinstance(usage, Mapping) or not (usage.get("prompt_tokens") or usage.get("completion_tokens")):
-            return  # no usage, or a placeholder
-        charged = charged_usd(usage)
-        if charged is not None:
-            self.charged = charged
-        self._set_final(self._read(usage))
+    def set_partial(self, usage: TokenUsage) -> None:
+        """Figures seen before the final ones: kept for the record, not the meter."""
+        self._partial, self._running = usage, None
 
     def _frame(self, obj: dict[str, Any]) -> None:
-        protocol = self.protocol
         error = stream_error(obj)
         if error is not None:
             self.error = error
-        if protocol == "chat":
-            self._chat_usage(obj)
-        elif protocol == "anthropic":
-            kind = obj.get("type")
-            if kind == "message_start":
-                usage = (obj.get("message") or {}).get("usage")
-                if isinstance(usage, Mapping):
-                    self._start = dict(usage)
-                    self._partial = self._read(self._start)
-            elif kind == "message_delta" and isinstance(obj.get("usage"), Mapping):
-                merged = {**self._start, **{k: v for k, v in obj["usage"].items() if v is not None}}
-                self._set_final(self._read(merged))
-        elif protocol == "responses":
-            response = obj.get("response")
-            if isinstance(response, Mapping) and isinstance(response.get("usage"), Mapping):
-                self._set_final(self._read(response["usage"]))
-        elif protocol == "gemini" and isinstance(obj.get("usageMetadata"), Mapping):
-            usage = self._read(obj["usageMetadata"])
-            candidates = obj.get("candidates") or []
-            if any(isinstance(c, Mapping) and c.get("finishReason") for c in candidates):
-                self._set_final(usage)
-            else:
-                self._partial, self._running = usage, None
-
-    def _whole(self, obj: Any) -> None:
-        """A complete non-streaming body."""
-        if self.protocol == "gemini":
-            chunks = obj if isinstance(obj, list) else [obj]
-            found = [c["usageMetadata"] for c in chunks if isinstance(c, Mapping)
-                     and isinstance(c.get("usageMetadata"), Mapping)]
-            if found:
-                self._set_final(self._read(found[-1]))
-        elif self.protocol == "chat" and isinstance(obj, Mapping):
-            self._chat_usage(obj)
-        elif isinstance(obj, Mapping) and isinstance(obj.get("usage"), Mapping):
-            self._set_final(self._read(obj["usage"]))
+        self.wire.frame(self, obj)

@@ -24,19 +24,10 @@ from collections.abc import Callable
 import aiohttp
 from aiohttp import web
 
+from ..wire import error_body, find_key, get_protocol, protocol_for
 from .calls import CallSink, ProxyCall, Route
 from .scan import UsageScanner
-from .wire import (
-    MAX_ERROR_BODY,
-    error_body,
-    find_key,
-    protocol_for,
-    read_error,
-    request_model,
-    response_headers,
-    upstream_headers,
-    upstream_query,
-)
+from .wire import MAX_ERROR_BODY, read_error, response_headers, upstream_headers, upstream_query
 
 KEY_PREFIX = "amp-"
 SHUTDOWN_TIMEOUT = 0.5
@@ -142,7 +133,7 @@ class MeteringProxy:
         body = await request.read()
         protocol = call.protocol
         if protocol is not None:
-            call.model = request_model(protocol, request.path, body)
+            call.model = get_protocol(protocol).request_model(request.path, body)
             refusal = route.sink.admit_call()
             if refusal is not None:
                 route.refused += 1
@@ -216,8 +207,7 @@ class MeteringProxy:
             call.error = {"status": 502, "type": "unreachable", "message": type(exc).__name__, "retry_after": None}
             self._log(f"proxy: {route.label}: {request.method} {request.path}: upstream failed: {type(exc).__name__}")
             return _json_error(protocol, 502, f"agentmeter proxy: the provider could not be reached "
-                                              f"({type(exc).__name__})", "api_error" if protocol == "anthropic"
-                               else None)
+                                              f"({type(exc).__name__})")
         finally:
             if scanner is not None:
                 call.partial = scanner.partial if not call.usage else None

@@ -1,11 +1,7 @@
-"""What the proxy needs to know of an HTTP request: which protocol a path speaks, where the
-caller put its API key, and how to swap that key for the real one in the same place.
-
-The key is looked for where the four protocols put it (``Authorization: Bearer``,
-``x-api-key``, ``x-goog-api-key``, ``api-key``, the ``key`` query parameter), in the same
-order as the scripted model server reads it. Error bodies come in the protocol's own shape
-(the scripted server's protocol classes render them), so a CLI surfaces a refusal the way it
-surfaces any error of its provider.
+"""What the proxy needs to know of an HTTP request and answer beyond its protocol: the
+headers and query to pass on (with the caller's key swapped for the real one in the same
+place) and a provider's error answer as recorded per call. Which protocol a path speaks,
+where its model and key are and its error shape are the protocol's (``core/wire/``).
 """
 
 from __future__ import annotations
@@ -18,52 +14,10 @@ from typing import Any
 import orjson
 from multidict import CIMultiDict
 
-from ..mockllm.anthropic import AnthropicMessages
-from ..mockllm.chat import ChatCompletions
-from ..mockllm.gemini import Gemini
-from ..mockllm.responses import Responses
-from ..mockllm.wire import Protocol
 
-PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (ChatCompletions(), AnthropicMessages(), Responses(), Gemini())}
-KEY_HEADERS = ("x-api-key", "x-goog-api-key", "api-key")
 # Never forwarded in either direction: they describe one hop, not the message.
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "trailers", "transfer-encoding", "upgrade", "host", "content-length"})
-
-
-def protocol_for(path: str) -> str | None:
-    """The protocol of a model-call path; None for everything else (token counts, model lists)."""
-    if path.endswith("/chat/completions"):
-        return "chat"
-    if path.endswith("/responses"):
-        return "responses"
-    if path.endswith("/messages"):
-        return "anthropic"
-    if "/models/" in path and path.endswith((":generateContent", ":streamGenerateContent")):
-        return "gemini"
-    return None
-
-
-def request_model(protocol: str | None, path: str, body: bytes) -> str | None:
-    """The model a call asks for: Gemini names it in the path, the others in the JSON body."""
-    if protocol == "gemini":
-        return path.rsplit("/models/", 1)[-1].split(":", 1)[0] or None
-    try:
-        data = orjson.loads(body) if body else None
-    except orjson.JSONDecodeError:
-        return None
-    model = data.get("model") if isinstance(data, dict) else None
-    return model if isinstance(model, str) else None
-
-
-def find_key(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
-    auth = headers.get("Authorization", "")
-    if auth[:7].lower() == "bearer ":
-        return auth[7:].strip() or None
-    for name in KEY_HEADERS:
-        if headers.get(name):
-            return headers[name]
-    return query.get("key") or None
 
 
 def upstream_headers(headers: Iterable[tuple[str, str]], key: str, real_key: str) -> CIMultiDict[str]:
@@ -90,10 +44,6 @@ def upstream_query(query: Iterable[tuple[str, str]], key: str, real_key: str) ->
 
 def response_headers(headers: Iterable[tuple[str, str]]) -> CIMultiDict[str]:
     return CIMultiDict((name, value) for name, value in headers if name.lower() not in HOP_BY_HOP)
-
-
-def error_body(protocol: str | None, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
-    return PROTOCOLS[protocol or "chat"].error_body(status, message, error_type)
 
 
 MAX_ERROR_BODY = 64 << 10  # an error answer's body is read for its type up to this size

@@ -1,4 +1,5 @@
-"""Reports: a :class:`Report` built from a store or from trial records, rendered as md/csv/json.
+"""Reports: a :class:`Report` built from a store or from trial records, rendered in a registered
+format (md, csv, json: :mod:`.formats`).
 
 ``report_from_store(store, suite_id, selection=..., rubric=..., subset=...)`` is what
 ``agentmeter report`` and the TUI's report screen call; ``report_from_records`` and
@@ -16,11 +17,12 @@ from .build import (
                     runs_from_store,
                     suite_settings,
 )
+from .formats import FORMATS, ReportFormat
 from .render import render, render_csv, render_json, render_markdown
 from .report import Report, RubricTable, config_name
 
 __all__ = [
-    "Report", "RubricTable", "TaskList", "build_report", "config_name", "read_task_list", "render", "render_csv",
-    "render_json", "render_markdown", "report_from_records", "report_from_store", "resolve_budgets",
-    "run_from_record", "runs_from_store", "suite_settings",
+    "FORMATS", "Report", "ReportFormat", "RubricTable", "TaskList", "build_report", "config_name",
+    "read_task_list", "render", "render_csv", "render_json", "render_markdown", "report_from_records",
+    "report_from_store", "resolve_budgets", "run_from_record", "runs_from_store", "suite_settings",
 ]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics.ams import DEFAULT_ALPHA, TABLE1, TierBudget, delta_best, score_configuration
+from ..metrics.intervals import DEFAULT_SEED, bootstrap, task_table
 from ..metrics.rubric import cell_medians, honesty_gate, standings, task_winners
 from ..metrics.runs import TIERS, Config, Run, Selection, select_runs
 from ..metrics.validation import rank_validation
@@ -54,13 +55,14 @@ def build_report(runs: Sequence[Run], *, suite: str, task_tiers: Mapping[str, st
                  configs: Sequence[Config] | None = None, scoring: Any | None = None, own: str | None = None,
                  selection: Selection = "latest", seed_prompt_hash: str | None = None,
                  scores: Mapping[int, float] | None = None, subset: Sequence[str] | None = None,
-                 subset_source: str | None = None) -> Report:
+                 subset_source: str | None = None, resamples: int = 0, seed: int = DEFAULT_SEED) -> Report:
     """The whole report.
 
     ``task_tiers``: the suite's tasks in order -> tier (default: the tasks seen in ``runs``,
     untiered). ``scoring``: a ``suites.Scoring`` (alpha, grids, tau, tiers) or None for the
     defaults. ``scores``: trial id -> latest rubric score, to add the rubric table (runs need
     ids; a float where reviewers' median falls between two points). ``subset``: task ids for rank validation against the full set.
+    ``resamples``: with a positive count, bootstrap intervals over tasks (seeded by ``seed``).
     """
     tiers: dict[str, str | None] = dict(task_tiers) if task_tiers is not None else {}
     for run in runs:
@@ -92,6 +94,9 @@ def build_report(runs: Sequence[Run], *, suite: str, task_tiers: Mapping[str, st
         winrates = {c: s.winrate for c, s in report.rubric.standings.items()}
         for row in rows:
             row.rubric_winrate = winrates.get(row.config)
+    if resamples > 0:
+        table = task_table(ordered, attempts, selected, tiers, budgets, alpha)
+        report.intervals = bootstrap(ordered, table, resamples, seed)
     if subset is not None:
         _check_subset(subset, tiers, subset_source)
         part = {t: tiers[t] for t in dict.fromkeys(subset)}
@@ -198,7 +203,8 @@ def suite_settings(row: Mapping[str, Any]) -> tuple[Any | None, str | None, Path
 
 def report_from_store(store: Any, suite_id: str | None = None, *, selection: Selection = "latest",
                       rubric: bool = False, subset: Sequence[str] | None = None, subset_source: str | None = None,
-                      scoring: Any | None = None, agreement: bool = False) -> Report:
+                      scoring: Any | None = None, agreement: bool = False, resamples: int = 0,
+                      seed: int = DEFAULT_SEED) -> Report:
     """A report on a suite of a store (the latest suite when ``suite_id`` is None)."""
     row = store.suite_row(suite_id)
     if row is None:
@@ -223,7 +229,7 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
         scores = agreed_scores(store, suite_id)
     report = build_report(runs, suite=suite_id, task_tiers=tiers, configs=configs, scoring=scoring, own=own,
                           selection=selection, seed_prompt_hash=row.get("seed_hash"), scores=scores,
-                          subset=subset, subset_source=subset_source)
+                          subset=subset, subset_source=subset_source, resamples=resamples, seed=seed)
     report.notes[:0] = notes
     report.notes += cost_notes(store.cost_checks(suite_id))
     sources = store.source_counts(suite_id, STATUSES)

@@ -1,4 +1,5 @@
-"""Render a :class:`Report` as Markdown, CSV or JSON.
+"""Render a :class:`Report` as Markdown, CSV or JSON (the formats registered first in
+:mod:`.formats`).
 
 Markdown follows seed 000's Table 2 (model shown once per group, best value per column in
 bold, arrows for the direction of each metric), then the budgets it used, the rubric,
@@ -17,6 +18,7 @@ import orjson
 from ..metrics.ams import ConfigScore
 from ..metrics.rubric import RUBRIC
 from ..metrics.runs import TIERS
+from .formats import FORMATS, ReportFormat
 from .report import Report, config_name
 
 DASH = "—"
@@ -59,7 +61,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> 
 
 
 # (header, value, formatter, higher is better) for the columns that get a best mark
-_COLUMNS: list[tuple[str, Callable[[ConfigScore], float | None], Callable, bool]] = [
+MAIN_COLUMNS: list[tuple[str, Callable[[ConfigScore], float | None], Callable, bool]] = [
     ("Tok/P ↓", lambda r: r.tokens_per_pass, fmt_tokens, False),
     ("USD/P ↓", lambda r: r.usd_per_pass, fmt_usd, False),
     ("S_E ↑", lambda r: r.tier_scores["easy"], fmt_score, True),
@@ -81,7 +83,7 @@ def _marked(rows: list[ConfigScore], get: Callable, fmt: Callable, higher: bool)
 def main_table(report: Report) -> list[str]:
     rows = report.configurations
     passes = _marked(rows, lambda r: r.passes, str, True)
-    columns = [_marked(rows, get, fmt, higher) for _h, get, fmt, higher in _COLUMNS]
+    columns = [_marked(rows, get, fmt, higher) for _h, get, fmt, higher in MAIN_COLUMNS]
     body, last_model = [], None
     for i, row in enumerate(rows):
         model = _md(row.model) if row.model != last_model else ""
@@ -89,8 +91,8 @@ def main_table(report: Report) -> list[str]:
         pass_cell = f"{passes[i]}/{row.n_tasks}"
         profile = "/".join(str(row.passes_by_tier[t]) for t in TIERS)
         body.append([model, _md(row.cli), pass_cell, profile, *(col[i] for col in columns)])
-    header = ["Model", "CLI", "Pass ↑", "P(E/M/H)", *(h for h, *_ in _COLUMNS)]
-    return _table(header, body, "llrl" + "r" * len(_COLUMNS))
+    header = ["Model", "CLI", "Pass ↑", "P(E/M/H)", *(h for h, *_ in MAIN_COLUMNS)]
+    return _table(header, body, "llrl" + "r" * len(MAIN_COLUMNS))
 
 
 def _budget_lines(report: Report) -> list[str]:
@@ -197,7 +199,8 @@ def render_markdown(report: Report) -> str:
     lines = [f"# AgentMeter report: {_md(report.suite)}", "",
              f"- Seed-prompt hash: `{report.seed_prompt_hash or 'unknown'}`",
              f"- Trial selection: `{report.selection}`, the {report.selection_text}",
-             f"- Tasks: {report.n_tasks} ({tiers}); alpha = {report.alpha:g}", ""]
+             f"- Tasks: {report.n_tasks} ({tiers}); alpha = {report.alpha:g}",
+             f"- Computed by agentmeter-tui {report.tool_version}", ""]
     lines += main_table(report)
     lines += ["", "Bold marks the best value per column. Tok/P and USD/P sum every attempted run "
               "(infra-invalid retries included) over the passes among them.", ""]
@@ -210,9 +213,43 @@ def render_markdown(report: Report) -> str:
         lines += _validation_lines(report)
     if report.funnel:
         lines += _funnel_lines(report)
+    if report.intervals is not None:
+        lines += _interval_lines(report)
     if report.notes:
         lines += ["## Notes", "", *(f"- {n}" for n in report.notes), ""]
     return "\n".join(lines)
+
+
+def _bounds(interval, fmt: Callable) -> str:
+    if interval.low is None and interval.high is None:
+        return DASH
+    return f"[{fmt(interval.low)}, {'∞' if interval.high is None else fmt(interval.high)}]"
+
+
+def _interval_lines(report: Report) -> list[str]:
+    """Per configuration the 95 % intervals, how often it ranks first and in the top three, and its
+    AMS against the best configuration's on the same resampled tasks."""
+    iv = report.intervals
+    rows = []
+    ranked = sorted(report.configurations, key=lambda r: -(r.ams if r.ams is not None else -1))
+    best = ranked[0].config if ranked else None
+    for r in report.configurations:
+        c = r.config
+        versus = DASH
+        if best is not None and c != best:
+            cmp = iv.compare(c, best)
+            versus = f"{_bounds(cmp.difference, fmt_score)} ({cmp.a_ahead * 100:.0f} % ahead)"
+        rows.append([_md(r.model), _md(r.cli), _bounds(iv.bounds["passes"][c], lambda v: f"{v:g}"),
+                     _bounds(iv.bounds["usd_per_pass"][c], fmt_usd), _bounds(iv.bounds["ams"][c], fmt_score),
+                     f"{iv.first[c] * 100:.1f}", f"{iv.top3[c] * 100:.1f}", versus])
+    best_name = config_name(best) if best else DASH
+    return ["## Intervals", "",
+            f"{iv.level * 100:g} % percentile bootstrap intervals over tasks (resampled within their tier), "
+            f"{iv.resamples} resamples, seed {iv.seed}. P(1st) and P(top 3): share of resamples in which the "
+            f"configuration's AMS is the highest (ties count for each) and at most two are higher. "
+            f"vs best: the AMS difference to {_md(best_name)} on the same resampled tasks.", "",
+            *_table(["Model", "CLI", "Pass", "USD/P", "AMS", "P(1st) %", "P(top 3) %", "AMS vs best"], rows,
+                    "llrrrrrr"), ""]
 
 
 FUNNEL_COLUMNS = (("build", "Build"), ("exec", "Exec"), ("side_effects", "SideFx"), ("exact", "Exact"),
@@ -280,6 +317,15 @@ def render_csv(report: Report) -> str:
         writer.writerow([])
         writer.writerow(["Spearman", "Kendall tau-b", "AMS MAE", "Top-1 preserved", "Top-3 preserved"])
         writer.writerow([_num(v.spearman), _num(v.kendall), _num(v.mae), v.top1_preserved, v.top3_preserved])
+    if report.intervals is not None:
+        iv = report.intervals
+        writer.writerow([])
+        writer.writerow(["Model", "CLI", *(f"{s}_{end}" for s in ("Pass", "USD/P", "AMS") for end in ("low", "high")),
+                         "P_first", "P_top3"])
+        for c in iv.configs:
+            bounds = [iv.bounds[s][c] for s in ("passes", "usd_per_pass", "ams")]
+            writer.writerow([*c, *(_num(v) for b in bounds for v in (b.low, b.high)), _num(iv.first[c]),
+                             _num(iv.top3[c])])
     if report.funnel:
         writer.writerow([])
         writer.writerow(["Model", "CLI", "Trials", *(label for _, label in FUNNEL_COLUMNS), "Runtime ratio"])
@@ -293,10 +339,27 @@ def render_json(report: Report, detail: bool = False) -> str:
     return orjson.dumps(report.to_dict(detail), option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
-RENDERERS = {"md": render_markdown, "csv": render_csv, "json": render_json}
+class MarkdownFormat(ReportFormat):
+    name = "md"
+
+    def render(self, report: Report, *, detail: bool = False) -> str:
+        return render_markdown(report)
+
+
+class CsvFormat(ReportFormat):
+    name = "csv"
+
+    def render(self, report: Report, *, detail: bool = False) -> str:
+        return render_csv(report)
+
+
+class JsonFormat(ReportFormat):
+    name = "json"
+
+    def render(self, report: Report, *, detail: bool = False) -> str:
+        return render_json(report, detail)
 
 
 def render(report: Report, fmt: str, detail: bool = False) -> str:
-    if fmt == "json":
-        return render_json(report, detail)
-    return RENDERERS[fmt](report)
+    """``report`` in the registered format ``fmt`` (:data:`.formats.FORMATS`)."""
+    return FORMATS.get(fmt)().render(report, detail=detail)

@@ -15,8 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import __version__
 from ..metrics.agreement import Agreement
 from ..metrics.ams import ConfigScore, TierBudget
+from ..metrics.intervals import Intervals
 from ..metrics.rubric import GateResult, Standing
 from ..metrics.runs import SELECTIONS, TIERS, Config
 from ..metrics.validation import RankValidation
@@ -74,6 +76,8 @@ class Report:
     validation_source: str | None = None
     notes: list[str] = field(default_factory=list)
     funnel: list[dict[str, Any]] | None = None  # the differential funnel per configuration, where tasks have one
+    intervals: Intervals | None = None  # bootstrap intervals over tasks, when asked for
+    tool_version: str = __version__  # which agentmeter-tui computed it: part of the methodology
 
     @property
     def n_tasks(self) -> int:
@@ -92,6 +96,7 @@ class Report:
     def to_dict(self, detail: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
             "suite": self.suite,
+            "tool_version": self.tool_version,
             "seed_prompt_hash": self.seed_prompt_hash,
             "selection": self.selection,
             "alpha": self.alpha,
@@ -106,6 +111,8 @@ class Report:
             out["validation"] = _validation_dict(self.validation, self.validation_source)
         if self.funnel:
             out["differential_funnel"] = self.funnel
+        if self.intervals is not None:
+            out["intervals"] = self.intervals.to_dict()
         if self.notes:
             out["notes"] = list(self.notes)
         return out

@@ -168,10 +168,11 @@ class RunContext:
         """Send the trial's model calls through the metering proxy: the CLI gets the proxy's URL
         and a key of its own; the real key stays in the proxy's memory. A provider with
         ``calls_per_minute`` gets one limiter that all its trials' routes share."""
-        from ..proxy import DEFAULT_UPSTREAMS
         from ..proxy.limits import CallRate
+        from ..wire import provider_kinds
 
-        upstream = upstream or DEFAULT_UPSTREAMS.get(kind, "")
+        protocol = provider_kinds().get(kind)
+        upstream = upstream or (protocol.default_upstream if protocol is not None else "")
         if not upstream:
             raise RuntimeError(f"provider kind '{kind}' has no base_url for the metering proxy to call")
         cap = self.suite.spec.providers[provider_name].calls_per_minute

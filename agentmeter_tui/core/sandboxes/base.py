@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..registry import load
+
 if TYPE_CHECKING:
     import asyncio
 
     from ..suites import Suite, Task
+    from .hostcheck import HostCheck
 
 # (stream name, complete lines without their newline). Called on the runner's event loop.
 # Returns None, or a future that the sandbox waits for before it reads more of the agent's
@@ -117,9 +120,22 @@ class SandboxSession(ABC):
 
 
 class Sandbox(ABC):
-    """A kind of sandbox. ``open`` makes a fresh session for one trial."""
+    """A kind of sandbox. ``open`` makes a fresh session for one trial.
+
+    A kind also says what the rest of agentmeter needs of it, so that nothing outside its
+    package names it: its differential-testing side, whether it gives a task Harbor's
+    container contract, its hosts' checks and what its dead runners leave behind.
+    """
 
     name: ClassVar[str]
+    # "module:Class" of the differential verifier's sides in this kind of sandbox: the class's
+    # ``for_session(session)`` gives the executor factory of a trial's oracle and candidate
+    # (see difftest/executor.py). None: a trial's tool runs on the runner's machine only when
+    # its task says ``run_on = "runner"``.
+    differential_side: ClassVar[str | None] = None
+    # Whether a task written for Harbor (its tests write /logs/verifier/reward.*, as root in
+    # a container) runs here as Harbor runs it.
+    harbor_contract: ClassVar[bool] = False
 
     def __init__(self, suite: Suite, settings: dict[str, Any] | None = None):
         self.suite = suite
@@ -137,3 +153,23 @@ class Sandbox(ABC):
 
     async def close(self) -> None:
         """Release shared resources (connections, networks) when the runner stops."""
+
+    async def check_hosts(self) -> list[HostCheck]:
+        """The checks of this sandbox's hosts for ``agentmeter doctor`` and ``hosts check`` (none:
+        this machine)."""
+        return []
+
+    @classmethod
+    def differential_sides(cls) -> Any | None:
+        """The class named by ``differential_side``, imported now; None when the kind has none."""
+        return load(cls.differential_side) if cls.differential_side else None
+
+    @classmethod
+    def clean_leftovers(cls, suite: Suite | None) -> list[HostCheck]:
+        """Remove what runners that are gone left in this kind of sandbox (``agentmeter doctor
+        --clean``), one check per place cleaned. Blocking.
+
+        ``suite`` is the suite doctor checks (None without one), whatever its kind: a kind
+        cleans the suite's hosts when the suite uses it, and this machine otherwise.
+        """
+        return []

@@ -141,23 +141,4 @@ async def check_suite_hosts(suite: Suite) -> list[HostCheck]:
     from . import SANDBOXES
 
     kind = suite.spec.sandbox.kind
-    if kind == "local":
-        return []
-    sandbox = SANDBOXES.get(kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
-    config = sandbox.config
-    checks: list[HostCheck] = []
-    if kind == "ssh":
-        for host in config.hosts:
-            checks.extend(await check_ssh_host(host, suite, config.known_hosts))
-    elif kind == "docker":
-        for entry in config.entries():
-            checks.extend(await asyncio.to_thread(check_docker_engine, entry.url, suite, key=entry.key,
-                                                  known_hosts=entry.known_hosts, clis=config.clis))
-    elif kind == "swarm":
-        found = await asyncio.to_thread(check_docker_engine, config.engine, None, key=config.key,
-                                        known_hosts=config.known_hosts, clis="image")
-        checks.extend(found)
-        if found and found[0].ok and not any("(manager)" in c.detail for c in found):
-            checks.append(HostCheck(f"docker {config.engine or 'local'}: swarm", False,
-                                    "not a swarm manager", "docker swarm init (or name a manager in engine)"))
-    return checks
+    return await SANDBOXES.get(kind)(suite, suite.spec.sandbox.model_dump(exclude={"kind"})).check_hosts()

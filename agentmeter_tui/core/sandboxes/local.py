@@ -2,17 +2,17 @@
 temporary root on this machine; the agent runs in its own session with a clean environment,
 and every process of the trial (verifier included) in the trial's cgroup (:mod:`..cgroups`).
 
-Trial folders live under a folder of the runner that made them (``r<pid>-<start time>``), so
+A trial folder's name carries the runner that made it (``t<id>-r<pid>-<start time>-...``), so
 the next runner removes what one killed with kill -9 left, and leaves a live one's alone.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import itertools
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import cgroups, procs
 from ..lines import LineSplitter
+from .hostcheck import HostCheck
 from .base import (
     AgentHandle,
     ExecResult,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from ..suites import Task
 
 _STREAMS = {1: "stdout", 2: "stderr"}
+OWNER = re.compile(r"t\d+-r(\d+-\d+)-")  # the runner in a trial folder's name
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -220,14 +222,28 @@ class LocalSession(SandboxSession):
 
 class LocalSandbox(Sandbox):
     name = "local"
+    differential_side = "agentmeter_tui.core.difftest.executor:LocalExecutor"
 
     def __init__(self, suite: Any, settings: dict[str, Any] | None = None):
         super().__init__(suite, settings)
-        root = self.settings.get("root") or os.environ.get("AGENTMETER_SANDBOX_ROOT")
-        base = Path(root) if root else Path(tempfile.gettempdir()) / "agentmeter"
-        self.root = base / f"r{cgroups.owner_key()}"
+        self.root = _base(self.settings)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.removed = remove_dead_owners(base)
+        self.removed = remove_dead_owners(self.root)
+
+    @classmethod
+    def clean_leftovers(cls, suite: Any) -> list[HostCheck]:
+        """This machine's process groups of runners and meters that are gone (whatever the suite's
+        kind: every one of them runs its processes here), and the local trial folders they left."""
+        if cgroups.hierarchy() is None:
+            checks = [HostCheck("clean processes", None, cgroups.describe())]
+        else:
+            groups, killed = cgroups.clean_leftovers()
+            checks = [HostCheck("clean processes", True, f"{killed} process(es) in {groups} group(s) of runners "
+                                "that are gone" if groups else "nothing left behind")]
+        local = suite is not None and suite.spec.sandbox.kind == cls.name
+        folders = remove_dead_owners(_base(suite.spec.sandbox.model_dump() if local else {}))
+        return [*checks, HostCheck("clean trial folders", True, f"{len(folders)} folder(s) of runners that are gone"
+                                   if folders else "nothing left behind")]
 
     async def open(self, task: Task, trial_id: int, token: str) -> LocalSession:
         seed = task.workspace_seed
@@ -236,12 +252,8 @@ class LocalSandbox(Sandbox):
             return self._open(task, trial_id, token)
         return await asyncio.to_thread(self._open, task, trial_id, token)
 
-    async def close(self) -> None:
-        with contextlib.suppress(OSError):  # kept workspaces keep it
-            self.root.rmdir()
-
     def _open(self, task: Task, trial_id: int, token: str) -> LocalSession:
-        root = Path(tempfile.mkdtemp(prefix=f"t{trial_id}-", dir=self.root))
+        root = Path(tempfile.mkdtemp(prefix=f"t{trial_id}-r{cgroups.owner_key()}-", dir=self.root))
         seed = task.workspace_seed
         if seed is not None:
             shutil.copytree(seed, root / "workspace", symlinks=True)
@@ -253,9 +265,15 @@ class LocalSandbox(Sandbox):
         return LocalSession(root, token, cgroups.new_group(token) if self.settings.get("processes", True) else None)
 
 
+def _base(settings: dict[str, Any]) -> Path:
+    root = settings.get("root") or os.environ.get("AGENTMETER_SANDBOX_ROOT")
+    return Path(root) if root else Path(tempfile.gettempdir()) / "agentmeter"
+
+
 def remove_dead_owners(base: Path) -> list[Path]:
     """Trial folders of runners that are gone (killed with kill -9): removed, and named."""
-    gone = [folder for folder in base.glob("r*-*") if folder.is_dir() and not cgroups.owner_alive(folder.name[1:])]
+    gone = [folder for folder in base.glob("t*-r*-*-*")
+            if (owner := OWNER.match(folder.name)) and folder.is_dir() and not cgroups.owner_alive(owner[1])]
     for folder in gone:
         shutil.rmtree(folder, ignore_errors=True)
     return gone

@@ -71,3 +71,18 @@ def write_score(conn: sqlite3.Connection, trial_id: int, score: int, reviewer: s
     if not outer:
         conn.commit()
     return ScoreRow(pk, trial_id, score, note, reviewer, now, role, blind_mark)
+
+
+def trial_choices(path: str | Path, limit: int = 2000) -> list[tuple[int, str]]:
+    """Trial ids with a short description, newest first, for shell completion. Opened read-only
+    and never migrated: a completion must not write, wait on a lock, or fail loudly."""
+    try:
+        conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=0.2)
+        try:
+            rows = conn.execute("select id, task_id, model, cli, status from trials order by id desc limit ?",
+                                [limit]).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    return [(row[0], f"{row[1]} {row[2]}/{row[3]} {row[4]}") for row in rows]

@@ -10,8 +10,8 @@ Task authors write, in ``task.toml``::
     oracle = "tests/oracle"
 
 The agent's finished workspace (or its ``tool_dir``) is the candidate. Both sides are built
-and run by the executor of the trial's sandbox (``EXECUTORS``: on this machine for a local
-trial, in containers of the trial's image for a docker one); a sandbox without an executor
+and run by the executor of the trial's sandbox (its kind's ``differential_side``: on this machine
+for a local trial, in containers of the trial's image for a docker one); a sandbox without one
 gets an infra error unless the task says ``run_on = "runner"``. Quality R is the chosen
 funnel metric (``metric``, default Fuzzy); the trial passes when the candidate builds and R
 reaches ``pass_threshold``. ``details`` holds the whole funnel (see :mod:`..difftest.funnel`).
@@ -29,7 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..difftest import CommandJudge, OracleError, ToolCommand, evaluate, load_cases, render_text
 from ..difftest.evaluate import ExecutorFactory
-from ..difftest.executor import EXECUTORS, LocalExecutor, SideError
+from ..difftest.executor import LocalExecutor, SideError
+from ..sandboxes import SANDBOXES
 from ..tomlerrors import InputError
 from .base import Verifier, VerifierResult
 
@@ -85,7 +86,8 @@ class DifferentialVerifier(Verifier):
         settings = self.settings
         sandbox = getattr(getattr(session, "slot", None), "sandbox", "local")
         kind = "local" if settings.run_on == "runner" else sandbox
-        if kind not in EXECUTORS:
+        kind_cls = SANDBOXES.get(kind) if kind in SANDBOXES else None
+        if kind_cls is None or kind_cls.differential_side is None:
             message = (f"the differential verifier cannot build and run the agent's tool in a {sandbox} "
                        f"sandbox, and runs it on the runner's machine only when the task's [verifier] "
                        f"says run_on = \"runner\"")
@@ -93,7 +95,7 @@ class DifferentialVerifier(Verifier):
         scratch = Path(tempfile.mkdtemp(prefix="agentmeter-diff-"))
         try:
             try:
-                executor = await EXECUTORS.get(kind).for_session(session)
+                executor = await kind_cls.differential_sides().for_session(session)
             except Exception as exc:  # noqa: BLE001 - an engine or its SDK failing: our side, whatever it raised
                 message = f"the differential verifier's {kind} sides could not be prepared: {exc}"
                 return VerifierResult(False, 0.0, message, infra_error=message)

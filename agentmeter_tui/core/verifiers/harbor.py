@@ -92,8 +92,10 @@ class HarborVerifier(Verifier):
 
     async def verify(self, session: SandboxSession) -> VerifierResult:
         if not getattr(session, "harbor", False):
+            from ..sandboxes import harbor_kinds, kind_choice
+
             return VerifierResult(False, 0.0, infra_error=f"task '{self.task.id}' follows Harbor's contract, "
-                                  "which needs a container sandbox (kind = \"docker\" or \"swarm\")")
+                                  f"which needs a container sandbox: {kind_choice(harbor_kinds())}")
         timeout = self.task.verifier.timeout_sec
         tests = self.task.tests_dir
         if tests is None or not (tests / "test.sh").is_file():

@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Static
 
 from ...core.charts import heatmap_data, scatter_data, tier_profile_data
 from ...core.metrics.runs import TIERS
-from ...core.reporting.render import _COLUMNS as MARKDOWN_COLUMNS
+from ...core.reporting.render import MAIN_COLUMNS
 from ...core.reporting.render import fmt_median, fmt_score
 from ..data import report
 from ..widgets.charts import AmsHeatmap, PassCostPlot, TierProfile
@@ -27,7 +27,7 @@ from .base import SessionScreen
 
 # (header, value of a ConfigScore, formatter, higher is better): the columns `agentmeter report`
 # prints, so the screen and the Markdown table never disagree, plus the rubric winrate.
-TABLE2 = (*MARKDOWN_COLUMNS, ("WR ↑", lambda r: r.rubric_winrate, fmt_score, True))
+TABLE2 = (*MAIN_COLUMNS, ("WR ↑", lambda r: r.rubric_winrate, fmt_score, True))
 
 
 def best_cells(values: list[float | None], fmt: Callable, higher: bool) -> list[Text]:
@@ -61,11 +61,15 @@ class ReportScreen(SessionScreen):
     REFRESH_SECONDS = 5.0
     BINDINGS = [Binding("s", "selection", "Latest/median", id="selection",
                         tooltip="Switch the trial-selection rule: latest completed trial or median trial"),
+                Binding("i", "intervals", "Intervals", id="intervals",
+                        tooltip="Show or hide 95% bootstrap intervals over tasks and how often each is first"),
                 Binding("ctrl+r", "reload", "Reload", id="reload", tooltip="Build the report again from the store")]
+    RESAMPLES = 2000
 
     def __init__(self) -> None:
         super().__init__(id="report-screen")
         self.selection = "latest"
+        self.intervals = False
         self.report = None
         self._version = -1
 
@@ -99,6 +103,10 @@ class ReportScreen(SessionScreen):
         self.selection = "median" if self.selection == "latest" else "latest"
         self.action_reload()
 
+    def action_intervals(self) -> None:
+        self.intervals = not self.intervals
+        self.action_reload()
+
     def action_reload(self) -> None:
         self._version = self.session.grid.finished_version
         self.run_worker(self._load, group="report", exclusive=True, exit_on_error=False)
@@ -108,7 +116,8 @@ class ReportScreen(SessionScreen):
             self.query_one("#report-title", Static).update("Report · no suite in this store yet")
             return
         try:
-            built = await self.session.store.call(report, self.session.suite_id, self.selection)
+            built = await self.session.store.call(report, self.session.suite_id, self.selection,
+                                                  self.RESAMPLES if self.intervals else 0)
         except Exception as exc:  # a report that cannot be built says why instead of crashing the app
             self.query_one("#report-title", Static).update(f"Report unavailable: {escape(str(exc))}")
             return
@@ -136,8 +145,20 @@ class ReportScreen(SessionScreen):
         table = self.query_one("#table2", DataTable)
         table.clear(columns=True)
         rows = rep.configurations
-        table.add_columns("Model", "CLI", "Pass", "P(E/M/H)", *(h for h, *_ in TABLE2))
+        iv = rep.intervals
+        extra = ("Pass 95% CI", "AMS 95% CI", "P(1st)") if iv is not None else ()
+        table.add_columns("Model", "CLI", "Pass", "P(E/M/H)", *(h for h, *_ in TABLE2), *extra)
         columns = [best_cells([get(r) for r in rows], fmt, higher) for _, get, fmt, higher in TABLE2]
+        if iv is not None:
+            def span(name: str, fmt: Callable) -> list[Text]:
+                out = []
+                for r in rows:
+                    b = iv.bounds[name][r.config]
+                    out.append(Text("—" if b.low is None else f"{fmt(b.low)}–{'∞' if b.high is None else fmt(b.high)}",
+                                    justify="right"))
+                return out
+            columns += [span("passes", lambda v: f"{v:g}"), span("ams", fmt_score),
+                        [Text(f"{iv.first[r.config] * 100:.0f}%", justify="right") for r in rows]]
         passes = best_cells([r.passes for r in rows], str, True)
         last_model = None
         for i, row in enumerate(rows):

@@ -1,6 +1,6 @@
 """The six agent CLIs' own session stores as trials (``agentmeter import sessions``).
 
-One reader per CLI, looked up by the adapter's name and imported lazily. A session becomes one
+One reader per CLI, named by its adapter (``session_reader``) and imported when used. A session becomes one
 trial of the suite ``sessions-CLI-HOST``: its project folder's name is the task, the transcript
 and the five token classes come from the CLI's files, and the status is ``failed`` with reason
 ``unverified`` (a session has no verifier; a reviewer scores it 0-3), or ``errored`` when the
@@ -15,28 +15,26 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-from ...registry import LazyRegistry
+from ...harnesses import ADAPTERS
+from ...registry import UnknownName, load
 from ..trials import ImportedTrial, Skipped
 from .base import BadSession, SessionReader, parse_ts
 
-READERS: LazyRegistry[SessionReader] = LazyRegistry("session reader", {
-    "claude-code": "agentmeter_tui.core.interop.sessions.claude:ClaudeSessions",
-    "codex": "agentmeter_tui.core.interop.sessions.codex:CodexSessions",
-    "gemini-cli": "agentmeter_tui.core.interop.sessions.gemini:GeminiSessions",
-    "qwen-code": "agentmeter_tui.core.interop.sessions.qwen:QwenSessions",
-    "kimi-cli": "agentmeter_tui.core.interop.sessions.kimi:KimiSessions",
-    "opencode": "agentmeter_tui.core.interop.sessions.opencode:OpencodeSessions",
-})
+def session_clis() -> list[str]:
+    """The adapters whose CLI keeps a session store we can read."""
+    return [name for name in ADAPTERS.names() if ADAPTERS.get(name).session_reader]
+
+
+def reader_class(cli: str) -> type[SessionReader]:
+    target = ADAPTERS.get(cli).session_reader if cli in ADAPTERS else None
+    if not target:
+        raise UnknownName(f"no session reader for '{cli}'; known: {', '.join(session_clis())}")
+    return load(target)
 
 
 def default_path(cli: str, home: Path | None = None) -> Path:
-    """The CLI's store under ``home`` (default: the user's home; Codex honours ``$CODEX_HOME``)."""
-    import os
-
-    reader = READERS.get(cli)
-    if cli == "codex" and home is None and os.environ.get("CODEX_HOME"):
-        return Path(os.environ["CODEX_HOME"]) / "sessions"
-    return (home or Path.home()) / reader.home_path
+    """The CLI's store under ``home`` (default: the user's home, or where the CLI's variable says)."""
+    return reader_class(cli).default_root(home)
 
 
 def default_suite(cli: str) -> str:
@@ -46,7 +44,7 @@ def default_suite(cli: str) -> str:
 def read_sessions(cli: str, root: Path, suite: str | None = None, since: datetime | None = None,
                   project: str | None = None, known: set[str] | None = None
                   ) -> Iterator[ImportedTrial | Skipped | str]:
-    reader = READERS.get(cli)()
+    reader = reader_class(cli)()
     suite = suite or default_suite(cli)
     wanted = str(Path(project).resolve()) if project else None
     cutoff = since.timestamp() if since else None

@@ -127,6 +127,11 @@ class SessionReader(ABC):
     cli: ClassVar[str]
     home_path: ClassVar[str]  # the store under the user's home
 
+    @classmethod
+    def default_root(cls, home: Path | None = None) -> Path:
+        """Where the store is when no path is given: under ``home`` (default: the user's)."""
+        return (home or Path.home()) / cls.home_path
+
     @abstractmethod
     def sources(self, root: Path) -> Iterator[SessionSource]: ...
 

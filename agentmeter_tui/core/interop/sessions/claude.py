@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ...harnesses.claude_code import SYNTHETIC, ClaudeCodeParser, block_events, user_events
 from ...vocab import EventKind
-from ...wireusage import from_anthropic
+from ...wire.anthropic import from_anthropic
 from ..cli_logs import imported
 from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
 

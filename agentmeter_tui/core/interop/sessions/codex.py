@@ -5,6 +5,7 @@ line: ``session_meta`` (id, cwd, CLI version), ``turn_context`` (model), ``respo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,13 @@ from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
 class CodexSessions(SessionReader):
     cli = "codex"
     home_path = ".codex/sessions"
+
+    @classmethod
+    def default_root(cls, home: Path | None = None) -> Path:
+        """Codex honours ``$CODEX_HOME`` (when no other home is given)."""
+        if home is None and os.environ.get("CODEX_HOME"):
+            return Path(os.environ["CODEX_HOME"]) / "sessions"
+        return super().default_root(home)
 
     def sources(self, root: Path) -> Iterator[SessionSource]:
         for path in sorted(root.glob("*/*/*/rollout-*.jsonl")):

@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 
 import psutil
 
+from ...extras import MissingExtra, require
+
 T = TypeVar("T")
 
 MANAGED = "agentmeter.managed"
@@ -26,7 +28,7 @@ RUNNER = "agentmeter.runner"  # "<hostname>:<pid>:<start time>" of the runner th
 TRIAL = "agentmeter.trial"  # the trial's token
 TRIAL_ID = "agentmeter.trial-id"
 SUITE = "agentmeter.suite"
-DIFFTEST = "agentmeter.difftest"  # a differential test side's container or committed image (difftest/dockerside.py)
+DIFFTEST = "agentmeter.difftest"  # a differential test side's container or committed image (docker/difftest.py)
 API_VERSION = "1.41"  # Docker 20.10, the oldest engine we promise to drive
 POOL = 64
 
@@ -57,10 +59,12 @@ def lost(name: str, exc: BaseException) -> BaseException:
 
 def engine_errors() -> tuple[type[BaseException], ...]:
     """What a call to an engine raises when the engine refuses or is gone (for ``except``)."""
-    from docker.errors import DockerException
-    from requests.exceptions import RequestException
-
-    return (DockerException, RequestException, OSError)
+    try:
+        from docker.errors import DockerException
+        from requests.exceptions import RequestException
+    except ModuleNotFoundError:  # the docker extra is not installed: connect() says so
+        return (MissingExtra, OSError)
+    return (DockerException, RequestException, OSError, MissingExtra)
 
 
 def _keyed_ssh_adapter(base_url: str, key: str | None, known_hosts: str | None, timeout: int) -> Any:
@@ -85,7 +89,7 @@ def _keyed_ssh_adapter(base_url: str, key: str | None, known_hosts: str | None, 
 def connect(url: str | None = None, *, key: str | None = None, known_hosts: str | None = None,
             timeout: int = 120) -> Any:
     """A ``docker.DockerClient`` for ``url`` (None: the environment's engine). Blocking."""
-    import docker
+    docker = require("docker")
 
     try:
         if url is None:

@@ -30,22 +30,25 @@ from typing import TYPE_CHECKING, Any
 from ...clisbundle import Manifest, load_manifest
 from ...paths import default_clis_root
 from ...run.placement import Host, Placement
-from ..base import Sandbox, TrialSlot
+from ..base import TrialSlot
 from ..common import HostWatch, load_settings, shipped_files
+from ..hostcheck import HostCheck, check_docker_engine
 from ..local import LocalSandbox
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
 from .containers import ISOLATED_NETWORK, ROOT, ContainerFactory, DockerSettings, sweep
 from .harbor import ContractCache, open_network, run_as, unenforced
 from .images import ImageError, ImageResolver
+from .leftovers import EngineSandbox, EngineTarget
 from .session import ContainerSession, check_bundle, chown_tree
 
 if TYPE_CHECKING:
     from ...suites import Task
 
-class DockerSandbox(Sandbox):
+class DockerSandbox(EngineSandbox):
     name = "docker"
     Settings = DockerSettings
+    cleans_this_machine = True  # this machine's engine, where swarm services may be left too
 
     def __init__(self, suite: Any, settings: dict[str, Any] | None = None):
         super().__init__(suite, settings)
@@ -67,6 +70,16 @@ class DockerSandbox(Sandbox):
 
     def capacity(self) -> int:
         return self.placement.total_slots()
+
+    def engine_targets(self) -> list[EngineTarget]:
+        return [(e.url, e.key, e.known_hosts) for e in self.config.entries()]
+
+    async def check_hosts(self) -> list[HostCheck]:
+        checks: list[HostCheck] = []
+        for entry in self.config.entries():
+            checks.extend(await asyncio.to_thread(check_docker_engine, entry.url, self.suite, key=entry.key,
+                                                  known_hosts=entry.known_hosts, clis=self.config.clis))
+        return checks
 
     async def engine(self, name: str) -> engines.Engine:
         async with self._connect_lock:
@@ -218,8 +231,6 @@ class DockerSandbox(Sandbox):
         return self._local_files
 
     async def close(self) -> None:
-        if self._local_files is not None:
-            await self._local_files.close()
         await self.watch.close()
         await self.containers.close(self.engines)
         for engine in self.engines.values():  # what an engine that was gone for a while kept

@@ -40,17 +40,18 @@ from ..base import (
     KillPolicy,
     LaunchSpec,
     OutputCallback,
-    Sandbox,
     SandboxSession,
     TrialSlot,
 )
 from ..common import HostWatch, Settings, load_settings, map_argv, resolve_path, shipped_files, trial_env
+from ..hostcheck import HostCheck, check_docker_engine
 from ..local import LocalSession
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
 from .containers import sweep
 from .harbor import ContractCache
 from .images import HOST_IMAGE, ImageError, ImageResolver
+from .leftovers import EngineSandbox, EngineTarget
 from .rootfs import AGENT_UID
 from .session import check_bundle
 from .swarmharbor import SwarmHarborSession
@@ -79,7 +80,7 @@ class SwarmSettings(Settings):
     _paths = field_validator("key", "known_hosts")(resolve_path)
 
 
-class SwarmSandbox(Sandbox):
+class SwarmSandbox(EngineSandbox):
     name = "swarm"
     Settings = SwarmSettings
 
@@ -98,6 +99,18 @@ class SwarmSandbox(Sandbox):
 
     def capacity(self) -> int:
         return self.config.slots
+
+    def engine_targets(self) -> list[EngineTarget]:
+        return [(self.config.engine, self.config.key, self.config.known_hosts)]
+
+    async def check_hosts(self) -> list[HostCheck]:
+        config = self.config
+        found = await asyncio.to_thread(check_docker_engine, config.engine, None, key=config.key,
+                                        known_hosts=config.known_hosts, clis="image")
+        if found and found[0].ok and not any("(manager)" in c.detail for c in found):
+            found.append(HostCheck(f"docker {config.engine or 'local'}: swarm", False,
+                                   "not a swarm manager", "docker swarm init (or name a manager in engine)"))
+        return found
 
     async def connect(self) -> engines.Engine:
         async with self._lock:

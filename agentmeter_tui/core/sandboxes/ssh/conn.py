@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ...extras import require
+
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 
 
@@ -51,7 +53,7 @@ class SshTarget:
 
 
 def _known_hosts(target: SshTarget) -> Any:
-    import asyncssh
+    asyncssh = require("asyncssh")
 
     path = target.known_hosts_path
     # An empty trust store, never None: None would make asyncssh skip host key checks.
@@ -60,7 +62,7 @@ def _known_hosts(target: SshTarget) -> Any:
 
 async def connect(target: SshTarget, *, timeout: float = 10.0, keepalive: float = 5.0) -> Any:
     """An ``asyncssh`` connection; raises :class:`HostKeyError` for an unknown or changed key."""
-    import asyncssh
+    asyncssh = require("asyncssh")
 
     options: dict[str, Any] = {"known_hosts": _known_hosts(target), "connect_timeout": timeout,
                                "keepalive_interval": keepalive, "keepalive_count_max": 3}
@@ -91,7 +93,7 @@ async def _unknown_key_message(target: SshTarget) -> str:
 
 
 async def fetch_host_key(target: SshTarget) -> Any:
-    import asyncssh
+    asyncssh = require("asyncssh")
 
     key = await asyncssh.get_server_host_key(target.address, target.port)
     if key is None:
@@ -101,7 +103,7 @@ async def fetch_host_key(target: SshTarget) -> Any:
 
 def _recorded_keys(target: SshTarget) -> list[Any]:
     """The keys known_hosts trusts for this host (hashed entries and patterns included)."""
-    import asyncssh
+    asyncssh = require("asyncssh")
 
     path = target.known_hosts_path
     if not path.is_file():

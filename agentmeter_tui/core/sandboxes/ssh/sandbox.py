@@ -36,6 +36,7 @@ from ..base import (
     TrialSlot,
 )
 from ..common import HostWatch, load_settings, map_argv, shipped_files, trial_env
+from ..hostcheck import HostCheck, check_ssh_host
 from ..relay import is_loopback, replace_host, target_of
 from .conn import HostConnection, HostKeyError, connect
 from .hosts import SshHost, SshSettings, containment, kill_script, launch_command, q, sweep_script
@@ -50,6 +51,7 @@ class HostLost(ConnectionError):
 
 class SshSandbox(Sandbox):
     name = "ssh"
+    differential_side = "agentmeter_tui.core.sandboxes.ssh.difftest:SshSides"
     Settings = SshSettings
 
     def __init__(self, suite: Any, settings: dict[str, Any] | None = None):
@@ -65,6 +67,10 @@ class SshSandbox(Sandbox):
 
     def capacity(self) -> int:
         return self.placement.total_slots()
+
+    async def check_hosts(self) -> list[HostCheck]:
+        return [check for host in self.config.hosts
+                for check in await check_ssh_host(host, self.suite, self.config.known_hosts)]
 
     # -- connections ----------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ docker sandbox's CPU, memory and pids limits, as its non-root user, with **no ne
    from the installed state; a tool cannot change itself or anything else between cases), a
    tmpfs ``/tmp``, and one writable volume ``/agentmeter/run`` where the case folders live.
    A batch of cases is one ``docker exec`` of the batch runner, which runs them one after
-   another exactly as :class:`.executor.LocalExecutor` runs one, and returns each case's exit
+   another exactly as :class:`...difftest.executor.LocalExecutor` runs one, and returns each case's exit
    code, stdout, stderr, wall time and workspace snapshots; the evaluator runs several
    batches at once.
 
@@ -34,16 +34,9 @@ from itertools import count
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..sandboxes.archive import TarWriter
-from ..sandboxes.docker.containers import KEEPALIVE
-from ..sandboxes.docker.engine import DIFFTEST as SIDE_LABEL
-from ..sandboxes.docker.engine import MANAGED, TRIAL, TRIAL_ID, engine_errors, runner_label
-from ..sandboxes.docker.engine import RUNNER as RUNNER_LABEL
-from ..sandboxes.docker.exec import run_exec
-from ..sandboxes.docker.rootfs import PATH
-from . import batchrun
-from .cases import Case, FileSpec
-from .executor import (
+from ...difftest import batchrun
+from ...difftest.cases import Case, FileSpec
+from ...difftest.executor import (
     BuildResult,
     CaseExecutor,
     CaseRun,
@@ -53,9 +46,16 @@ from .executor import (
     batch_spec,
     case_env,
 )
+from ..archive import TarWriter
+from .containers import KEEPALIVE
+from .engine import DIFFTEST as SIDE_LABEL
+from .engine import MANAGED, TRIAL, TRIAL_ID, engine_errors, runner_label, trial_labels
+from .engine import RUNNER as RUNNER_LABEL
+from .exec import run_exec
+from .rootfs import PATH
 
 if TYPE_CHECKING:
-    from ..sandboxes.docker.engine import Engine
+    from .engine import Engine
 
 BASE = "/agentmeter"
 TOOL, RUN, RUNNER = f"{BASE}/tool", f"{BASE}/run", f"{BASE}/runner/batchrun.py"
@@ -93,8 +93,6 @@ class DockerSides:
     async def for_session(cls, session: Any) -> DockerSides:
         """The sides of a docker (or swarm) trial: its engine (a swarm's manager), its image,
         its sandbox's limits and labels."""
-        from ..sandboxes.docker.engine import trial_labels
-
         config = session.config
         uid = 0 if config.user == "root" else int(config.user.split(":")[0])
         limits = Limits(cpus=config.cpus, memory=config.memory, pids=getattr(config, "pids", None) or 1024,

@@ -26,9 +26,9 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
-from . import batchrun
-from .cases import Case, FileSpec
-from .executor import (
+from ...difftest import batchrun
+from ...difftest.cases import Case, FileSpec
+from ...difftest.executor import (
     BuildResult,
     CaseExecutor,
     CaseRun,

@@ -1,0 +1,168 @@
+"""``agentmeter report --format html --out DIR``: a static site from one store.
+
+It works from ``file://`` with no server and no network: every page, the stylesheet, the small
+sorting script and the charts (inline SVG) are files in DIR, linked relatively. The index holds
+the Table-2 view with bootstrap intervals, the AMS heatmap, pass against cost with the Pareto
+front, passes by tier, the rubric with winners and ties, the reviewers' agreement and the
+methodology; each configuration and each trial has a page, and each trial its ATIF file beside it.
+``blind``: no model or CLI name anywhere in the site (labels instead; free text masked as in the
+TUI's blind review).
+
+The site is written into a folder beside DIR and renamed into place: a reader never sees half a
+site, and a failed build leaves the previous one.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ...charts import heatmap_data, scatter_data
+from ...metrics.runs import TIERS
+from ...usage import TOKEN_CLASSES
+from ..formats import FolderFormat
+from ..render import fmt_score, fmt_tokens, fmt_usd
+from ..report import Report
+from . import model, pages, svg
+
+HERE = Path(__file__).parent
+ASSETS = ("site.css", "site.js")
+
+
+@dataclass(frozen=True)
+class SiteSummary:
+    folder: Path
+    pages: int
+    trials: int
+
+
+def environment() -> Any:
+    from ...extras import require
+
+    jinja2 = require("jinja2")
+    Environment, FileSystemLoader, StrictUndefined = jinja2.Environment, jinja2.FileSystemLoader, jinja2.StrictUndefined
+
+    # Autoescape everything: transcripts, verifier output and notes are untrusted text.
+    return Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined,
+                       trim_blocks=False, keep_trailing_newline=True)
+
+
+def _prices(report_row: dict[str, Any]) -> Any | None:
+    """The suite's price snapshot, when its folder is on this machine."""
+    from ...pricing import PriceSnapshot
+    from ..build import suite_settings
+
+    try:
+        _scoring, _own, toml_path = suite_settings(report_row)
+        if toml_path is None:
+            return None
+        from ...tomlerrors import load_toml
+
+        data, _text = load_toml(toml_path)
+        pricing = (data.get("suite") or {}).get("pricing")
+        return PriceSnapshot.load(toml_path.parent / pricing) if pricing else None
+    except (OSError, ValueError):
+        return None
+
+
+def _extra(trial: dict[str, Any]) -> dict[str, Any]:
+    try:
+        value = orjson.loads(trial["extra"]) if trial.get("extra") else {}
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) -> SiteSummary:
+    """Write the site of ``report`` (built from ``store``) into ``out``."""
+    from ...reviewing import masker_for
+
+    suite_id = report.suite
+    suite_row = store.suite_row(suite_id) or {"id": suite_id}
+    trials = store.trials(suite_id)
+    for trial in trials:
+        trial["image"] = _extra(trial).get("image")
+    scores_by_trial: dict[int, list[Any]] = {}
+    for score in store.score_rows(suite_id):
+        scores_by_trial.setdefault(score.trial_id, []).append(score)
+    notes_by_trial = {t["id"]: store.notes(t["id"]) for t in trials}
+    names = model.Names.for_report(report, blind, masker_for(store, suite_id) if blind else None)
+    checksum = model.data_checksum(
+        [*((t["id"], t["status"], t["passed"], t["quality"], t["cost_usd"], *(t[c] for c in TOKEN_CLASSES))
+           for t in trials),
+         *((s.trial_id, s.score, s.reviewer, s.note, s.created_at) for rows in scores_by_trial.values() for s in rows),
+         *((n["id"], n["trial_id"], n["text"]) for rows in notes_by_trial.values() for n in rows)])
+
+    out = Path(out)
+    partial = out.with_name(out.name + ".part")
+    shutil.rmtree(partial, ignore_errors=True)
+    (partial / "config").mkdir(parents=True)
+    (partial / "trial").mkdir()
+    env = environment()
+    # Blind: versions are masked like every other identity (a CLI's version can equal ours).
+    common = {"suite": suite_id, "blind": blind, "version": names.text(report.tool_version)}
+    for asset in ASSETS:
+        shutil.copyfile(HERE / "templates" / asset, partial / asset)
+
+    config_index = {r.config: n + 1 for n, r in enumerate(report.configurations)}
+    scatter = scatter_data(report)
+    agreement = None
+    if report.agreement is not None:
+        a = report.agreement
+        agreement = {"n_trials": a.n_trials, "alpha": fmt_score(a.alpha_ordinal),
+                     "pairs": [{"a": names.text(p.a), "b": names.text(p.b), "n": p.n,
+                                "kappa": fmt_score(p.kappa_quadratic), "exact": fmt_score(p.exact)} for p in a.pairs]}
+    index = env.get_template("index.html").render(
+        **common, root="", title=f"AgentMeter report: {suite_id}", configs=len(report.configurations),
+        tasks=report.n_tasks, trials=len(trials), selection=report.selection,
+        header=model.table_header(report), rows=model.table_rows(report, names),
+        heatmap=svg.heatmap(heatmap_data(report), names), scatter=svg.scatter(scatter, names),
+        left_out=[names.text(n) if not blind else "[hidden]" for n in scatter.left_out],
+        tier_names=TIERS, tier_sizes=report.tier_sizes,
+        tier_rows=[{"name": f"{names(r.model)} / {names(r.cli)}", "passes": [r.passes_by_tier[t] for t in TIERS]}
+                   for r in report.configurations],
+        rubric=model.rubric_view(report, names), agreement=agreement,
+        methodology=model.methodology(report, suite_row, trials, names, checksum, _prices(suite_row)),
+        notes=[names.text(n) for n in report.notes])
+    (partial / "index.html").write_text(index, encoding="utf-8")
+
+    by_config: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for trial in trials:
+        by_config.setdefault((trial["model"], trial["cli"]), []).append(trial)
+    config_page = env.get_template("config.html")
+    for row in report.configurations:
+        rows = [pages.trial_line(t, scores_by_trial.get(t["id"], []), names) for t in by_config.get(row.config, [])]
+        text = config_page.render(
+            **common, root="../", title=f"{names(row.model)} / {names(row.cli)}",
+            name=f"{names(row.model)} / {names(row.cli)}",
+            summary=f"{row.passes}/{row.n_tasks} passed · AMS {fmt_score(row.ams)} · USD/pass {fmt_usd(row.usd_per_pass)}"
+                    f" · {len(rows)} trials", trials=rows)
+        (partial / "config" / f"{config_index[row.config]}.html").write_text(text, encoding="utf-8")
+
+    pages.write_trials(Path(store.path), partial, trials, pages.Shared(
+        common, names, config_index, scores_by_trial, notes_by_trial))
+
+    if out.exists():
+        old = out.with_name(out.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        out.rename(old)
+        partial.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        partial.rename(out)
+    return SiteSummary(out, 1 + len(report.configurations) + len(trials), len(trials))
+
+
+class SiteFormat(FolderFormat):
+    """``--format html``: the static site."""
+
+    name = "html"
+
+    def write(self, store: Any, report: Report, out: Path, *, blind: bool = False) -> str:
+        summary = build_site(store, report, out, blind=blind)
+        return (f"wrote {summary.folder}/index.html: {summary.pages} pages, {summary.trials} trials"
+                f"{' (blind)' if blind else ''}; open it from file://, no server needed")

@@ -1,0 +1,107 @@
+"""The site's trial pages and ATIF files: most of a site's bytes and time (a paper grid has 9,720
+trials of a few hundred events each), so they are written by worker processes, one store
+connection each, when there are enough of them to pay for the workers' start."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from ...usage import TOKEN_CLASSES
+from ..render import fmt_tokens, fmt_usd
+from . import model
+
+PARALLEL_FROM = 200  # fewer trials than this: written in this process
+CHUNK = 64
+
+
+@dataclass
+class Shared:
+    """What every trial page needs besides its own rows (sent once to each worker)."""
+
+    common: dict[str, Any]
+    names: model.Names
+    config_index: dict[tuple[str, str], int]
+    scores: dict[int, list[Any]]
+    notes: dict[int, list[dict[str, Any]]]
+
+
+def trial_line(trial: dict[str, Any], scores: list[Any], names: model.Names) -> dict[str, Any]:
+    raw = sum(int(trial.get(c) or 0) for c in TOKEN_CLASSES)
+    latest = scores[-1].score if scores else None
+    return {"id": trial["id"], "task": trial["task_id"], "index": trial["trial_index"], "status": trial["status"],
+            "reason": names.text(trial.get("reason")), "quality": f"{float(trial.get('quality') or 0):g}",
+            "raw": raw, "raw_text": fmt_tokens(raw), "cost": fmt_usd(trial.get("cost_usd")),
+            "cost_sort": "" if trial.get("cost_usd") is None else trial["cost_usd"],
+            "score": "" if latest is None else latest}
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _start(db: Path, folder: Path, shared: Shared) -> None:
+    from ...store import Store
+    from . import environment
+
+    _WORKER.update(store=Store(db), folder=folder, shared=shared, page=environment().get_template("trial.html"))
+
+
+def _chunk(trials: Sequence[dict[str, Any]]) -> int:
+    for trial in trials:
+        _write(_WORKER["store"], trial, _WORKER["folder"], _WORKER["page"], _WORKER["shared"])
+    return len(trials)
+
+
+def write_trials(db: Path, folder: Path, trials: Sequence[dict[str, Any]], shared: Shared) -> None:
+    workers = min(os.cpu_count() or 1, 4)
+    if len(trials) < PARALLEL_FROM or workers < 2 or "fork" not in _methods():
+        _start(db, folder, shared)
+        try:
+            _chunk(trials)
+        finally:
+            _WORKER.pop("store").close()
+        return
+    chunks = [trials[n:n + CHUNK] for n in range(0, len(trials), CHUNK)]
+    with ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=_start,
+                             initargs=(db, folder, shared)) as pool:
+        for _ in pool.map(_chunk, chunks):
+            pass
+
+
+def _methods() -> list[str]:
+    from multiprocessing import get_all_start_methods
+
+    return get_all_start_methods()
+
+
+def _write(store: Any, trial: dict[str, Any], folder: Path, page: Any, shared: Shared) -> None:
+    from ...interop.atif import trajectory_from_events
+
+    names = shared.names
+    scores = shared.scores.get(trial["id"], [])
+    events = list(store.events(trial["id"]))
+    usage = [int(trial.get(c) or 0) for c in TOKEN_CLASSES]
+    actual = trial.get("cost_actual_usd")
+    text = page.render(
+        **shared.common, root="../", title=f"Trial {trial['id']}", t=trial_line(trial, scores, names),
+        config=f"{names(trial['model'])} / {names(trial['cli'])}",
+        config_index=shared.config_index.get((trial["model"], trial["cli"]), 0),
+        usage_header=[*TOKEN_CLASSES, "raw", "USD comparable", "USD actual", "turns", "tool calls"],
+        usage=[*(f"{v:,}" for v in usage), f"{sum(usage):,}", fmt_usd(trial.get("cost_usd")),
+               fmt_usd(actual) if actual is not None else "—", trial.get("turns") or 0, trial.get("tool_calls") or 0],
+        scores=[{"score": s.score, "reviewer": names.text(s.reviewer), "role": s.role, "time": s.created_at,
+                 "note": names.text(s.note)} for s in scores],
+        notes=[{"author": names.text(n.get("author")), "time": n.get("created_at"), "text": names.text(n.get("text"))}
+               for n in shared.notes.get(trial["id"], [])],
+        verifier=names.text(trial.get("verifier_output")), event_count=len(events),
+        transcript=model.transcript_html(events, names))
+    (folder / "trial" / f"{trial['id']}.html").write_text(text, encoding="utf-8")
+    trajectory = trajectory_from_events(events, trial=trial, usage_rows=store.usage_by_seq(trial["id"]))
+    atif = trajectory.to_json()  # the same bytes as `agentmeter export atif` writes
+    (folder / "trial" / f"{trial['id']}.atif.json").write_bytes(
+        names.text(atif.decode()).encode() if names.blind else atif)
