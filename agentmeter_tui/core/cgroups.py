@@ -223,12 +223,12 @@ def hierarchy() -> Hierarchy | None:
     return next((h for h in _candidates() if _usable(h)), None)
 
 
-def describe() -> str:
-    """What holds a trial's processes here, for its transcript."""
-    found = hierarchy()
-    if found is None:
-        return "processes: no writable cgroup here; strays are found by the trial token and the subreaper only"
-    return f"processes: {found.describe()} group per trial"
+def describe(group: Group | None = None) -> str:
+    """What holds a trial's processes (in ``group``, or in none), for its transcript."""
+    if group is None:
+        why = "no writable cgroup here" if hierarchy() is None else "no cgroup for this trial"
+        return f"processes: {why}; strays are found by the trial token and the subreaper only"
+    return f"processes: {group.hierarchy.describe()} group per trial"
 
 
 def new_group(token: str) -> Group | None:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import cgroups, procs
 from ..lines import LineSplitter
-from .hostcheck import HostCheck
 from .base import (
     AgentHandle,
     ExecResult,
@@ -32,6 +31,7 @@ from .base import (
     SandboxSession,
     TrialSlot,
 )
+from .hostcheck import HostCheck
 
 if TYPE_CHECKING:
     from ..suites import Task
@@ -127,7 +127,7 @@ class LocalSession(SandboxSession):
         self.root = root
         self.token = token
         self.group = group
-        self.notes = [cgroups.describe()]
+        self.notes = [cgroups.describe(group)]
         self.workspace = str(root / "workspace")
         self.home = str(root / "home")
         self.scratch = str(root / "scratch")
