@@ -19,7 +19,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run a suite's grid (starts a runner, then follows it)"),
     "suite": ("suite", "make suites, or copy a built-in one to edit"),
-    "status": ("control", "what the runner is doing now"),
+    "status": ("control", "what the runner is doing now (or how the last run ended)"),
     "kill": ("control", "kill a running trial (reason: operator)"),
     "pause": ("control", "start no new trials until resumed"),
     "resume": ("control", "start trials again"),
@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prices": ("prices", "price snapshots"),
     "mockllm": ("mockllm", "the scripted model server (offline model APIs)"),
     "transcript": ("transcript", "read saved agent CLI output"),
+    "images": ("images", "build a suite's task images ahead of its run"),
     "doctor": ("doctor", "check the agent CLIs, sandbox hosts and store a suite needs"),
     "hosts": ("hosts", "accept SSH host keys; check the hosts a suite's sandbox uses"),
     "install-clis": ("install_clis", "install the pinned agent CLIs (into .clis in a checkout, else the user data folder)"),

@@ -1,18 +1,30 @@
-"""Clients of a running runner: ``status``, ``kill``, ``pause``, ``resume``, ``budget``, ``stop``."""
+"""Clients of a running runner: ``status``, ``kill``, ``pause``, ``resume``, ``budget``, ``stop``.
+
+Each prints one human line (``--json``: the runner's reply as it came). Values are checked
+here, before they travel (``budget``: finite, positive, not past what a budget takes), and the
+runner checks them again (``core.run.requests``): a bad one is refused with a message and
+changes nothing.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..core.run.control import ControlClient, ControlError
+from ..core.vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
 from . import add_db_argument
+
+STOP_HELP = "stop the run: running trials end infra-invalid and rerun on the next run"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    status = subparsers.add_parser("status", help="what the runner is doing now")
+    status = subparsers.add_parser("status", help="what the runner is doing now (or how the last run ended)")
     add_db_argument(status)
     status.add_argument("--json", action="store_true", help="print the raw status object")
     status.set_defaults(handler=status_command)
@@ -20,35 +32,91 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     kill = subparsers.add_parser("kill", help="kill a running trial (reason: operator)")
     kill.add_argument("trial", type=int, help="trial id")
     kill.add_argument("--reason", default="operator")
-    add_db_argument(kill)
+    _common(kill)
     kill.set_defaults(handler=lambda a: _request(a, "kill", trial=a.trial, reason=a.reason))
 
     for op, text in (("pause", "start no new trials until resumed"), ("resume", "start trials again"),
-                     ("stop", "stop the run: running trials end infra-invalid and rerun on the next run")):
-        parser = subparsers.add_parser(op, help=text)
-        add_db_argument(parser)
+                     ("stop", STOP_HELP)):
+        parser = subparsers.add_parser(op, help=text, description=text)
+        _common(parser)
         parser.set_defaults(handler=lambda a, op=op: _request(a, op))
 
     budget = subparsers.add_parser("budget", help="raise (or set) budgets of a running trial or of the run")
     budget.add_argument("--trial", type=int, help="one running trial; default: the rest of the run")
-    budget.add_argument("--tokens", type=int)
-    budget.add_argument("--usd", type=float)
-    budget.add_argument("--wall-seconds", type=float)
-    add_db_argument(budget)
-    budget.set_defaults(handler=lambda a: _request(a, "budget", trial=a.trial, tokens=a.tokens, usd=a.usd,
-                                                   wall_seconds=a.wall_seconds))
+    budget.add_argument("--tokens", type=_limit(int, MAX_BUDGET_TOKENS), help="tokens (a positive integer)")
+    budget.add_argument("--usd", type=_limit(float, MAX_BUDGET_USD), help="US dollars (positive)")
+    budget.add_argument("--wall-seconds", type=_limit(float, MAX_BUDGET_WALL), help="seconds of wall time (positive)")
+    _common(budget)
+    budget.set_defaults(handler=_budget)
 
 
-def _request(args: argparse.Namespace, op: str, **fields) -> int:
+def _common(parser: argparse.ArgumentParser) -> None:
+    add_db_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print the runner's reply as JSON")
+
+
+def _limit(kind: type, most: float) -> Callable[[str], Any]:
+    """An argparse type for a budget limit: a finite number above 0 and at most ``most``."""
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if not math.isfinite(value) or value <= 0 or value > most:
+            raise argparse.ArgumentTypeError(f"{text} is not a limit: give a number above 0 and at most {most:g}")
+        return value
+
+    return parse
+
+
+def _budget(args: argparse.Namespace) -> int:
+    limits = {k: v for k, v in (("tokens", args.tokens), ("usd", args.usd), ("wall_seconds", args.wall_seconds))
+              if v is not None}
+    if not limits:
+        print("agentmeter budget: give at least one of --tokens, --usd, --wall-seconds", file=sys.stderr)
+        return 2
+    scope = {"trial": args.trial} if args.trial is not None else {}
+    return _request(args, "budget", **scope, **limits)
+
+
+def _request(args: argparse.Namespace, op: str, **fields: Any) -> int:
     try:
         with ControlClient(Path(args.db)) as client:
             reply = client.request(op, **fields)
     except ControlError as exc:
-        print(f"agentmeter: {exc}", file=sys.stderr)
+        print(f"agentmeter {op}: {exc}", file=sys.stderr)
         return 1
     reply.pop("ok", None)
-    print(json.dumps(reply) if reply else "ok")
+    print(json.dumps(reply) if args.json else said(op, reply, fields, args.db))
     return 0
+
+
+def said(op: str, reply: dict[str, Any], fields: dict[str, Any], db: str) -> str:
+    """What the runner did, in a line."""
+    if op == "pause":
+        return f"paused: no new trial starts until `agentmeter resume --db {db}`; the running ones go on"
+    if op == "resume":
+        return "resumed: trials start again"
+    if op == "stop":
+        return "stopping: the running trials end infra-invalid and run again on the next `agentmeter run`"
+    if op == "kill":
+        return f"trial {reply.get('trial')}: killing ({fields.get('reason') or 'operator'})"
+    if op == "budget":
+        if "trial" in reply:
+            return f"trial {reply['trial']}: budget now {budget_text(reply.get('budget') or {})}"
+        return f"every running trial and the rest of the run: {budget_text(fields)}"
+    return "ok"
+
+
+def budget_text(budget: dict[str, Any]) -> str:
+    parts = []
+    if budget.get("tokens") is not None:
+        parts.append(f"{budget['tokens']:,} tokens")
+    if budget.get("usd") is not None:
+        parts.append(f"${budget['usd']:g}")
+    if budget.get("wall_seconds") is not None:
+        parts.append(f"{budget['wall_seconds']:g} s")
+    return ", ".join(parts) or "no limits"
 
 
 def status_command(args: argparse.Namespace) -> int:
@@ -56,8 +124,9 @@ def status_command(args: argparse.Namespace) -> int:
         with ControlClient(Path(args.db)) as client:
             status = client.request("status")
     except ControlError as exc:
-        print(f"agentmeter: {exc}", file=sys.stderr)
-        return 1
+        from .runsummary import print_last_run
+
+        return print_last_run(Path(args.db), as_json=args.json, why=str(exc))
     if args.json:
         print(json.dumps(status, indent=2))
         return 0
@@ -65,6 +134,8 @@ def status_command(args: argparse.Namespace) -> int:
     print(f"suite {status.get('suite')} · run {status.get('run_id')} · runner pid {status.get('pid')}")
     print(f"{progress.get('done')}/{progress.get('total')} done, {progress.get('running')} running, "
           f"{progress.get('queued')} queued" + (" · PAUSED" if progress.get("paused") else ""))
+    if progress.get("preparing"):  # before the first trial (task images being built...)
+        print(f"preparing: {progress['preparing']}")
     for meter in status.get("running", []):
         tokens = sum((meter.get("tokens") or {}).values())
         cost = meter.get("cost_usd")

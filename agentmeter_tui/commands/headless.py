@@ -14,6 +14,7 @@ from rich.text import Text
 from ..core.inert import inert
 from ..core.run.control import ControlClient, ControlError
 
+EXIT_NOT_STARTED = 6  # the runner's own exit code when a run cannot start (core/run/runner.py)
 STATUS_STYLE = {"passed": "green", "failed": "yellow", "killed": "magenta", "errored": "red",
                 "infra-invalid": "red dim"}
 
@@ -50,15 +51,10 @@ def summary(progress: dict, totals: dict) -> Text:
 
 
 def last_run_status(db: Path) -> str | None:
-    from ..core.store import Store
+    from .runsummary import last_run
 
-    if not db.exists():
-        return None
-    store = Store(db, readonly=True)
-    try:
-        return store.last_run_status()
-    finally:
-        store.close()
+    run = last_run(db)
+    return run["status"] if run else None
 
 
 class Printer:
@@ -91,9 +87,21 @@ class Printer:
 
 
 def follow_headless(db: Path) -> int:
+    """Follow the runner until the run ends. Ctrl-C detaches: the runner goes on (it is paid
+    work, and quitting a client never stops it); the message says how to follow or stop it."""
+    try:
+        return _follow(db)
+    except KeyboardInterrupt:
+        print(f"\nagentmeter: detached; the runner goes on with the run. Follow it: agentmeter attach --db {db}"
+              f" · stop it (running trials end infra-invalid and run again later): agentmeter stop --db {db}",
+              file=sys.stderr)
+        return 130
+
+
+def _follow(db: Path) -> int:
     printer = Printer()
     totals = {"tokens": 0, "usd": 0.0}
-    status = "lost"
+    status, error = "lost", None
     try:
         client = ControlClient(db)
     except ControlError:
@@ -105,8 +113,16 @@ def follow_headless(db: Path) -> int:
     with client:
         feed = client.subscribe(events=False)
         snapshot = next(feed)
+        if not snapshot.get("ok", True):
+            raise ControlError(snapshot.get("error", "the runner refused to be followed"))
         progress = snapshot.get("progress", {})
         printed: set[int | None] = set()
+        preparing = [None]
+
+        def prepared(text: str | None) -> None:  # image builds and the like: a line each, as they go
+            if text and text != preparing[0]:
+                preparing[0] = text
+                printer.line(Text(f"preparing: {inert(text)}", style="dim"))
 
         def finished(meter: dict) -> None:
             if meter.get("id") in printed:
@@ -116,6 +132,7 @@ def follow_headless(db: Path) -> int:
             totals["usd"] += meter.get("cost_usd") or 0.0
             printer.line(trial_line(meter))
 
+        prepared(progress.get("preparing"))
         for meter in snapshot.get("done", ()):  # finished before this printer attached
             finished(meter)
         with printer.following(summary(progress, totals)):
@@ -123,14 +140,18 @@ def follow_headless(db: Path) -> int:
                 for message in feed:
                     kind = message.get("type")
                     progress = message.get("progress", progress)
+                    prepared(message.get("text") if kind == "preparing" else progress.get("preparing"))
                     for meter in message.get("finished", ()):
                         finished(meter)
                     printer.update(summary(progress, totals))
                     if kind == "finished":
-                        status = message.get("status", "finished")
+                        status, error = message.get("status", "finished"), message.get("error")
                         break
             except (ControlError, ConnectionError):
                 pass
+    if status == "failed":  # as the runner itself exits: 6, the run could not start
+        print(f"agentmeter: {error or 'the run could not start; see the runner log'}", file=sys.stderr)
+        return EXIT_NOT_STARTED
     printer.line(summary(progress, totals))
     if status == "lost" and last_run_status(db) in ("finished", "stopped"):
         status = "finished"

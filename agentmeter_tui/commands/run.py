@@ -2,7 +2,8 @@
 
 The runner is always its own process, in its own session: this command only starts it and
 then becomes a client (headless progress, or the TUI), so a client that quits or dies never
-stops paid trials. ``--detach`` returns as soon as the runner listens.
+stops paid trials. ``--detach`` returns as soon as the runner answers. A suite whose every
+cell has its result is not run again: the command says so.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..core.paths import owner_only, runner_log_path, suites_root
-from ..core.run.control import ControlClient, ControlError, runner_alive
+from ..core.paths import owner_only, runner_log_path, socket_path, suites_root
+from ..core.run.control import ControlClient, ControlError
 from ..core.store import SeedHashChanged, Store
 from ..core.suites import load_suite
 from ..core.tomlerrors import InputError
@@ -55,34 +56,59 @@ def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool
         return EXIT_BAD_INPUT
     for skipped in suite.skipped:
         print(f"agentmeter: task skipped: {skipped}", file=sys.stderr)
+    left = None
     if db.exists():
+        from ..core.run.scheduler import cells_left  # the schedule's rule (it imports the run engine)
+
         store = Store(db, readonly=True)
         try:
             store.check_suite(suite.id, suite.seed_hash, {t.id: t.instruction_hash for t in suite.tasks})
+            left = cells_left(store, suite)
         except SeedHashChanged as exc:
             print(f"agentmeter: {exc}", file=sys.stderr)
             return EXIT_HASH
         finally:
             store.close()
-    if runner_alive(db):
-        with ControlClient(db) as client:
-            hello = client.request("hello")
+    hello = _hello(db)
+    attached = hello is not None
+    if hello is not None:
         if hello.get("suite") != suite.id:
             print(f"agentmeter: a runner for suite '{hello.get('suite')}' is already using {db}", file=sys.stderr)
             return EXIT_BUSY
         print(f"agentmeter: attaching to the running runner (pid {hello.get('pid')})", file=sys.stderr)
+    elif left == 0:
+        print(f"suite {suite.id} is complete in {db}: every cell has its result, nothing to run. "
+              f"See it with: agentmeter report --db {db}; to run it again, give another --db.")
+        return 0
     else:
-        code = spawn_runner(suite_path, db, clis_root)
-        if code is not None:
-            return code
+        hello = spawn_runner(suite_path, db, clis_root)
+        if isinstance(hello, int):
+            return hello
+    if detach and hello is None:  # it ended before it answered: nothing was left to run
+        print(f"the runner for suite {suite.id} finished at once; see: agentmeter status --db {db}")
+        return 0
     if detach:
-        print(f"runner started for suite {suite.id}; follow it with: agentmeter attach --db {db}")
+        doing = f"; now preparing: {hello['preparing']}" if hello and hello.get("preparing") else ""
+        print(f"runner {'running' if attached else 'started'} for suite {suite.id} (pid {hello.get('pid')}){doing}\n"
+              f"follow it: agentmeter attach --db {db} · stop it: agentmeter stop --db {db}")
         return 0
     return follow(db, headless=headless)
 
 
-def spawn_runner(suite_path: Path, db: Path, clis_root: str | None) -> int | None:
-    """Start the runner and wait until it answers; return its exit code if it died instead."""
+def _hello(db: Path) -> dict | None:
+    """The runner's ``hello`` reply, or None when no runner answers for ``db``."""
+    try:
+        with ControlClient(db, timeout=2) as client:
+            return client.request("hello")
+    except (ControlError, OSError, ValueError):
+        return None
+
+
+def spawn_runner(suite_path: Path, db: Path, clis_root: str | None) -> dict | int | None:
+    """Start the runner and wait until it answers: its ``hello`` reply; its exit code if it
+    died instead; None if it finished before answering (nothing was left to run). The runner
+    answers as soon as it holds the store, before it prepares anything (image builds take
+    minutes; they are shown by the client, not waited for here)."""
     command = [sys.executable, "-m", "agentmeter_tui.core.run.runner", "--suite", str(suite_path.resolve()),
                "--db", str(db.resolve())]
     if clis_root:
@@ -92,19 +118,21 @@ def spawn_runner(suite_path: Path, db: Path, clis_root: str | None) -> int | Non
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                    start_new_session=True, cwd=os.getcwd())
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    told = time.monotonic() + 60
+    while True:
         if process.poll() == 0:
             return None  # it had nothing left to do and already finished
         if process.poll() is not None:
             tail = log_path.read_text(errors="replace").splitlines()[-10:]
             print("agentmeter: the runner stopped:\n  " + "\n  ".join(tail), file=sys.stderr)
             return process.returncode or 1
-        if runner_alive(db):
-            return None
+        if socket_path(db).exists() and (hello := _hello(db)) is not None:
+            return hello
+        if time.monotonic() > told:  # a machine under load: say so, and go on waiting while it lives
+            print(f"agentmeter: the runner (pid {process.pid}) has not answered yet; still waiting "
+                  f"(Ctrl-C leaves it running; its log: {log_path})", file=sys.stderr)
+            told = float("inf")
         time.sleep(0.02)
-    print(f"agentmeter: the runner did not answer within 60 s; see {log_path}", file=sys.stderr)
-    return 1
 
 
 def follow(db: Path, *, headless: bool) -> int:

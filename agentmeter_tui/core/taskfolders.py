@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .wire import provider_kinds
+from .vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
 
 HARBOR = "harbor"
 Tier = Literal["easy", "medium", "hard"]
@@ -56,9 +57,9 @@ class Strict(BaseModel):
 class Budget(Strict):
     """Per-trial limits; crossing one kills the trial with reason ``budget:<name>``."""
 
-    wall_seconds: float | None = Field(None, gt=0)
-    tokens: int | None = Field(None, gt=0)
-    usd: float | None = Field(None, gt=0)
+    wall_seconds: float | None = Field(None, gt=0, le=MAX_BUDGET_WALL, allow_inf_nan=False)
+    tokens: int | None = Field(None, gt=0, le=MAX_BUDGET_TOKENS)
+    usd: float | None = Field(None, gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)
 
     def merged(self, override: Budget | None) -> Budget:
         if override is None:

@@ -79,6 +79,31 @@ class KillReason:
     def __str__(self) -> str:
         return self.code if not self.detail else f"{self.code} ({self.detail})"
 
+    @property
+    def infra_reason(self) -> str | None:
+        """The infra-invalid reason a kill for this reason gives, or None when the kill counts
+        (a budget, the operator, thrash): our side failing under a trial, or the run being
+        stopped, say nothing about the agent, so the trial runs again."""
+        if self.code == "infra":
+            return f"infra: {self.detail}"
+        if self.code == "shutdown":
+            return INTERRUPTED_STOP
+        return None
+
+
+# The largest limits a budget takes: finite, and small enough to travel in JSON (the feed
+# sends budgets to clients; an integer past 2**63 cannot be encoded, past 2**53 not read back
+# exactly by every client). A year of wall time and a billion dollars are past any trial.
+MAX_BUDGET_TOKENS = 2**53
+MAX_BUDGET_WALL = 365 * 24 * 3600.0
+MAX_BUDGET_USD = 1e9
+
+# An interrupted trial (the run stopped, the runner lost) ends infra-invalid with one of these
+# reasons; it runs again when the suite is run again, and does not use up the cell's retries.
+INTERRUPTED = "infra: interrupted"
+INTERRUPTED_STOP = f"{INTERRUPTED}: the run was stopped"
+INTERRUPTED_LOST = f"{INTERRUPTED}: runner lost (restarted)"
+
 
 def source_label(row: Any) -> str | None:
     """Where a stored trial came from, for the screens and the report: None for a trial run

@@ -128,6 +128,8 @@ class LiveState:
             return self.apply_snapshot(cast(Snapshot, message))
         if kind == "tick":
             return self.apply_tick(cast(Tick, message))
+        if kind == "preparing":  # before the first trial: what the runner is doing (image builds)
+            self.progress = {**self.progress, "preparing": message.get("text")}  # type: ignore[typeddict-item]
         if kind == "finished":
             message = cast(Finished, message)
             self.progress = message.get("progress") or self.progress

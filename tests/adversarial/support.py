@@ -71,13 +71,18 @@ def kill_daemon(pidfile: Path) -> None:
 
 
 def leftovers(pidfile: Path, tokens: set[str], folders: list[Path]) -> list[str]:
-    """What of the trials is still on the machine: the daemon, a cgroup named by a trial token,
-    a trial folder, a mount under one."""
+    """What of the trials is still on the machine: the agent or its daemon, and what
+    :func:`trial_leftovers` finds."""
     found = []
     if daemon_pid(pidfile) is None:
         found.append("the daemon never wrote its pid")
     found += [f"process {p.pid} ({' '.join(p.cmdline()[-3:])}) still runs" for p in processes_of(pidfile)]
-    found += [f"cgroup {g.name}" for g in cgroups.find(tokens)]
+    return found + trial_leftovers(tokens, folders)
+
+
+def trial_leftovers(tokens: set[str], folders: list[Path]) -> list[str]:
+    """A cgroup named by one of the trial tokens, a trial folder, a mount under one."""
+    found = [f"cgroup {g.name}" for g in cgroups.find(tokens)]
     found += [f"trial folder {f}" for f in folders if f.exists()]
     mounts = Path("/proc/self/mountinfo").read_text()
     found += [f"mount under {f}" for f in folders if f" {f}" in mounts]

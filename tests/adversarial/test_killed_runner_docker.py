@@ -28,8 +28,8 @@ pytestmark = pytest.mark.docker
 @pytest.mark.parametrize("workspace", ["copy", "bind"])
 def test_the_next_run_removes_a_killed_runners_containers_and_folders(tmp_path, db, docker_engine, workspace):
     suite_id = unique_id(f"killed-runner-{workspace}")
-    # The sleeper stays in flight until the runner dies; no lost attempt is retried, so the
-    # next run only recovers. Two warm containers wait beside it (copy mode).
+    # The sleeper stays in flight until the runner dies; two warm containers wait beside it
+    # (copy mode).
     suite = suite_copy(RUNAWAY, tmp_path / "suite", f'kind = "docker"\nworkspace = "{workspace}"\nwarm = 2',
                        suite_id=suite_id, replace={"wall_seconds = 20": "wall_seconds = 3600",
                                                    "[suite]\n": "[suite]\nmax_retries = 0\n"})
@@ -46,9 +46,22 @@ def test_the_next_run_removes_a_killed_runners_containers_and_folders(tmp_path, 
     folders = list((Path(tempfile.gettempdir()) / "agentmeter-docker").glob(f"t*-r{runner}-*"))
     assert bool(folders) == (workspace == "bind"), folders
 
-    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=300)
-    assert result.returncode == 0, result.stderr
+    # The next run reruns the interrupted sleeper: once it runs, the next run has started (its
+    # sandbox's preflight is done), and nothing of the dead runner may be left.
+    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
+    wait_for(lambda: store.trials(suite_id, f"model = 'sleeper' and status = 'running' and id != {sleeper['id']}"),
+             "the rerun sleeper")
     row = store.trial(sleeper["id"])
-    assert (row["status"], row["reason"]) == ("infra-invalid", "infra: runner lost (restarted)")
-    assert leftovers(docker_engine, suite_id, db) == {}
+    assert (row["status"], row["reason"]) == ("infra-invalid", "infra: interrupted: runner lost (restarted)")
+    assert of_runner(docker_engine, suite_id, runner) == []
     assert [f for f in folders if f.exists()] == []
+    agentmeter("stop", "--db", str(db), check=True)
+    assert leftovers(docker_engine, suite_id, db) == {}
+
+
+def of_runner(client, suite_id: str, pid: int) -> list[str]:
+    """The suite's containers and volumes made by the runner with ``pid`` on this machine."""
+    selector = {"label": f"agentmeter.suite={suite_id}"}
+    objects = [(c["Names"][0], c["Labels"]) for c in client.api.containers(all=True, filters=selector)]
+    objects += [(v["Name"], v["Labels"] or {}) for v in client.api.volumes(filters=selector).get("Volumes") or []]
+    return [name for name, labels in objects if labels.get("agentmeter.runner", "").split(":")[1:2] == [str(pid)]]

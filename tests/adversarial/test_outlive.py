@@ -15,8 +15,9 @@ import pytest
 
 from agentmeter_tui.core import cgroups
 from agentmeter_tui.core.store import Store
-from tests.adversarial.support import DAEMON, daemon_pid, daemon_suite, kill_daemon, leftovers
+from tests.adversarial.support import DAEMON, daemon_pid, daemon_suite, kill_daemon, leftovers, trial_leftovers
 from tests.conftest import agentmeter, need
+from tests.core.sandbox_support import wait_runner_exit
 from tests.waiting import pid_running, wait_for
 
 
@@ -90,12 +91,19 @@ def test_doctor_clean_ends_what_a_killed_runner_left(tmp_path, db, pidfile):
 def test_the_next_run_ends_what_a_killed_runner_left(tmp_path, db, pidfile):
     suite = daemon_suite(tmp_path / "suite", pidfile, "stay", wall_seconds=3600)
     agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
-    wait_for(lambda: daemon_pid(pidfile), "the daemon's pid")
+    old = wait_for(lambda: daemon_pid(pidfile), "the daemon's pid")
     runner = wait_for(lambda: list(Store(db).db.query("select pid from runs")), "the run's row")[0]["pid"]
+    [lost] = _trials(db)
     os.kill(runner, signal.SIGKILL)
     wait_for(lambda: not pid_running(runner), "the runner's death")
-    result = agentmeter("run", str(suite), "--headless", "--db", str(db))
-    assert result.returncode == 0, result.stderr
-    [trial] = _trials(db)
-    assert (trial["status"], trial["reason"]) == ("infra-invalid", "infra: runner lost (restarted)")
+    # The next run reruns the interrupted trial (whose agent stays until stopped): what the dead
+    # runner left must be gone once it has recovered, before the operator stops it.
+    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
+    row = wait_for(lambda: (r := Store(db).trial(lost["id"]))["status"] == "infra-invalid" and r, "the recovery")
+    assert row["reason"] == "infra: interrupted: runner lost (restarted)"
+    wait_for(lambda: daemon_pid(pidfile) != old, "the rerun's daemon")  # recovery is over by then
+    assert not pid_running(old), "the dead runner's daemon still runs"
+    assert trial_leftovers({lost["proc_token"]}, [Path(lost["workspace"]).parent]) == []
+    agentmeter("stop", "--db", str(db), check=True)
+    wait_runner_exit(db)
     assert _left(db, pidfile) == []

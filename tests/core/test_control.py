@@ -55,7 +55,7 @@ def test_raise_a_running_trials_budget_then_kill_it(db, tmp_path):
     store = Store(db)
     burner = wait_for(lambda: store.trials("runaway", "model = 'burner' and status = 'running'"), "the burner")[0]
     reply = agentmeter("budget", "--trial", str(burner["id"]), "--tokens", "100000000", "--wall-seconds", "3600",
-                       "--db", str(db))
+                       "--json", "--db", str(db))
     assert reply.returncode == 0, reply.stderr
     assert json.loads(reply.stdout)["budget"]["tokens"] == 100_000_000
     (Path(burner["workspace"]) / "gate").touch()

@@ -18,6 +18,7 @@ ADAPTERS: LazyRegistry[HarnessAdapter] = LazyRegistry("adapter", {
     "kimi-cli": "agentmeter_tui.core.harnesses.kimi_cli:KimiCliAdapter",
     "opencode": "agentmeter_tui.core.harnesses.opencode:OpencodeAdapter",
     "oracle": "agentmeter_tui.core.harnesses.oracle:OracleAdapter",
+    "nop": "agentmeter_tui.core.harnesses.nop:NopAdapter",
 })
 
 

@@ -9,7 +9,12 @@ schedule ends. A client that is slow, crashes or quits is dropped without the ru
 noticing beyond that.
 
 Ops: ``hello``, ``status``, ``subscribe``, ``kill`` {trial, reason?}, ``pause``, ``resume``,
-``budget`` {trial?: id, wall_seconds?, tokens?, usd?}, ``stop``.
+``budget`` {trial?: id, wall_seconds?, tokens?, usd?}, ``stop``. Each request is checked
+whole (``requests``): an unknown op or field, a wrong type, a budget that is not finite and
+positive is refused with ``{"ok": false, "error": ...}`` and changes nothing. The socket
+answers as soon as the runner has the store, before the first trial: while it prepares
+(services, task images), ``hello`` says ``preparing`` and subscribers get ``preparing``
+messages.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ class Progress(TypedDict, total=False):
     paused: bool
     stopping: bool
     held: list[str]  # why our side holds new trials back (a full disk, a model server restarting)
+    preparing: str  # before the first trial: what the runner is doing (building a task's image...)
 
 
 class Snapshot(TypedDict):
@@ -92,13 +98,21 @@ class Tick(TypedDict, total=False):
     skipped: dict[int, int]  # events per trial a tick left out (the store has them)
 
 
-class Finished(TypedDict):
+class Preparing(TypedDict):
+    """Sent (before the first trial) each time what the runner prepares changes."""
+
+    type: Literal["preparing"]
+    text: str  # e.g. "task images 2/9: building fix-git: Step 3/12 : RUN apt-get ..."
+
+
+class Finished(TypedDict, total=False):
     type: Literal["finished"]
-    status: str  # "finished" or "stopped"
+    status: str  # "finished", "stopped", or "failed" (the run could not start: ``error`` says why)
     progress: Progress
+    error: str
 
 
-FeedMessage = Snapshot | Tick | Finished
+FeedMessage = Snapshot | Tick | Preparing | Finished
 
 
 class ControlError(Exception):

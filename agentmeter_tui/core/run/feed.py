@@ -33,6 +33,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from .control import LIVE_TEXT, Finished, LiveEvent, Meter, Progress, Snapshot, Tick, encode
+from .requests import RequestError, parse_request
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -55,8 +56,9 @@ class FeedOptions:
 
     @classmethod
     def from_request(cls, request: dict[str, Any]) -> FeedOptions:
-        return cls(events=bool(request.get("events", True)),
-                   max_events=max(1, min(int(request.get("max_events") or DEFAULT_MAX_EVENTS), MAX_LIVE)))
+        """The options of a ``subscribe`` request; a :class:`RequestError` when it is malformed."""
+        parsed = parse_request(request)
+        return cls(events=parsed.events, max_events=min(parsed.max_events or DEFAULT_MAX_EVENTS, MAX_LIVE))
 
 
 class Tail:
@@ -101,6 +103,7 @@ class Feed:
         self._meter_sent: dict[TrialRun, float] = {}  # monotonic time of each running trial's last meter
         self.live_enabled = True  # whether any subscriber wants events (else no live copies are kept)
         self.done_before = 0
+        self.preparing: str | None = None  # what the runner does before the first trial (builds...)
 
     # -- the run's sink: hooks from the scheduler and trials -------------------------------
 
@@ -129,10 +132,18 @@ class Feed:
 
     # -- views ------------------------------------------------------------------------------
 
+    def prepare(self, text: str) -> None:
+        """Before the schedule exists: say what the runner is doing (a ``preparing`` message to
+        every subscriber, and ``progress.preparing`` in snapshots)."""
+        self.preparing = text
+        message = encode({"type": "preparing", "text": text})
+        self._broadcast({options: message for options in set(self.subscribers.values())})
+
     def progress(self) -> Progress:
         scheduler = self.runner.scheduler
         if scheduler is None:
-            return {}
+            return {"preparing": self.preparing or "", "paused": bool(self.runner.early.get("paused")),
+                    "done": self.done_before, "total": self.done_before, "running": 0, "queued": 0}
         return {"done": self.done_before + scheduler.finished, "total": self.done_before + scheduler.total,
                 "running": len(scheduler.running), "queued": len(scheduler.queue),
                 "paused": not scheduler.paused.is_set(), "stopping": scheduler.stopping,
@@ -151,7 +162,11 @@ class Feed:
     async def subscribe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                         request: dict[str, Any]) -> None:
         """Send the snapshot, then ticks until the client hangs up (or the run ends)."""
-        options = FeedOptions.from_request(request)
+        try:
+            options = FeedOptions.from_request(request)
+        except RequestError as exc:
+            writer.write(encode({"ok": False, "error": str(exc)}))
+            return
         writer.write(encode({"ok": True, **self.snapshot()}))
         self.subscribers[writer] = options
         if options.events:
@@ -244,11 +259,13 @@ class Feed:
         if collected:
             self._broadcast(self._encode(collected))
 
-    async def finish(self, status: str) -> None:
-        collected = self._collect() if self.subscribers else None
+    async def finish(self, status: str, error: str | None = None) -> None:
+        collected = self._collect() if self.subscribers and self.runner.scheduler else None
         if collected:
             self._broadcast(self._encode(collected))
         finished: Finished = {"type": "finished", "status": status, "progress": self.progress()}
+        if error:
+            finished["error"] = error
         done = encode(finished)
         self._broadcast({options: done for options in set(self.subscribers.values())})
         for writer in list(self.subscribers):

@@ -9,12 +9,19 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..vocab import TrialStatus
+from ..vocab import KillReason, TrialStatus
 
 if TYPE_CHECKING:
     from .trial import TrialRun
 
 DIVERGENCE = Decimal("0.05")  # reported vs comparable cost: flag beyond 5 %
+
+
+def killed_outcome(reason: KillReason) -> tuple[TrialStatus, str, None]:
+    """A killed trial's (status, reason, verdict): a counted kill, or infra-invalid when the kill
+    was our side's (a failure under it, the run stopping), so the cell runs again."""
+    infra = reason.infra_reason
+    return (TrialStatus.KILLED, reason.code, None) if infra is None else (TrialStatus.INFRA_INVALID, infra, None)
 
 
 def final_fields(trial: TrialRun, status: TrialStatus, reason: str | None, verdict: Any,

@@ -34,6 +34,7 @@ from ..vocab import COUNTABLE_STATUSES, KillReason
 from .context import RunContext
 from .control import encode
 from .feed import Feed
+from .requests import BudgetChange, Hello, Kill, Pause, RequestError, Resume, Status, Stop, parse_request
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
 
 
@@ -47,6 +48,8 @@ class Runner:
         self.mock = None
         self.proxy = None  # the metering proxy (suite.proxy), serving on this event loop
         self.started = time.time()
+        self._stop_asked = False  # a stop that came before the schedule existed
+        self.early: dict[str, Any] = {}  # a pause and the run's budgets asked for before it
 
     def log(self, text: str) -> None:
         try:
@@ -90,50 +93,70 @@ class Runner:
             lock.close()
 
     async def _run(self, writer: StoreWriter) -> int:
-        suite = self.suite
         call = lambda fn, *a: asyncio.wrap_future(writer.call(fn, *a))
         try:
-            await call(Store.register_suite, suite)
+            await call(Store.register_suite, self.suite)
         except SeedHashChanged as exc:
             self.log(str(exc))
             return 4
-        try:
-            sandbox = await self._start_services()
-        except Exception as exc:  # a missing image, an unknown host key, a port in use...
-            self.log(f"agentmeter: cannot start the run: {exc}")
-            await self._stop_services(None)
-            return 6
         # Before the store says which trials were lost: their processes go with the groups of
         # every runner (or meter) that is gone, found by the kernel's groups, not by environment.
         groups, killed = await asyncio.to_thread(cgroups.clean_leftovers)
         if groups:
             self.log(f"ended {killed} process(es) in {groups} group(s) left by runners that are gone")
-        lost = await call(recover_previous, suite.id)
+        lost = await call(recover_previous, self.suite.id)
         if lost:
             self.log(f"{lost} trial(s) left running by a previous runner marked infra-invalid")
         self.run_id = await call(Store.insert_run, {
-            "suite_id": suite.id, "seed_hash": suite.seed_hash, "status": "running", "pid": os.getpid(),
+            "suite_id": self.suite.id, "seed_hash": self.suite.seed_hash, "status": "running", "pid": os.getpid(),
             "host": socketlib.gethostname(), "socket": str(socket_path(self.db)), "started_at": utcnow()})
+        # The socket answers from here on, also while the run prepares (task images can take
+        # minutes to build): a client is told what is being done instead of waiting on silence.
+        server = await self._serve()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+        loop.add_signal_handler(signal.SIGHUP, lambda: None)
+        try:
+            return await self._prepare_and_run(writer, call)
+        finally:
+            server.close()
+            socket_path(self.db).unlink(missing_ok=True)
+
+    async def _prepare_and_run(self, writer: StoreWriter, call) -> int:
+        suite = self.suite
+        self.feed.prepare("starting the run's services and sandbox")
+        try:
+            sandbox = await self._start_services()
+        except Exception as exc:  # a missing image, an unknown host key, a port in use...
+            self.log(f"agentmeter: cannot start the run: {exc}")
+            await self._stop_services(None)
+            await call(Store.delete_run, self.run_id)  # it never started: no run is recorded
+            await self.feed.finish("failed", error=f"cannot start the run: {exc}")
+            return 6
+        if self._stop_asked:  # `stop` (or a signal) while it prepared: nothing has started
+            await self._stop_services(sandbox)
+            await call(Store.update_run, self.run_id, {"status": "stopped", "finished_at": utcnow()})
+            await self.feed.finish("stopped")
+            self.log(f"run {self.run_id} stopped before its first trial")
+            return 0
         config_ids = await call(lambda store: {
             c.key: store.ensure_configuration(suite.id, c.model.id, c.cli.label) for c in suite.configurations()})
         ctx = RunContext(suite, writer, sandbox, run_id=self.run_id, clis_root=self.clis_root,
                          mock_url=self.mock.base_url if self.mock else None, log=self.log, proxy=self.proxy,
                          sink=self.feed)
         ctx.scripted = self.mock
-        plans = await call(lambda store: pending_plans(store, ctx, plan_cells(ctx, config_ids),
+        plans = await call(lambda store: pending_plans(store, suite.id, plan_cells(suite, config_ids),
                                                        suite.spec.suite.max_retries))
         concurrency = min(suite.concurrency, sandbox.capacity())
+        self.feed.done_before = await call(Store.count_trials, suite.id, COUNTABLE_STATUSES)
         self.scheduler = scheduler = Scheduler(ctx, plans, concurrency=concurrency,
                                                max_retries=suite.spec.suite.max_retries)
         if writer.full:  # the disk filled up before the schedule existed
             scheduler.hold("disk", writer.full)
-        done_before = await call(Store.count_trials, suite.id, COUNTABLE_STATUSES)
-        self.feed.done_before = done_before
-        server = await self._serve()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.stop)
-        loop.add_signal_handler(signal.SIGHUP, lambda: None)
+        if self.early.pop("paused", False):  # what the operator asked while the run prepared
+            scheduler.pause()
+        scheduler.set_default_budget(**self.early)
         ticker = asyncio.create_task(self.feed.run())
         reaper = asyncio.create_task(self._reap())
         sweeper = asyncio.create_task(SWEEPER.run())
@@ -156,8 +179,6 @@ class Runner:
             await self._stop_services(sandbox)
             await call(Store.update_run, self.run_id, {"status": status, "finished_at": utcnow()})
             await self.feed.finish(status)
-            server.close()
-            socket_path(self.db).unlink(missing_ok=True)
         self.log(f"run {self.run_id} {status}")
         return 0
 
@@ -177,6 +198,8 @@ class Runner:
         sandbox_cls = SANDBOXES.get(suite.spec.sandbox.kind)
         sandbox = sandbox_cls(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
         self._sandbox = sandbox
+        # what the sandbox is preparing (an image build, step by step), told from any thread
+        sandbox.on_progress = lambda text: self._loop.call_soon_threadsafe(self.feed.prepare, text)
         await sandbox.preflight()
         if removed := getattr(sandbox, "removed", None):
             self.log(f"removed {len(removed)} trial folder(s) of runners that are gone")
@@ -213,6 +236,7 @@ class Runner:
     def stop(self) -> None:
         """Stop starting trials and stop the running ones; they become infra-invalid and
         run again when the suite is run again."""
+        self._stop_asked = True
         scheduler = self.scheduler
         if scheduler is None or scheduler.stopping:
             return
@@ -260,41 +284,54 @@ class Runner:
             writer.close()
 
     def handle(self, op: str | None, request: dict[str, Any]) -> dict[str, Any]:
+        """One request's reply. The request is checked whole first (``requests``): a bad one
+        is refused with a message and changes nothing."""
+        try:
+            parsed = parse_request(request)
+        except RequestError as exc:
+            return {"ok": False, "error": str(exc)}
         scheduler = self.scheduler
-        if op == "hello":
+        if isinstance(parsed, Hello):
             return {"ok": True, "run_id": self.run_id, "suite": self.suite.id, "pid": os.getpid(),
-                    "db": str(self.db)}
-        if op == "status":
+                    "db": str(self.db), "preparing": None if scheduler else self.feed.preparing}
+        if isinstance(parsed, Status):
             return {"ok": True, **self.feed.snapshot()}
-        if op == "kill":
-            trial = scheduler.trial(int(request.get("trial", -1)))
+        if isinstance(parsed, Stop):
+            self.stop()
+            return {"ok": True}
+        if scheduler is None:  # still preparing: a pause and the run's budgets apply when it starts
+            if isinstance(parsed, (Pause, Resume)):
+                self.early["paused"] = isinstance(parsed, Pause)
+                return {"ok": True, "paused": self.early["paused"]}
+            if isinstance(parsed, BudgetChange) and parsed.trial is None:
+                self.early.update(parsed.limits())
+                return {"ok": True, "budget": parsed.limits()}
+            return {"ok": False, "error": "no trial has started yet: the run is preparing"}
+        if isinstance(parsed, Kill):
+            trial = scheduler.trial(parsed.trial)
             if trial is None:
-                return {"ok": False, "error": f"trial {request.get('trial')} is not running"}
-            trial.request_kill(KillReason(request.get("reason") or "operator", request.get("detail") or ""))
+                return {"ok": False, "error": f"trial {parsed.trial} is not running"}
+            trial.request_kill(KillReason(parsed.reason or "operator", parsed.detail or ""))
             return {"ok": True, "trial": trial.id}
-        if op == "pause":
+        if isinstance(parsed, Pause):
             scheduler.pause()
             return {"ok": True, "paused": True}
-        if op == "resume":
+        if isinstance(parsed, Resume):
             scheduler.resume()
             return {"ok": True, "paused": False}
-        if op == "budget":
-            limits = {k: request.get(k) for k in ("wall_seconds", "tokens", "usd")}
-            if request.get("trial") is not None:
-                trial = scheduler.trial(int(request["trial"]))
+        if isinstance(parsed, BudgetChange):
+            limits = parsed.limits()
+            if parsed.trial is not None:
+                trial = scheduler.trial(parsed.trial)
                 if trial is None:
-                    return {"ok": False, "error": f"trial {request['trial']} is not running"}
+                    return {"ok": False, "error": f"trial {parsed.trial} is not running"}
                 trial.raise_budget(**limits)
                 return {"ok": True, "trial": trial.id, "budget": trial.budget.model_dump()}
             scheduler.set_default_budget(**limits)
             for trial in scheduler.running.values():
                 trial.raise_budget(**limits)
-            return {"ok": True}
-        if op == "stop":
-            self.stop()
-            return {"ok": True}
-        return {"ok": False, "error": f"unknown op {op!r}"}
-
+            return {"ok": True, "budget": limits}
+        return {"ok": False, "error": f"{parsed.op} is not answered here"}  # subscribe turns a connection into a feed
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentmeter-runner")

@@ -3,7 +3,9 @@
 Cells are ordered trial round first, then task, then configuration, so the first results
 cover every configuration of every task before any cell gets its second trial. A cell is
 done once it has a countable final trial (passed, failed, killed, errored); infra-invalid
-attempts are retried up to ``max_retries`` and stay in the store for cost accounting. On a
+attempts are retried up to ``max_retries`` and stay in the store for cost accounting. A trial
+interrupted by a stop or a lost runner is infra-invalid too but uses up no retry: it runs again
+whenever the suite is run again. On a
 restart the same rule applies to what the store already holds, so no finished trial runs
 twice.
 """
@@ -14,22 +16,32 @@ import asyncio
 import time
 import traceback
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from ..procs import SWEEPER
-from ..vocab import ACTIVE_STATUSES, COUNTABLE_STATUSES, TrialStatus
+from ..vocab import ACTIVE_STATUSES, COUNTABLE_STATUSES, INTERRUPTED, INTERRUPTED_LOST, TrialStatus
 from .context import RunContext
 from .placement import Placement, Slot
 from .trial import TrialPlan, TrialRun
 
+if TYPE_CHECKING:
+    from ..suites import Suite
 
-def plan_cells(ctx: RunContext, config_ids: dict[str, int]) -> list[TrialPlan]:
-    suite = ctx.suite
+
+def plan_cells(suite: Suite, config_ids: dict[str, int]) -> list[TrialPlan]:
     plans = []
     for trial_index in range(1, suite.spec.suite.trials + 1):
         for task in suite.tasks:
             for config in suite.configurations():
-                plans.append(TrialPlan(task, config, config_ids[config.key], trial_index))
+                plans.append(TrialPlan(task, config, config_ids.get(config.key, 0), trial_index))
     return plans
+
+
+def cells_left(store, suite: Suite) -> int:
+    """How many cells a run of ``suite`` on this store would run now (0: the suite is complete),
+    by the same rule the runner uses (a configuration the store has not seen has no trial yet)."""
+    config_ids = store.configuration_ids(suite.id)
+    return len(pending_plans(store, suite.id, plan_cells(suite, config_ids), suite.spec.suite.max_retries))
 
 
 def recover_previous(store, suite_id: str) -> int:
@@ -39,20 +51,19 @@ def recover_previous(store, suite_id: str) -> int:
     if tokens:
         SWEEPER.add_all(tokens)
         SWEEPER.final()  # one environment scan for all of them, repeated until none is left
-    store.set_trials_status([row["id"] for row in stale], TrialStatus.INFRA_INVALID.value,
-                            "infra: runner lost (restarted)")
+    store.set_trials_status([row["id"] for row in stale], TrialStatus.INFRA_INVALID.value, INTERRUPTED_LOST)
     return len(stale)
 
 
-def pending_plans(store, ctx: RunContext, plans: list[TrialPlan], max_retries: int) -> list[TrialPlan]:
+def pending_plans(store, suite_id: str, plans: list[TrialPlan], max_retries: int) -> list[TrialPlan]:
     attempts: dict[tuple, int] = defaultdict(int)
     done: set[tuple] = set()
-    for row in store.cell_statuses(ctx.suite.id):
+    for row in store.cell_statuses(suite_id):
         cell = (row["task_id"], row["config_id"], row["trial_index"])
         if row["status"] in COUNTABLE_STATUSES:
             done.add(cell)
-        elif row["status"] == TrialStatus.INFRA_INVALID:
-            attempts[cell] += 1
+        elif row["status"] == TrialStatus.INFRA_INVALID and not (row["reason"] or "").startswith(INTERRUPTED):
+            attempts[cell] += 1  # an interrupted trial (a stop, a lost runner) is no failed attempt
     out = []
     for plan in plans:
         cell = (plan.task.id, plan.config_id, plan.trial_index)
@@ -130,27 +141,32 @@ class Scheduler:
                 await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
 
     async def _one(self, plan: TrialPlan, slots: asyncio.Semaphore, slot: Slot | None = None) -> None:
-        trial = TrialRun(self.ctx, plan)
-        self.placement.bind(trial.token, slot)
-        if self._budget_overrides:
-            trial.raise_budget(**self._budget_overrides)
-        key = id(trial)
-        self.running[key] = trial
+        # Everything from the trial's making to its end is inside the try: whatever raises, the
+        # concurrency slot and the host's slot are given back and the cell is retried, so the
+        # schedule never shrinks nor waits for a slot nobody holds.
+        trial: TrialRun | None = None
+        status = TrialStatus.INFRA_INVALID
         try:
+            trial = TrialRun(self.ctx, plan)
+            self.running[id(trial)] = trial
+            self.placement.bind(trial.token, slot)
+            if self._budget_overrides:
+                trial.raise_budget(**self._budget_overrides)
             status = await trial.execute()
         except Exception as exc:  # a bug on our side: say so, keep the schedule going
-            self.ctx.log(f"trial {trial.id} failed in the runner: {exc!r}\n{traceback.format_exc()}")
-            status = TrialStatus.INFRA_INVALID
+            self.ctx.log(f"trial {trial and trial.id} failed in the runner: {exc!r}\n{traceback.format_exc()}")
         finally:
-            self.running.pop(key, None)
-            self.placement.release(slot, trial.token)
+            if trial is not None:
+                self.running.pop(id(trial), None)
+            self.placement.release(slot, trial and trial.token)
             slots.release()
         retry = status == TrialStatus.INFRA_INVALID and plan.attempt < self.max_retries and not self.stopping
         if retry:
             self.total += 1
         self.finished += 1
-        self.ctx.sink.trial_finished(trial)
-        if retry and trial.provider_errors.gave_up:
+        if trial is not None:
+            self.ctx.sink.trial_finished(trial)
+        if retry and trial is not None and trial.provider_errors.gave_up:
             # The provider failed the agent: back off (at least its retry-after) before the retry.
             # This task stays alive meanwhile, so the schedule does not end under the retry.
             await self._wait(trial.provider_errors.backoff(plan.attempt))

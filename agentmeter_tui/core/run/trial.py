@@ -282,10 +282,8 @@ class TrialRun:
         await self._recover_usage(session, killed)
         outcome: AgentOutcome = self.parser.outcome(exit_code, killed)
         self._exit_code = exit_code
-        if killed and self.kill_reason.code == "infra":  # our side failed under it (the model server died)
-            return (TrialStatus.INFRA_INVALID, f"infra: {self.kill_reason.detail}", None)
-        if killed:
-            return (TrialStatus.KILLED, self.kill_reason.code, None)
+        if killed:  # infra-invalid when our side failed under it or the run was stopped
+            return record.killed_outcome(self.kill_reason)
         if (lost := ctx.scripted_lost(self)) is not None:  # the agent ended on our server's death
             return (TrialStatus.INFRA_INVALID, f"infra: {lost}", None)
         if self.provider_errors.gave_up:  # the agent's run ended on the provider's error, not its own
@@ -301,7 +299,7 @@ class TrialRun:
             verifier.trajectory = await trajectory_of(self)
         verdict = await self._verify_unless_killed(verifier.verify(session), session)
         if verdict is None:  # the operator (or the runner's shutdown) stopped it while the verifier ran
-            return (TrialStatus.KILLED, self.kill_reason.code, None)
+            return record.killed_outcome(self.kill_reason)
         if verdict.infra_error:
             return (TrialStatus.INFRA_INVALID, f"infra: {verdict.infra_error}", verdict)
         if verdict.passed:

@@ -141,6 +141,11 @@ class Sandbox(ABC):
         self.suite = suite
         self.settings = settings or {}
 
+    @staticmethod
+    def on_progress(text: str) -> None:
+        """What the sandbox is preparing now (``preflight``: an image being built, step by
+        step); the runner sets its own, callable from any thread, to tell its clients."""
+
     def capacity(self) -> int:
         """How many trials this sandbox can run at once (its hosts' slots)."""
         return self.suite.concurrency

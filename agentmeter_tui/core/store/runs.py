@@ -28,9 +28,29 @@ class RunQueries:
         with immediate(self.db):
             self.db["runs"].update(run_id, fields)
 
+    def delete_run(self, run_id: int) -> None:
+        """A run that never started (its preflight failed before any trial): no row is kept."""
+        with immediate(self.db):
+            self.db.execute("delete from runs where id = ? and not exists "
+                            "(select 1 from trials where run_id = ?)", [run_id, run_id])
+
     def last_run_status(self) -> str | None:
         row = next(self.db.query("select status from runs order by id desc limit 1"), None)
         return row["status"] if row else None
+
+    def last_run(self) -> dict[str, Any] | None:
+        """The newest run's row with its trials' outcome: ``statuses`` {status: count},
+        ``tokens`` and ``cost_usd`` (every trial of the run, infra-invalid ones included)."""
+        run = next(self.db.query("select id, suite_id, status, pid, started_at, finished_at from runs "
+                                 "order by id desc limit 1"), None)
+        if run is None:
+            return None
+        run["statuses"] = {r["status"]: r["n"] for r in self.db.query(
+            "select status, count(*) as n from trials where run_id = ? group by status order by status", [run["id"]])}
+        run.update(next(self.db.query(
+            "select coalesce(sum(uncached_input + cached_input + cache_write + output + reasoning), 0) as tokens, "
+            "sum(cost_usd) as cost_usd from trials where run_id = ?", [run["id"]])))
+        return run
 
     # -- trials -------------------------------------------------------------------------------
 
@@ -64,7 +84,12 @@ class RunQueries:
             for trial_id in trial_ids:
                 self.db["trials"].update(trial_id, {"status": status, "reason": reason})
 
+    def configuration_ids(self, suite_id: str) -> dict[str, int]:
+        """``{"model|cli": id}`` of a suite's configurations the store has."""
+        return {r["key"]: r["id"] for r in self.db.query("select key, id from configurations where suite_id = ?",
+                                                         [suite_id])}
+
     def cell_statuses(self, suite_id: str) -> Iterable[dict[str, Any]]:
-        """``task_id, config_id, trial_index, status`` of every trial of a suite."""
-        return self.db.query("select task_id, config_id, trial_index, status from trials where suite_id = ?",
+        """``task_id, config_id, trial_index, status, reason`` of every trial of a suite."""
+        return self.db.query("select task_id, config_id, trial_index, status, reason from trials where suite_id = ?",
                              [suite_id])

@@ -6,11 +6,17 @@ so callers read ``await push_screen_wait(...)`` or pass a callback.
 
 from __future__ import annotations
 
+import math
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
+
+from ...core.vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
+
+BUDGET_MOST = {"tokens": MAX_BUDGET_TOKENS, "usd": MAX_BUDGET_USD, "wall_seconds": MAX_BUDGET_WALL}
 
 
 class ConfirmDialog(ModalScreen[bool]):
@@ -101,8 +107,9 @@ class BudgetDialog(ModalScreen[dict | None]):
                 value = float(raw)
             except ValueError:
                 value = -1
-            if value <= 0:
-                self.query_one("#budget-error", Static).update(f"{key}: a positive number, please")
+            most = BUDGET_MOST[key]  # what the runner takes (core/run/requests.py checks it again)
+            if not math.isfinite(value) or value <= 0 or value > most:
+                self.query_one("#budget-error", Static).update(f"{key}: a number above 0 and at most {most:g}, please")
                 return None
             limits[key] = int(value) if key == "tokens" else value
         return limits

@@ -29,7 +29,6 @@ from ..render import fmt_score, fmt_tokens, fmt_usd
 from ..report import Report
 from . import model, pages, svg
 
-HERE = Path(__file__).parent
 ASSETS = ("site.css", "site.js")
 
 
@@ -38,17 +37,6 @@ class SiteSummary:
     folder: Path
     pages: int
     trials: int
-
-
-def environment() -> Any:
-    from ...extras import require
-
-    jinja2 = require("jinja2")
-    Environment, FileSystemLoader, StrictUndefined = jinja2.Environment, jinja2.FileSystemLoader, jinja2.StrictUndefined
-
-    # Autoescape everything: transcripts, verifier output and notes are untrusted text.
-    return Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined,
-                       trim_blocks=False, keep_trailing_newline=True)
 
 
 def _prices(report_row: dict[str, Any]) -> Any | None:
@@ -102,11 +90,11 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) ->
     shutil.rmtree(partial, ignore_errors=True)
     (partial / "config").mkdir(parents=True)
     (partial / "trial").mkdir()
-    env = environment()
+    env = pages.environment()
     # Blind: versions are masked like every other identity (a CLI's version can equal ours).
     common = {"suite": suite_id, "blind": blind, "version": names.text(report.tool_version)}
     for asset in ASSETS:
-        shutil.copyfile(HERE / "templates" / asset, partial / asset)
+        shutil.copyfile(pages.TEMPLATES / asset, partial / asset)
 
     config_index = {r.config: n + 1 for n, r in enumerate(report.configurations)}
     scatter = scatter_data(report)

@@ -16,6 +16,7 @@ from ...usage import TOKEN_CLASSES
 from ..render import fmt_tokens, fmt_usd
 from . import model
 
+TEMPLATES = Path(__file__).parent / "templates"
 PARALLEL_FROM = 200  # fewer trials than this: written in this process
 CHUNK = 64
 
@@ -41,12 +42,22 @@ def trial_line(trial: dict[str, Any], scores: list[Any], names: model.Names) -> 
             "score": "" if latest is None else latest}
 
 
+def environment() -> Any:
+    from ...extras import require
+
+    jinja2 = require("jinja2")
+    Environment, FileSystemLoader, StrictUndefined = jinja2.Environment, jinja2.FileSystemLoader, jinja2.StrictUndefined
+
+    # Autoescape everything: transcripts, verifier output and notes are untrusted text.
+    return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
+                       trim_blocks=False, keep_trailing_newline=True)
+
+
 _WORKER: dict[str, Any] = {}
 
 
 def _start(db: Path, folder: Path, shared: Shared) -> None:
     from ...store import Store
-    from . import environment
 
     _WORKER.update(store=Store(db), folder=folder, shared=shared, page=environment().get_template("trial.html"))
 

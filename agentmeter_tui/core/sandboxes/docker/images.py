@@ -21,6 +21,7 @@ import hashlib
 import tempfile
 import threading
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..archive import TarWriter
@@ -60,9 +61,13 @@ def _safe_name(text: str) -> str:
 class ImageResolver:
     """Resolves (and builds or loads, once per engine) the image of each task."""
 
-    def __init__(self, default_image: str, *, pull: bool = False):
+    def __init__(self, default_image: str, *, pull: bool = False,
+                 on_progress: Callable[[str], None] = lambda text: None):
         self.default_image = default_image
         self.pull = pull
+        self.on_progress = on_progress  # a build's steps as they go (called on the build's thread)
+        # what a resolved image becomes for the trials (the docker sandbox: the agent's user added)
+        self.derive: Callable[[Any, str, Task], str] = lambda client, image, task: image
         self._resolved: dict[tuple[str, str], str] = {}
         self._failed: dict[tuple[str, str], ImageError] = {}  # a broken Dockerfile is built once, not per trial
         self._locks: dict[tuple[str, str], threading.Lock] = {}
@@ -78,12 +83,19 @@ class ImageResolver:
                 raise self._failed[key]
             if key not in self._resolved:
                 try:
-                    self._resolved[key] = self._resolve(client, engine, task)
+                    self._resolved[key] = self._derived(client, self._resolve(client, engine, task), task)
                 except ImageError as exc:
                     if exc.task is not None:
                         self._failed[key] = exc
                     raise
             return self._resolved[key]
+
+    def _derived(self, client: Any, image: str, task: Task) -> str:
+        try:
+            return self.derive(client, image, task)
+        except Exception as exc:  # noqa: BLE001 - the SDK raises several kinds; that task fails, with why
+            raise ImageError(f"task '{task.id}': adding the agent's user to image {image} failed: {exc}",
+                             task.id) from None
 
     def _resolve(self, client: Any, engine: str, task: Task) -> str:
         env_dir = task.path / "environment"
@@ -137,9 +149,10 @@ class ImageResolver:
         where = f"{task.path.name}/environment/Dockerfile"
         timeout = task.spec.environment.build_timeout_sec
         ensure_bases(client, dockerfile)
+        self.on_progress(f"building the image of task {task.id} ({where})")
         try:
-            client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, pull=False, labels=IMAGE_LABELS,
-                                timeout=timeout)
+            build_streaming(client, lambda line: self.on_progress(f"building the image of task {task.id}: {line}"),
+                            path=str(context), tag=tag, timeout=timeout)
         except (BuildError, APIError) as exc:
             log = "".join(item.get("stream", "") for item in getattr(exc, "build_log", []) or [])
             line = failed_line(dockerfile, log)
@@ -167,6 +180,24 @@ class ImageResolver:
             else:  # a root filesystem: what `docker import` takes
                 client.api.import_image_from_data(handle.read(), repository=repository, tag=tag.split(":", 1)[1])
         return tag
+
+
+def build_streaming(client: Any, step: Callable[[str], None], **options: Any) -> None:
+    """``client.images.build`` with each build step told to ``step`` as it starts (the SDK's
+    own call returns only at the end, and a build can take minutes); raises ``BuildError``
+    with the build's log as the SDK's does."""
+    from docker.errors import BuildError
+
+    log: list[dict[str, Any]] = []
+    for chunk in client.api.build(rm=True, forcerm=True, pull=False, labels=IMAGE_LABELS, decode=True, **options):
+        log.append(chunk)
+        if "error" in chunk:
+            raise BuildError(chunk["error"], log)
+        line = chunk.get("stream", "")
+        if line.startswith("Step "):
+            step(" ".join(line.split())[:160])
+    if not any("aux" in c or "Successfully built" in c.get("stream", "") for c in log):
+        raise BuildError("the build ended without an image", log)
 
 
 def failed_line(dockerfile: Path, log: str) -> int | None:

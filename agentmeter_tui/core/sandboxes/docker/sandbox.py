@@ -41,6 +41,7 @@ from .harbor import ContractCache, open_network, run_as, unenforced
 from .images import ImageError, ImageResolver
 from .leftovers import EngineSandbox, EngineTarget
 from .session import ContainerSession, check_bundle, chown_tree
+from .users import with_agent_user
 
 if TYPE_CHECKING:
     from ...suites import Task
@@ -56,7 +57,9 @@ class DockerSandbox(EngineSandbox):
         self.entries = {e.display: e for e in self.config.entries()}
         self.placement = Placement([Host(e.display, e.slots, frozenset(e.labels)) for e in self.entries.values()])
         self.engines: dict[str, engines.Engine] = {}
-        self.images = ImageResolver(self.config.image, pull=self.config.pull)
+        self.images = ImageResolver(self.config.image, pull=self.config.pull,
+                                    on_progress=lambda text: self.on_progress(text))
+        self.images.derive = self._with_agent_user
         self.relays = RelayPool()
         self.gateways: dict[tuple[str, str], str | None] = {}  # (engine, network) -> where containers reach us
         self.tunnels: dict[str, Any] = {}  # remote engine -> SSH connection carrying reverse tunnels
@@ -80,6 +83,12 @@ class DockerSandbox(EngineSandbox):
             checks.extend(await asyncio.to_thread(check_docker_engine, entry.url, self.suite, key=entry.key,
                                                   known_hosts=entry.known_hosts, clis=self.config.clis))
         return checks
+
+    def _with_agent_user(self, client: Any, image: str, task: Task) -> str:
+        """The image a task's trials run: with a passwd entry for the agent's uid (``users``)."""
+        user = run_as(self.config) if task.contract == "harbor" else self.config.user
+        uid, _, gid = ("0:0" if user == "root" else user).partition(":")
+        return with_agent_user(client, image, int(uid), int(gid or uid), f"{ROOT}/home")
 
     async def engine(self, name: str) -> engines.Engine:
         async with self._connect_lock:
@@ -122,7 +131,8 @@ class DockerSandbox(EngineSandbox):
                 print(f"agentmeter: docker engine {engine.name}: removed {report.total} object(s) of suite "
                       f"{self.suite.id} left by runners that are gone", file=sys.stderr, flush=True)
             shapes = set()
-            for task in self.suite.tasks:
+            for number, task in enumerate(self.suite.tasks, 1):
+                self.on_progress(f"task images on {name}: {number}/{len(self.suite.tasks)} ({task.id})")
                 try:
                     image = await engine.call(self.images.resolve, engine.client, name, self.suite.id, task)
                 except ImageError as exc:

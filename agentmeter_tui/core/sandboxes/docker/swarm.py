@@ -89,13 +89,15 @@ class SwarmSandbox(EngineSandbox):
         self.config = load_settings(SwarmSettings, suite, self.settings)
         self.host_name = f"swarm:{self.config.engine or 'local'}"
         self.placement = Placement([Host(self.host_name, self.config.slots)])
-        self.images = ImageResolver(self.config.image, pull=self.config.pull)
+        self.images = ImageResolver(self.config.image, pull=self.config.pull,
+                                    on_progress=lambda text: self.on_progress(text))
         self.relays = RelayPool()
         self.engine: engines.Engine | None = None
         self.watch = HostWatch(self.placement, self._probe, 10.0)
         self._lock = asyncio.Lock()
         self.contracts = ContractCache(self.config)
         self._bundle: Manifest | None | bool = False  # not read yet
+        self.problems: list[str] = []  # tasks whose own image failed: their trials fail, the run goes on
 
     def capacity(self) -> int:
         return self.config.slots
@@ -134,7 +136,8 @@ class SwarmSandbox(EngineSandbox):
 
     async def preflight(self) -> None:
         engine = await self.connect()
-        for task in self.suite.tasks:
+        for number, task in enumerate(self.suite.tasks, 1):
+            self.on_progress(f"task images: {number}/{len(self.suite.tasks)} ({task.id})")
             try:
                 await engine.call(self.images.resolve, engine.client, self.host_name, self.suite.id, task)
             except ImageError as exc:
@@ -142,6 +145,7 @@ class SwarmSandbox(EngineSandbox):
                     raise
                 # The task's own image (its Dockerfile failed): its trials end infra-invalid with
                 # the reason, the run goes on (as in the docker sandbox).
+                self.problems.append(str(exc))
         if any(t.contract == "harbor" for t in self.suite.tasks) and engine.local and default_clis_root().is_dir():
             check_bundle(self.suite, self.config.clis_root, self.bundle())  # .clis is mounted into their images
 

@@ -1,0 +1,102 @@
+"""The control socket's requests, one pydantic model per op.
+
+A value sent to a running runner changes what paid trials may spend, so each request is
+checked whole before anything is applied: known ops and fields only, the right types (no
+``"abc"`` for a number, no ``true`` for a trial id), budgets finite and positive and small
+enough to travel back in JSON. A bad request gets ``{"ok": false, "error": ...}`` naming the
+op and the field; nothing of it is applied (the ``budget`` op never raises one trial's
+budget and then fails on the next).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
+
+MAX_REASON = 200  # characters of an operator's kill reason kept
+
+
+class RequestError(ValueError):
+    pass
+
+
+class Request(BaseModel):
+    # strict: JSON's types as they are; a string is no number, a bool no trial id
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Hello(Request):
+    op: Literal["hello"]
+
+
+class Status(Request):
+    op: Literal["status"]
+
+
+class Pause(Request):
+    op: Literal["pause"]
+
+
+class Resume(Request):
+    op: Literal["resume"]
+
+
+class Stop(Request):
+    op: Literal["stop"]
+
+
+class Subscribe(Request):
+    op: Literal["subscribe"]
+    events: bool = True
+    max_events: int | None = Field(None, gt=0)
+
+
+class Kill(Request):
+    op: Literal["kill"]
+    trial: int
+    reason: str | None = Field(None, max_length=MAX_REASON)
+    detail: str | None = Field(None, max_length=MAX_REASON)
+
+
+class BudgetChange(Request):
+    """New limits for one running trial (``trial``) or for the rest of the run."""
+
+    op: Literal["budget"]
+    trial: int | None = None
+    wall_seconds: float | None = Field(None, gt=0, le=MAX_BUDGET_WALL, allow_inf_nan=False)
+    tokens: int | None = Field(None, gt=0, le=MAX_BUDGET_TOKENS)
+    usd: float | None = Field(None, gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> BudgetChange:
+        if not self.limits():
+            raise ValueError("give at least one of wall_seconds, tokens, usd")
+        return self
+
+    def limits(self) -> dict[str, float]:
+        return {k: v for k, v in self.model_dump(include={"wall_seconds", "tokens", "usd"}).items() if v is not None}
+
+
+REQUESTS: dict[str, type[Request]] = {model.model_fields["op"].annotation.__args__[0]: model  # type: ignore[union-attr]
+                                      for model in (Hello, Status, Pause, Resume, Stop, Subscribe, Kill, BudgetChange)}
+
+
+def parse_request(data: Any) -> Request:
+    """The request ``data`` (a decoded JSON line) as its op's model, or a :class:`RequestError`
+    saying what is wrong in one line."""
+    if not isinstance(data, dict):
+        raise RequestError("requests are JSON objects, one per line")
+    op = data.get("op")
+    model = REQUESTS.get(op) if isinstance(op, str) else None
+    if model is None:
+        raise RequestError(f"unknown op {op!r}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
+        message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+        raise RequestError(f"{op}: {field + ': ' if field else ''}{message}") from None
