@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import cgroups
 from .harnesses import ADAPTERS, HarnessAdapter, LaunchContext, get_adapter
 from .sandboxes.base import KillPolicy, LaunchSpec
 from .sandboxes.hostcheck import HostCheck
@@ -88,7 +89,9 @@ async def check_clis(plans: list[CliPlan], clis_root: Path, server_url: str, *, 
         async with gate:
             return await check_cli(plan, clis_root, server_url, timeout=timeout, work_root=work_root)
 
-    return list(await asyncio.gather(*(one(plan) for plan in plans)))
+    checks = list(await asyncio.gather(*(one(plan) for plan in plans)))
+    cgroups.remove_owner_folder()
+    return checks
 
 
 async def check_cli(plan: CliPlan, clis_root: Path, server_url: str, *, timeout: float,
@@ -103,7 +106,8 @@ async def check_cli(plan: CliPlan, clis_root: Path, server_url: str, *, timeout:
     root = Path(tempfile.mkdtemp(prefix=f"doctor-{adapter.name}-", dir=work_root))
     for name in ("workspace", "home", "tmp", "scratch"):
         (root / name).mkdir()
-    session = LocalSession(root, secrets.token_hex(8))
+    token = secrets.token_hex(8)
+    session = LocalSession(root, token, cgroups.new_group(token))
     try:
         ctx = await _launch_context(plan, session, clis_root, server_url, root)
         check.version = await _version(adapter, session, ctx)
@@ -121,6 +125,8 @@ async def check_cli(plan: CliPlan, clis_root: Path, server_url: str, *, timeout:
             else f"reinstall it: {adapter.install.hint}"
     finally:
         await session.cleanup()
+        if session.group is not None:  # no runner's sweeper here: the group goes now
+            await asyncio.to_thread(session.group.remove)
     return check
 
 

@@ -1,11 +1,14 @@
 """Process trees: finding every process a trial started, and killing all of them.
 
 The agent CLIs start their tool shells with setsid, so neither the agent's process group nor
-its session reaches them, and once the agent dies they are re-parented away. Three nets catch
-them: (1) the runner is a child subreaper, so orphans re-parent to it instead of init; (2) the
-tree is collected before any signal is sent and re-collected while the ladder runs; (3) every
-trial's processes carry ``AGENTMETER_TRIAL=<token>`` in their environment, which survives
-setsid and re-parenting, so a final sweep finds stragglers by token (also after a runner crash).
+its session reaches them, and once the agent dies they are re-parented away. The kernel's
+answer is a cgroup per trial (:mod:`.cgroups`): nothing a process does takes it out of its
+group, so the ladder below ends with the whole group. Where no cgroup can be made, three
+weaker nets remain: (1) the runner is a child subreaper, so orphans re-parent to it instead
+of init; (2) the tree is collected before any signal is sent and re-collected while the
+ladder runs; (3) every trial's processes carry ``AGENTMETER_TRIAL=<token>`` in their
+environment, which survives setsid and re-parenting (not ``env -i``), so a final sweep finds
+stragglers by token.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import signal
 import time
 
 import psutil
+
+from .cgroups import Group
 
 TOKEN_VAR = "AGENTMETER_TRIAL"
 _PR_SET_CHILD_SUBREAPER = 36
@@ -114,28 +119,31 @@ def reap_orphans(exclude: set[int] = frozenset()) -> None:
 
 
 async def kill_ladder(root_pid: int | None, token: str | None, *, int_grace: float, grace: float,
-                      exited: asyncio.Event | None = None) -> None:
+                      exited: asyncio.Event | None = None, group: Group | None = None) -> None:
     """SIGINT, then SIGTERM, then SIGKILL to every process of the trial; return when none is left.
 
     ``exited`` is set when the agent process itself has exited: from then on whatever is left
     is an orphaned tool or background job, which gets SIGKILL at once instead of waiting out
-    the grace periods.
+    the grace periods. With a ``group``, its members are the trial's processes too (they
+    cannot leave it), and the last step kills the group whole.
     """
     start = time.monotonic()
-    members = _collect(root_pid, token, [], scan_env=True)
+    members = _collect(root_pid, None if group else token, _members(group), scan_env=group is None)
     signal_all(members, signal.SIGINT)
     sent_term = False
     while True:
-        members = alive(_collect(root_pid, None, members))
-        if not members and token:
+        members = alive(_collect(root_pid, None, members + _members(group)))
+        if not members and token and group is None:
             # The tree looks empty: confirm by token, which finds setsid'd stragglers too.
             members = alive(processes_with_token(token))
-        if not members:
+        if not members and (group is None or group.empty()):
             return
         elapsed = time.monotonic() - start
         agent_gone = exited is not None and exited.is_set()
         if agent_gone or elapsed >= grace:
             signal_all(members, signal.SIGKILL)
+            if group is not None:
+                group.kill()
         elif elapsed >= int_grace and not sent_term:
             signal_all(members, signal.SIGTERM)
             sent_term = True
@@ -144,14 +152,26 @@ async def kill_ladder(root_pid: int | None, token: str | None, *, int_grace: flo
             raise RuntimeError(f"processes survive SIGKILL: {[p.pid for p in members]}")
 
 
-def sweep(token: str, root_pid: int | None = None) -> int:
+def sweep(token: str, root_pid: int | None = None, group: Group | None = None) -> int:
     """SIGKILL whatever is left of a trial at once; return how many processes were killed."""
-    members = alive(_collect(root_pid, token, [], scan_env=True))
+    members = alive(_collect(root_pid, None if group else token, _members(group), scan_env=group is None))
     signal_all(members, signal.SIGKILL)
+    if group is not None:
+        group.kill()
     deadline = time.monotonic() + 3
-    while alive(members) and time.monotonic() < deadline:
+    while (alive(members) or (group is not None and not group.empty())) and time.monotonic() < deadline:
         time.sleep(0.005)
     return len(members)
+
+
+def _members(group: Group | None) -> list[psutil.Process]:
+    out = []
+    for pid in group.pids() if group is not None else []:
+        try:
+            out.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    return out
 
 
 def _collect(root_pid: int | None, token: str | None, known: list[psutil.Process],
@@ -182,18 +202,29 @@ class Sweeper:
         self.interval = interval
         self.keep_scans = keep_scans
         self._pending: dict[str, int] = {}  # token -> scans left
+        self._groups: dict[str, Group] = {}  # groups to kill and remove, by path
         self.killed = 0
 
-    def add(self, token: str) -> None:
-        self._pending[token] = self.keep_scans
+    def add(self, token: str, group: Group | None = None) -> None:
+        """A finished trial: its group (no environment scan needed), else its token."""
+        if group is not None:
+            self._groups[str(group.path)] = group
+        else:
+            self._pending[token] = self.keep_scans
 
     def add_all(self, tokens: set[str]) -> None:
         for token in tokens:
             self.add(token)
 
     def scan_once(self) -> int:
+        killed = 0
+        for key, group in list(self._groups.items()):
+            killed += len(group.pids())
+            if group.remove(wait=0):
+                del self._groups[key]
+        self.killed += killed
         if not self._pending:
-            return 0
+            return killed
         tokens = set(self._pending)
         by_token = processes_by_token(tokens)
         found = [proc for procs in by_token.values() for proc in procs]
@@ -205,19 +236,19 @@ class Sweeper:
             if self._pending[token] <= 0:
                 del self._pending[token]
         self.killed += len(found)
-        return len(found)
+        return killed + len(found)
 
     async def run(self) -> None:
         while True:
             await asyncio.sleep(self.interval)
-            if self._pending:
+            if self._pending or self._groups:
                 await asyncio.to_thread(self.scan_once)
 
     def final(self) -> int:
         total = 0
-        while self._pending:
+        while self._pending or self._groups:
             total += self.scan_once()
-            if self._pending:
+            if self._pending or self._groups:
                 time.sleep(0.02)
         return total
 

@@ -26,6 +26,7 @@ import orjson
 
 from ..harnesses import ADAPTERS, HarnessAdapter, get_adapter
 from ..pricing import PriceSnapshot
+from .. import cgroups
 from ..procs import TOKEN_VAR, kill_ladder, sweep
 from ..usage import TOKEN_CLASSES, TokenUsage
 from ..wire import families, get_protocol
@@ -224,7 +225,10 @@ async def run_metered(command: Sequence[str], meter: Meter, *, upstreams: Mappin
 
     exited = asyncio.Event()
     stop: asyncio.Task | None = None
-    proc = await asyncio.create_subprocess_exec(*command, env=env)
+    # The command's own cgroup: what it leaves (a daemon that clears its environment too) goes with it.
+    group = await asyncio.to_thread(cgroups.new_group, token)
+    argv = group.wrap(list(command), env.get("PATH")) if group else command
+    proc = await asyncio.create_subprocess_exec(*argv, env=env)
 
     def refused(m: Meter) -> None:
         nonlocal stop
@@ -232,7 +236,7 @@ async def run_metered(command: Sequence[str], meter: Meter, *, upstreams: Mappin
             print(f"\nagentmeter: {m.over}: the next model call was refused; stopping the command",
                   file=stderr, flush=True)
             stop = asyncio.get_running_loop().create_task(
-                kill_ladder(proc.pid, token, int_grace=KILL_INT_GRACE, grace=KILL_GRACE, exited=exited))
+                kill_ladder(proc.pid, token, int_grace=KILL_INT_GRACE, grace=KILL_GRACE, exited=exited, group=group))
 
     meter.on_update, meter.on_refused = update, refused
     try:
@@ -240,10 +244,13 @@ async def run_metered(command: Sequence[str], meter: Meter, *, upstreams: Mappin
         exited.set()
         if stop is not None:
             await stop
-        sweep(token)  # whatever the command left behind (background jobs) goes with it
+        sweep(token, None, group)  # whatever the command left behind (background jobs) goes with it
         for route in routes.values():
             await proxy.release(route)
     finally:
+        if group is not None:
+            await asyncio.to_thread(group.remove)
+            cgroups.remove_owner_folder()
         await proxy.close()
         if log is not None:
             log.close()

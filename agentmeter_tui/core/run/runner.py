@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .. import cgroups
 from ..paths import default_clis_root, lock_path, owner_only, socket_path
 from ..procs import BACKGROUND, SWEEPER, become_subreaper, reap_orphans
 from ..sandboxes import SANDBOXES, Sandbox
@@ -99,6 +100,11 @@ class Runner:
         except SeedHashChanged as exc:
             self.log(str(exc))
             return 4
+        # Before the store says which trials were lost: their processes go with the groups of
+        # every runner (or meter) that is gone, found by the kernel's groups, not by environment.
+        groups, killed = await asyncio.to_thread(cgroups.clean_leftovers)
+        if groups:
+            self.log(f"ended {killed} process(es) in {groups} group(s) left by runners that are gone")
         lost = await call(recover_previous, self.suite.id)
         if lost:
             self.log(f"{lost} trial(s) left running by a previous runner marked infra-invalid")
@@ -170,6 +176,7 @@ class Runner:
             # told the run finished, so "finished" means nothing of the run is left.
             await BACKGROUND.drain()
             await asyncio.to_thread(SWEEPER.final)
+            cgroups.remove_owner_folder()
             await self._stop_services(sandbox)
             await call(Store.update_run, self.run_id, {"status": status, "finished_at": utcnow()})
             await self.feed.finish(status)
@@ -195,6 +202,8 @@ class Runner:
         # what the sandbox is preparing (an image build, step by step), told from any thread
         sandbox.on_progress = lambda text: self._loop.call_soon_threadsafe(self.feed.prepare, text)
         await sandbox.preflight()
+        if removed := getattr(sandbox, "removed", None):
+            self.log(f"removed {len(removed)} trial folder(s) of runners that are gone")
         for skipped in suite.skipped:  # one broken task of a dataset; the others run
             self.log(f"agentmeter: task skipped: {skipped}")
         for problem in getattr(sandbox, "problems", []):

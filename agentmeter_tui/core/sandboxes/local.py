@@ -1,5 +1,9 @@
 """The local sandbox: a fresh copy of the workspace seed and a fresh HOME per trial, under a
-temporary root on this machine; the agent runs in its own session with a clean environment.
+temporary root on this machine; the agent runs in its own session with a clean environment,
+and every process of the trial (verifier included) in the trial's cgroup (:mod:`..cgroups`).
+
+A trial folder's name carries the runner that made it (``t<id>-r<pid>-<start time>-...``), so
+the next runner removes what one killed with kill -9 left, and leaves a live one's alone.
 """
 
 from __future__ import annotations
@@ -8,13 +12,14 @@ import asyncio
 import functools
 import itertools
 import os
+import re
 import shutil
 import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import procs
+from .. import cgroups, procs
 from ..lines import LineSplitter
 from .base import (
     AgentHandle,
@@ -26,11 +31,13 @@ from .base import (
     SandboxSession,
     TrialSlot,
 )
+from .hostcheck import HostCheck
 
 if TYPE_CHECKING:
     from ..suites import Task
 
 _STREAMS = {1: "stdout", 2: "stderr"}
+OWNER = re.compile(r"t\d+-r(\d+-\d+)-")  # the runner in a trial folder's name
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -90,19 +97,24 @@ class _Protocol(asyncio.SubprocessProtocol):
 
 
 class LocalAgent(AgentHandle):
-    def __init__(self, transport: asyncio.SubprocessTransport, protocol: _Protocol, token: str):
-        self.transport, self.protocol, self.token = transport, protocol, token
+    def __init__(self, transport: asyncio.SubprocessTransport, protocol: _Protocol, token: str,
+                 group: cgroups.Group | None = None):
+        self.transport, self.protocol, self.token, self.group = transport, protocol, token, group
         self.pid = transport.get_pid()
 
     async def wait(self) -> int:
         await self.protocol.exited.wait()
         self.protocol.release()
+        if self.group is not None:
+            # The agent is gone: what is left in its group (a background job, a daemon) is a
+            # leftover, and goes now, before the verifier runs.
+            self.group.kill()
         try:
             # A background job the agent left behind may hold our pipes open; it is killed by
             # the session's cleanup, so don't wait long for the pipes to drain.
             await asyncio.wait_for(asyncio.shield(self.protocol.pipes_closed), 0.5)
         except TimeoutError:
-            await asyncio.to_thread(procs.sweep, self.token)
+            await asyncio.to_thread(procs.sweep, self.token, None, self.group)
             await asyncio.wait_for(asyncio.shield(self.protocol.pipes_closed), 5)
         code = self.transport.get_returncode()
         self.transport.close()
@@ -111,9 +123,11 @@ class LocalAgent(AgentHandle):
 
 
 class LocalSession(SandboxSession):
-    def __init__(self, root: Path, token: str):
+    def __init__(self, root: Path, token: str, group: cgroups.Group | None = None):
         self.root = root
         self.token = token
+        self.group = group
+        self.notes = [cgroups.describe(group)]
         self.workspace = str(root / "workspace")
         self.home = str(root / "home")
         self.scratch = str(root / "scratch")
@@ -140,24 +154,27 @@ class LocalSession(SandboxSession):
         procs.OWN_CHILDREN.spawning += 1
         try:
             transport, protocol = await loop.subprocess_exec(
-                lambda: _Protocol(on_output), *spec.argv, stdin=asyncio.subprocess.DEVNULL,
+                lambda: _Protocol(on_output), *self._contained(spec.argv, env, cwd), stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env,
                 start_new_session=True)
             procs.OWN_CHILDREN.pids.add(transport.get_pid())
         finally:
             procs.OWN_CHILDREN.spawning -= 1
-        self.agent = LocalAgent(transport, protocol, self.token)
+        self.agent = LocalAgent(transport, protocol, self.token, self.group)
         return self.agent
+
+    def _contained(self, argv: list[str], env: dict[str, str], cwd: str) -> list[str]:
+        return self.group.wrap(argv, env.get("PATH"), cwd) if self.group is not None else list(argv)
 
     async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
                    timeout: float | None = None) -> ExecResult:
         started = time.monotonic()
+        cwd, env = cwd or self.workspace, self.environment(env or {})
         procs.OWN_CHILDREN.spawning += 1
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=cwd or self.workspace, env=self.environment(env or {}),
-                start_new_session=True)
+                *self._contained(argv, env, cwd), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
             procs.OWN_CHILDREN.pids.add(proc.pid)
         finally:
             procs.OWN_CHILDREN.spawning -= 1
@@ -175,7 +192,8 @@ class LocalSession(SandboxSession):
     async def kill(self, policy: KillPolicy) -> None:
         pid = self.agent.pid if self.agent else None
         exited = self.agent.protocol.exited if self.agent else None
-        await procs.kill_ladder(pid, self.token, int_grace=policy.int_grace, grace=policy.grace, exited=exited)
+        await procs.kill_ladder(pid, self.token, int_grace=policy.int_grace, grace=policy.grace, exited=exited,
+                               group=self.group)
 
     async def end_agent(self) -> None:
         # Its processes carry the trial's token however they detached (setsid, double fork);
@@ -203,7 +221,7 @@ class LocalSession(SandboxSession):
     async def cleanup(self, keep: bool = False) -> None:
         # Leftovers of a finished agent (a backgrounded job) are killed by the runner's sweeper
         # within a fraction of a second; a kill already swept synchronously.
-        procs.SWEEPER.add(self.token)
+        procs.SWEEPER.add(self.token, self.group)
         if not keep:
             # Off the loop and off the trial's critical path: the slot is free meanwhile.
             procs.BACKGROUND.run(asyncio.to_thread(shutil.rmtree, self.root, True))
@@ -215,9 +233,24 @@ class LocalSandbox(Sandbox):
 
     def __init__(self, suite: Any, settings: dict[str, Any] | None = None):
         super().__init__(suite, settings)
-        root = self.settings.get("root") or os.environ.get("AGENTMETER_SANDBOX_ROOT")
-        self.root = Path(root) if root else Path(tempfile.gettempdir()) / "agentmeter"
+        self.root = _base(self.settings)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.removed = remove_dead_owners(self.root)
+
+    @classmethod
+    def clean_leftovers(cls, suite: Any) -> list[HostCheck]:
+        """This machine's process groups of runners and meters that are gone (whatever the suite's
+        kind: every one of them runs its processes here), and the local trial folders they left."""
+        if cgroups.hierarchy() is None:
+            checks = [HostCheck("clean processes", None, cgroups.describe())]
+        else:
+            groups, killed = cgroups.clean_leftovers()
+            checks = [HostCheck("clean processes", True, f"{killed} process(es) in {groups} group(s) of runners "
+                                "that are gone" if groups else "nothing left behind")]
+        local = suite is not None and suite.spec.sandbox.kind == cls.name
+        folders = remove_dead_owners(_base(suite.spec.sandbox.model_dump() if local else {}))
+        return [*checks, HostCheck("clean trial folders", True, f"{len(folders)} folder(s) of runners that are gone"
+                                   if folders else "nothing left behind")]
 
     async def open(self, task: Task, trial_id: int, token: str) -> LocalSession:
         seed = task.workspace_seed
@@ -227,7 +260,7 @@ class LocalSandbox(Sandbox):
         return await asyncio.to_thread(self._open, task, trial_id, token)
 
     def _open(self, task: Task, trial_id: int, token: str) -> LocalSession:
-        root = Path(tempfile.mkdtemp(prefix=f"t{trial_id}-", dir=self.root))
+        root = Path(tempfile.mkdtemp(prefix=f"t{trial_id}-r{cgroups.owner_key()}-", dir=self.root))
         seed = task.workspace_seed
         if seed is not None:
             shutil.copytree(seed, root / "workspace", symlinks=True)
@@ -235,7 +268,22 @@ class LocalSandbox(Sandbox):
             (root / "workspace").mkdir()
         for name in ("home", "tmp", "scratch"):
             (root / name).mkdir()
-        return LocalSession(root, token)
+        # Docker's bind-mode host folders run nothing here: no group for them.
+        return LocalSession(root, token, cgroups.new_group(token) if self.settings.get("processes", True) else None)
+
+
+def _base(settings: dict[str, Any]) -> Path:
+    root = settings.get("root") or os.environ.get("AGENTMETER_SANDBOX_ROOT")
+    return Path(root) if root else Path(tempfile.gettempdir()) / "agentmeter"
+
+
+def remove_dead_owners(base: Path) -> list[Path]:
+    """Trial folders of runners that are gone (killed with kill -9): removed, and named."""
+    gone = [folder for folder in base.glob("t*-r*-*-*")
+            if (owner := OWNER.match(folder.name)) and folder.is_dir() and not cgroups.owner_alive(owner[1])]
+    for folder in gone:
+        shutil.rmtree(folder, ignore_errors=True)
+    return gone
 
 
 def read_globs(root: Path, patterns: list[str], limit_bytes: int) -> dict[str, bytes]:

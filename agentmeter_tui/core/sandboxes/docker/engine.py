@@ -192,18 +192,21 @@ def _orphaned(labels: dict[str, str] | None, include_live: bool) -> bool:
     if host != socket.gethostname() or not pid.isdigit():
         return False  # another machine's runner: not ours to judge
     try:
-        return str(int(psutil.Process(int(pid)).create_time())) != started
+        proc = psutil.Process(int(pid))
+        # a runner killed with kill -9 is a zombie until its parent reaps it: gone all the same
+        return str(int(proc.create_time())) != started or proc.status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
 
 
 def clean_leftovers(url: str | None = None, *, dry_run: bool = False, include_live: bool = False,
-                    client: Any = None) -> CleanReport:
+                    client: Any = None, suite_id: str | None = None) -> CleanReport:
     """Remove containers, swarm services and configs, volumes, networks and differential sides'
-    images labelled ``agentmeter.managed`` whose runner is gone (``agentmeter doctor --clean``). Blocking."""
+    images labelled ``agentmeter.managed`` whose runner is gone (``agentmeter doctor --clean``;
+    with ``suite_id``, only that suite's trial objects: what a run's restart removes). Blocking."""
     client = client or connect(url)
     report = CleanReport()
-    selector = {"label": MANAGED}
+    selector = {"label": [MANAGED, f"{SUITE}={suite_id}"] if suite_id else MANAGED}
     swarm = (client.info().get("Swarm") or {}).get("ControlAvailable", False)
     groups: list[tuple[str, Callable[[], list], Callable[[Any], None]]] = [
         ("services", lambda: client.services.list(filters=selector) if swarm else [], lambda o: o.remove()),
@@ -213,7 +216,7 @@ def clean_leftovers(url: str | None = None, *, dry_run: bool = False, include_li
         ("volumes", lambda: client.volumes.list(filters=selector), lambda o: o.remove(force=True)),
         ("networks", lambda: client.networks.list(filters=selector), lambda o: o.remove()),
         # Other images are caches and stay; a side's snapshot is made for one evaluation.
-        ("images", lambda: client.images.list(filters={"label": DIFFTEST}),
+        ("images", lambda: [] if suite_id else client.images.list(filters={"label": DIFFTEST}),
          lambda o: client.images.remove(o.id, force=True)),
     ]
     for kind, lister, remover in groups:

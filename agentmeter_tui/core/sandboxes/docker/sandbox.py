@@ -122,8 +122,14 @@ class DockerSandbox(EngineSandbox):
                                       'use "isolated" (only the model server or metering proxy is reachable)')
         if self.config.clis == "mount":
             check_bundle(self.suite, self.config.clis_root, self.bundle())
+        self.local_files()  # removes the host folders of this machine's runners that are gone
         for name in self.entries:
             engine = await self.engine(name)
+            # What a runner killed with kill -9 left of this suite (the trial in flight, warm ones).
+            report = await engine.call(engines.clean_leftovers, None, client=engine.client, suite_id=self.suite.id)
+            if report.total:
+                print(f"agentmeter: docker engine {engine.name}: removed {report.total} object(s) of suite "
+                      f"{self.suite.id} left by runners that are gone", file=sys.stderr, flush=True)
             shapes = set()
             for number, task in enumerate(self.suite.tasks, 1):
                 self.on_progress(f"task images on {name}: {number}/{len(self.suite.tasks)} ({task.id})")
@@ -230,7 +236,8 @@ class DockerSandbox(EngineSandbox):
 
     def local_files(self) -> LocalSandbox:
         if self._local_files is None:
-            self._local_files = LocalSandbox(self.suite, {"root": str(Path(tempfile.gettempdir()) / "agentmeter-docker")})
+            self._local_files = LocalSandbox(self.suite, {"root": str(Path(tempfile.gettempdir()) / "agentmeter-docker"),
+                                                        "processes": False})
         return self._local_files
 
     async def close(self) -> None:

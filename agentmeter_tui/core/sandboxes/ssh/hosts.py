@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import shlex
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -91,32 +92,60 @@ def q(text: str) -> str:
     return shlex.quote(text)
 
 
+def group_of(token: str) -> str:
+    """Shell that sets ``g`` to the trial's cgroup on the host: ``agentmeter/ssh/<token>`` under
+    its cgroup v2 mount (empty where it has none). Whether the group can be made and joined is
+    up to the host: root, or a delegated hierarchy; elsewhere the token alone finds strays."""
+    return (r"g=$(sed -n 's/^[^ ]* [^ ]* [^ ]* [^ ]* \([^ ]*\) .* - cgroup2 .*/\1/p' /proc/self/mountinfo"
+            f" | head -n 1); [ -n \"$g\" ] && g=\"$g/agentmeter/ssh/\"{q(token)}; ")
+
+
+async def containment(conn: Any, host: str, token: str) -> str:
+    """What holds a trial's processes on ``host``, for its transcript: whether a process can be
+    put into a cgroup of ours there, tried for real over the connection's control shell."""
+    probe = (group_of(f"probe-{token}") + '[ -n "$g" ] && mkdir -p "$g" 2>/dev/null && '
+             'sh -c \'echo $$ > "$0/cgroup.procs"\' "$g" 2>/dev/null; r=$?; [ -n "$g" ] && rmdir "$g" 2>/dev/null; exit $r')
+    if await conn.script(probe, 10) == 0:
+        return f"processes: cgroup v2 group per trial on host {host}"
+    return f"processes: host {host} gives no writable cgroup v2; strays are found by the trial token only"
+
+
 def launch_command(argv: list[str], env: dict[str, str], cwd: str, pid_file: str) -> str:
     """Start ``argv`` with exactly ``env`` in ``cwd``; sshd already gave the channel its own
-    session. The pid is recorded so the kill ladder knows when the agent itself is gone."""
+    session. The pid is recorded so the kill ladder knows when the agent itself is gone. The
+    shell joins the trial's cgroup first where the host lets it (``group_of``)."""
     assignments = " ".join(q(f"{k}={v}") for k, v in env.items())
-    return f"cd {q(cwd)} && echo $$ > {q(pid_file)} && exec env -i {assignments} {' '.join(q(a) for a in argv)}"
+    # Twice: another trial's sweep removes empty groups, this one too between mkdir and join.
+    join = group_of(env[procs.TOKEN_VAR]) + \
+        'j() { mkdir -p "$g" 2>/dev/null && echo $$ > "$g/cgroup.procs" 2>/dev/null; }; [ -n "$g" ] && { j || j; }; '
+    return (f"{join}cd {q(cwd)} && echo $$ > {q(pid_file)} && "
+            f"exec env -i {assignments} {' '.join(q(a) for a in argv)}")
 
 
 def kill_script(token: str, pid_file: str | None, int_grace: float, grace: float) -> str:
     """The whole signal ladder, run on the host in one round trip.
 
-    Every process of the trial carries ``AGENTMETER_TRIAL=<token>`` in its environment, which
-    survives setsid and re-parenting: SIGINT to all of them, SIGTERM after ``int_grace`` if
-    the agent still runs, SIGKILL after ``grace`` or at once when the agent has exited, and
-    repeat SIGKILL until none is left. Exit 0 when none is left.
+    The trial's processes are its cgroup's members (where the host gave it one) and every
+    process carrying ``AGENTMETER_TRIAL=<token>`` in its environment: SIGINT to all of them,
+    SIGTERM after ``int_grace`` if the agent still runs, SIGKILL after ``grace`` or at once
+    when the agent has exited (the group whole, by ``cgroup.kill``), repeated until none is
+    left; then the group is removed, with any empty one a lost connection left (rmdir takes
+    only empty groups). Exit 0 when none is left.
     """
     ticks_int, ticks_all = int(int_grace / 0.05), int(grace / 0.05)
     agent = f"$(cat {q(pid_file)} 2>/dev/null)" if pid_file else ""
     return f"""
 tok={q(procs.TOKEN_VAR + '=' + token)}
 agent={agent}
-pids() {{ grep -lzx -- "$tok" /proc/[0-9]*/environ 2>/dev/null | sed 's,^/proc/\\([0-9]*\\)/environ$,\\1,'; }}
+{group_of(token)}
+pids() {{ grep -lzx -- "$tok" /proc/[0-9]*/environ 2>/dev/null | sed 's,^/proc/\\([0-9]*\\)/environ$,\\1,'
+  [ -n "$g" ] && cat "$g/cgroup.procs" 2>/dev/null; }}
 sig() {{ p=$(pids); [ -n "$p" ] || return 1; kill -s "$1" $p 2>/dev/null; return 0; }}
+fin() {{ [ -n "$g" ] && for d in "$g" "${{g%/*}}"/*/; do rmdir "$d" 2>/dev/null; done; exit 0; }}
 agent_alive() {{ [ -n "$agent" ] && [ -d "/proc/$agent" ] && ! grep -q '^State:.*Z' "/proc/$agent/status" 2>/dev/null; }}
 t=0
 if [ {ticks_all} -gt 0 ]; then
-  sig INT || exit 0
+  sig INT || fin
   while [ $t -lt {ticks_int} ] && agent_alive; do sleep 0.05; t=$((t+1)); done
   if agent_alive; then
     sig TERM
@@ -124,8 +153,8 @@ if [ {ticks_all} -gt 0 ]; then
   fi
 fi
 n=0
-while sig KILL; do sleep 0.05; n=$((n+1)); [ $n -gt 200 ] && exit 1; done
-exit 0
+while [ -n "$g" ] && echo 1 > "$g/cgroup.kill" 2>/dev/null; sig KILL; do sleep 0.05; n=$((n+1)); [ $n -gt 200 ] && exit 1; done
+fin
 """
 
 

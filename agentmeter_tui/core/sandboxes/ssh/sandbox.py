@@ -39,7 +39,7 @@ from ..common import HostWatch, load_settings, map_argv, shipped_files, trial_en
 from ..hostcheck import HostCheck, check_ssh_host
 from ..relay import is_loopback, replace_host, target_of
 from .conn import HostConnection, HostKeyError, connect
-from .hosts import SshHost, SshSettings, kill_script, launch_command, q, sweep_script
+from .hosts import SshHost, SshSettings, containment, kill_script, launch_command, q, sweep_script
 
 if TYPE_CHECKING:
     from ...suites import Task
@@ -62,6 +62,7 @@ class SshSandbox(Sandbox):
         self.pools: dict[str, list[HostConnection]] = {name: [] for name in self.hosts}
         self.locks = {name: asyncio.Lock() for name in self.hosts}
         self.stale: dict[str, set[str]] = {name: set() for name in self.hosts}  # tokens to sweep on return
+        self.containment: dict[str, str] = {}  # host -> what holds its trials' processes
         self.watch = HostWatch(self.placement, self._probe, self.config.probe_interval)
 
     def capacity(self) -> int:
@@ -143,6 +144,9 @@ class SshSandbox(Sandbox):
             raise HostLost(f"host {name}: {exc}") from None
         session = SshSession(self, self.hosts[name], conn, trial_id, token)
         try:
+            if name not in self.containment:  # once per host and run
+                self.containment[name] = await containment(conn, name, token)
+            session.notes = [self.containment[name]]
             await session.create(task)
         except Exception as exc:
             await session.cleanup()

@@ -1,0 +1,74 @@
+"""The cgroup per trial (core/cgroups.py): a kill takes the whole group, setsid'd and forking
+members included, in v2 and v1; groups of an owner that is gone are found and removed by
+``clean_leftovers``; without a usable hierarchy nothing is made and the note says so."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from agentmeter_tui.core import cgroups
+from tests.conftest import need
+from tests.waiting import pid_running, wait_for
+
+# a shell that leaves a setsid'd, TERM-ignoring child forking a grandchild every moment
+FORKER = "setsid sh -c 'trap \"\" TERM INT HUP; while :; do sleep 1 & wait; done' & echo ready; wait"
+
+
+@pytest.fixture(params=["cgroup2", "cgroup1"])
+def forced(request, monkeypatch):
+    monkeypatch.setenv(cgroups.FORCE_VAR, request.param)
+    cgroups.hierarchy.cache_clear()
+    found = cgroups.hierarchy()
+    need(found is not None and found.version == int(request.param[-1]), f"no writable {request.param} here")
+    yield found
+    cgroups.hierarchy.cache_clear()
+
+
+def start_in(group: cgroups.Group) -> subprocess.Popen:
+    proc = subprocess.Popen([*group.join_prefix(), "sh", "-c", FORKER], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n"
+    wait_for(lambda: len(group.pids()) >= 3, "the forker's members")
+    return proc
+
+
+def test_a_group_is_killed_whole_and_removed(forced):
+    group = cgroups.new_group(f"test-{forced.version}")
+    proc = start_in(group)
+    members = group.pids()
+    assert group.remove()
+    proc.wait()
+    assert not group.path.exists() and not any(pid_running(pid) for pid in members)
+    cgroups.remove_owner_folder()
+
+
+def test_groups_of_a_gone_owner_are_found_and_removed(forced):
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    owner = forced.parent / f"{gone.stdout.strip()}-1"  # that pid has exited: its owner is gone
+    group = cgroups.Group(forced, owner / "abandoned")
+    group.path.mkdir(parents=True)
+    live = cgroups.new_group("still-ours")  # this process's own group is left alone
+    proc = start_in(group)
+    members = group.pids()
+    try:
+        removed, killed = cgroups.clean_leftovers()
+        proc.wait()
+        assert removed >= 1 and killed >= 3
+        assert not owner.exists() and live.path.exists()
+        assert not any(pid_running(pid) for pid in members)
+    finally:
+        group.remove()
+        live.remove()
+        cgroups.remove_owner_folder()
+
+
+def test_without_a_hierarchy_nothing_is_made(monkeypatch):
+    monkeypatch.setenv(cgroups.FORCE_VAR, "none")
+    cgroups.hierarchy.cache_clear()
+    try:
+        assert cgroups.new_group("x") is None
+        assert "no writable cgroup" in cgroups.describe()
+    finally:
+        cgroups.hierarchy.cache_clear()
