@@ -69,6 +69,14 @@ class Progress(TypedDict, total=False):
     held: list[str]  # why our side holds new trials back (a full disk, a model server restarting)
 
 
+class NodeState(TypedDict):
+    """One node of a fleet (a Swarm's): its state and the trials running on it now."""
+
+    name: str
+    state: Literal["ready", "drain", "down"]
+    running: int
+
+
 class Snapshot(TypedDict):
     type: Literal["snapshot"]
     run_id: int | None
@@ -80,6 +88,7 @@ class Snapshot(TypedDict):
     running: list[Meter]
     subscribers: int  # clients following the feed now (the headless printer, TUIs)
     done: list[Meter]  # the trials this run finished before the client attached
+    nodes: list[NodeState]  # a fleet's nodes (the swarm sandbox's); [] for other sandboxes
 
 
 class Tick(TypedDict, total=False):

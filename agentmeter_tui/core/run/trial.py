@@ -257,7 +257,7 @@ class TrialRun:
         agent = await session.start(spec, self.on_output)
         self.pid = agent.pid
         self._set_status(TrialStatus.RUNNING, pid=agent.pid, sandbox=session.slot.sandbox, host=session.slot.host,
-                         workspace=session.workspace)
+                         node=session.slot.node, workspace=session.workspace)
         wait_task = asyncio.ensure_future(agent.wait())
         kill_task = asyncio.ensure_future(self._kill.wait())
         wall = self.budget.wall_seconds
