@@ -8,6 +8,8 @@
 #   scripts/fleet.sh up 3      # prints DOCKER_HOST=unix://... (the manager) and REGISTRY=host:port
 #   scripts/fleet.sh down      # removes every trace: engines, registry, namespaces, links, bridge, files
 #   scripts/fleet.sh status
+#   scripts/fleet.sh kill I    # node I dies: its engine, containerd, shims and containers get SIGKILL
+#   scripts/fleet.sh cut I     # node I's link goes down (mend I brings it back); `up N` restarts dead nodes
 #
 # The machine's own dockerd is never touched: every engine here has its own socket, pidfile,
 # data root, exec root and cgroup parent. Addresses live only on the bridge and in the namespaces
@@ -158,16 +160,26 @@ stop_pid() {  # stop_pid PIDFILE: TERM, then KILL after 20 s
   rm -f "$1"
 }
 
+kill_node() {  # kill_node I: SIGKILL to the node's engine and to all it started, as a crash would
+  root="$DIR/n$1"
+  [ -f "$root/docker.pid" ] && kill -9 "$(cat "$root/docker.pid")" 2>/dev/null || true
+  # Its containerd and shims, found by this node's own exec root in their command lines, and
+  # its containers' processes, found by the node's own cgroup parent.
+  for proc in /proc/[0-9]*; do
+    tr '\0' ' ' 2>/dev/null <"$proc/cmdline" | grep -q "$root/exec/" && kill -9 "${proc#/proc/}" 2>/dev/null || true
+  done
+  cat /sys/fs/cgroup/pids/"$NAME-n$1"/*/cgroup.procs 2>/dev/null | while read -r pid; do
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  rm -f "$root/docker.pid"
+}
+
 down() {
   [ "$(id -u)" = 0 ] || die "run as root"
   for root in "$DIR"/n*; do
     [ -d "$root" ] || continue
     stop_pid "$root/docker.pid"
-    # What a killed engine left: its containerd and shims (they hold the container mounts), found
-    # by this node's own exec root in their command lines.
-    for proc in /proc/[0-9]*; do
-      tr '\0' ' ' 2>/dev/null <"$proc/cmdline" | grep -q "$root/exec/" && kill -9 "${proc#/proc/}" 2>/dev/null || true
-    done
+    kill_node "${root##*/n}"  # what a killed engine left
   done
   stop_pid "$DIR/registry/pid"
   # Overlay and netns mounts under the data and exec roots, deepest first.
@@ -201,5 +213,8 @@ case ${1:-} in
   up) up "${2:-3}" ;;
   down) down ;;
   status) status ;;
-  *) die "usage: fleet.sh up N | down | status" ;;
+  kill) kill_node "${2:?usage: fleet.sh kill I}"; log "node $2 killed" ;;
+  cut) ip link set "$NAME-v${2:?usage: fleet.sh cut I}" down; log "node $2 cut off" ;;
+  mend) ip link set "$NAME-v${2:?usage: fleet.sh mend I}" up; log "node $2 linked again" ;;
+  *) die "usage: fleet.sh up N | down | status | kill I | cut I | mend I" ;;
 esac
