@@ -18,7 +18,8 @@ from tests.core.fleet_support import fleet_down, fleet_leftovers, fleet_up
 from tests.core.sandbox_support import SMOKE, assert_smoke_verdicts, suite_copy, unique_id, wait_runner_exit
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# One worker runs them all (scripts/test.sh distributes by group): they share the module's fleet.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("fleet")]
 
 FINAL = {"passed", "failed", "killed", "infra-invalid", "error"}
 # Its own names, addresses and folder: a fleet of the tests beside any fleet a developer has up.
