@@ -57,6 +57,7 @@ class Meter(TypedDict):
     events: int
     metered_by: Literal["proxy", "cli"]
     reported_tokens: dict[str, int] | None  # the CLI's own figures, behind the proxy
+    node: str | None  # the fleet node it runs on (swarm sandbox), once placed; None elsewhere
 
 
 class Progress(TypedDict, total=False):
