@@ -73,8 +73,11 @@ def test_a_drained_node_receives_nothing(tmp_path, db, fleet):
         client.close()
 
 
-def test_a_node_killed_mid_run_costs_nothing(tmp_path, db, fleet):
-    suite_id = unique_id("fleet-loss")
+# A node lost two ways: its engine and everything it started killed (the machine died; `up`
+# restarts it), or its link cut (the engine lives on, unreachable; `mend` links it again).
+@pytest.mark.parametrize(("loss", "back"), [("kill", "up"), ("cut", "mend")])
+def test_a_node_lost_mid_run_costs_nothing(tmp_path, db, fleet, loss, back):
+    suite_id = unique_id(f"fleet-{loss}")
     suite = suite_copy(FIXTURES / "suites" / "slow", tmp_path / "suite", fleet.sandbox(), suite_id=suite_id,
                        replace={"concurrency = 2": "concurrency = 6"})
     for scenario in (suite / "scenarios").glob("*.toml"):  # long enough that the kill lands mid-trial
@@ -93,7 +96,7 @@ def test_a_node_killed_mid_run_costs_nothing(tmp_path, db, fleet):
                 store.close()
 
         wait_for(running_on_victim, f"a trial running on {victim}")
-        fleet.run("kill", "3")
+        fleet.run(loss, "3")
         out, err = runner.communicate(timeout=900)
     finally:
         if runner.poll() is None:
@@ -108,6 +111,6 @@ def test_a_node_killed_mid_run_costs_nothing(tmp_path, db, fleet):
     verdicts = Counter((t["model"], t["task_id"], t["trial_index"]) for t in trials if t["status"] != "infra-invalid")
     assert len(verdicts) == 6 and set(verdicts.values()) == {1}, verdicts
     assert all(t["node"] != victim for t in trials if t["status"] != "infra-invalid" and t["id"] > lost[-1]["id"])
-    # Back up, the node drops what it kept of the lost jobs; nothing is left anywhere.
-    fleet.run("up", "3")
+    # Back, the node drops what it kept of the lost jobs; nothing is left anywhere.
+    fleet.run(back, "3")
     wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")
