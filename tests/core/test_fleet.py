@@ -15,6 +15,7 @@ from agentmeter_tui.core.paths import runner_log_path
 from agentmeter_tui.core.store import Store
 from tests.conftest import FIXTURES, agentmeter
 from tests.core.fleet_support import fleet_down, fleet_leftovers, fleet_up
+from tests.core.harbor_support import harbor_suite
 from tests.core.sandbox_support import SMOKE, assert_smoke_verdicts, suite_copy, unique_id, wait_runner_exit
 from tests.waiting import wait_for
 
@@ -50,6 +51,24 @@ def test_a_grid_spreads_over_the_nodes(tmp_path, db, fleet):
     log = runner_log_path(db).read_text()
     assert log.count(f"pushing to {fleet.registry}") == 1 and log.count("pushed as") == 1, log
     # A worker removes the stopped container of a removed service by itself, moments later.
+    wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")
+
+
+def test_harbor_tasks_images_are_pushed_once_and_run_on_the_manager(tmp_path, db, fleet):
+    """A Harbor trial's agent and verifier exec into its container through the manager's engine,
+    so its service stays on the manager's node; its task's image still goes to the registry."""
+    suite, suite_id = harbor_suite(tmp_path, "oracle")
+    toml = suite / "suite.toml"
+    toml.write_text(toml.read_text().replace('kind = "docker"', fleet.sandbox()))
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=600)
+    assert result.returncode == 0, result.stderr + result.stdout
+    trials = {t["task_id"]: t for t in Store(db).trials(suite_id)}
+    assert {k: t["status"] for k, t in trials.items()} == {"count": "passed", "greet": "passed",
+                                                           "probe": "passed", "no-solution": "failed"}
+    assert {t["node"] for t in trials.values() if t["status"] == "passed"} == {fleet.node(1)}
+    log = runner_log_path(db).read_text()
+    for task in ("count", "greet", "probe"):
+        assert log.count(f"image agentmeter-task/{task}:") == 2, log  # "pushing to", "pushed as": once
     wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")
 
 
