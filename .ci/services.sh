@@ -2,7 +2,9 @@
 # Services the docker, ssh and swarm sandbox tests need, on a Debian machine, as root:
 # Debian's docker.io (dockerd started and waited for, made a one-node swarm), openssh-server
 # (one sshd on 127.0.0.1 with generated keys; the tests start their own instances too), and
-# busybox-static (the root filesystem of the test image, built locally: no registry pulls).
+# busybox-static (the root filesystem of the test image, built locally: no registry pulls),
+# and for the fleet tests (scripts/fleet.sh brings up its own engines there) Debian's
+# docker-registry and iproute2.
 # Idempotent: what is installed or running already is left alone.
 #
 #   .ci/services.sh            # then: CI=true pytest tests/core/test_sandbox_docker.py ...
@@ -22,6 +24,8 @@ need=""
 command -v dockerd >/dev/null 2>&1 || need="$need docker.io"
 [ -x /usr/sbin/sshd ] || need="$need openssh-server"
 command -v ssh-keygen >/dev/null 2>&1 || need="$need openssh-client"
+command -v docker-registry >/dev/null 2>&1 || need="$need docker-registry"
+command -v ip >/dev/null 2>&1 || need="$need iproute2"
 [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || need="$need busybox-static"
 if [ -n "$need" ]; then
   log "installing$need"

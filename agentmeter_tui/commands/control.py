@@ -141,5 +141,6 @@ def status_command(args: argparse.Namespace) -> int:
         cost = meter.get("cost_usd")
         print(f"  #{meter['id']} {meter['task']} · {meter['model']} × {meter['cli']} · t{meter['trial']}  "
               f"{meter['status']}  {tokens:,} tok  {'unpriced' if cost is None else f'${cost:.4f}'}  "
-              f"{meter.get('elapsed') or 0:.1f}s" + (f"  [{', '.join(meter['flags'])}]" if meter.get("flags") else ""))
+              f"{meter.get('elapsed') or 0:.1f}s" + (f"  [{', '.join(meter['flags'])}]" if meter.get("flags") else "")
+              + (f"  on {meter['node']}" if meter.get("node") else ""))
     return 0

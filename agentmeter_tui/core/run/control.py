@@ -62,6 +62,7 @@ class Meter(TypedDict):
     events: int
     metered_by: Literal["proxy", "cli"]
     reported_tokens: dict[str, int] | None  # the CLI's own figures, behind the proxy
+    node: str | None  # the fleet node it runs on (swarm sandbox), once placed; None elsewhere
 
 
 class Progress(TypedDict, total=False):
@@ -75,6 +76,14 @@ class Progress(TypedDict, total=False):
     preparing: str  # before the first trial: what the runner is doing (building a task's image...)
 
 
+class NodeState(TypedDict):
+    """One node of a fleet (a Swarm's): its state and the trials running on it now."""
+
+    name: str
+    state: Literal["ready", "drain", "down"]
+    running: int
+
+
 class Snapshot(TypedDict):
     type: Literal["snapshot"]
     run_id: int | None
@@ -86,6 +95,7 @@ class Snapshot(TypedDict):
     running: list[Meter]
     subscribers: int  # clients following the feed now (the headless printer, TUIs)
     done: list[Meter]  # the trials this run finished before the client attached
+    nodes: list[NodeState]  # a fleet's nodes (the swarm sandbox's); [] for other sandboxes
 
 
 class Tick(TypedDict, total=False):

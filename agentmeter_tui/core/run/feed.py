@@ -27,12 +27,12 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from .control import LIVE_TEXT, Finished, LiveEvent, Meter, Progress, Snapshot, Tick, encode
+from .control import LIVE_TEXT, Finished, LiveEvent, Meter, NodeState, Progress, Snapshot, Tick, encode
 from .requests import RequestError, parse_request
 
 if TYPE_CHECKING:
@@ -155,7 +155,15 @@ class Feed:
         return {"type": "snapshot", "run_id": self.runner.run_id, "suite": self.runner.suite.id,
                 "db": str(self.runner.db), "pid": os.getpid(), "started": self.runner.started,
                 "progress": self.progress(), "running": running, "subscribers": len(self.subscribers),
-                "done": list(self._done)}
+                "done": list(self._done), "nodes": self.nodes()}
+
+    def nodes(self) -> list[NodeState]:
+        """A fleet's nodes with the slots each holds now (running trials placed there)."""
+        sandbox, scheduler = getattr(self.runner, "_sandbox", None), self.runner.scheduler
+        if sandbox is None or scheduler is None:
+            return []
+        busy = Counter(t.session.slot.node for t in scheduler.running.values() if t.session is not None)
+        return [{"name": n["name"], "state": n["state"], "running": busy[n["name"]]} for n in sandbox.fleet_nodes()]
 
     # -- delivery ---------------------------------------------------------------------------
 

@@ -67,7 +67,7 @@ class TrialRun:
         self.tool_calls = 0
         self.flags: set[str] = set()
         self.seq = 0
-        self.started_at = self.finished_at = None
+        self.started_at = self.finished_at = self.node = None  # node: where a fleet placed it
         self.started = time.monotonic()
         self.kill_reason: KillReason | None = None
         self._kill = asyncio.Event()
@@ -100,7 +100,7 @@ class TrialRun:
                 "reason": self.reason, "tokens": self.usage.as_dict(), "cost_usd": _float(self.cost),
                 "reported_cost_usd": _float(self.parser.reported_cost_usd), "turns": self.turns,
                 "tool_calls": self.tool_calls, "flags": sorted(self.flags), "elapsed": elapsed,
-                "budget": self.budget.model_dump(), "events": self.seq,
+                "budget": self.budget.model_dump(), "events": self.seq, "node": self.node,
                 # behind the proxy, "tokens" are the proxy's and the CLI's own figures come beside them
                 "metered_by": "proxy" if self.proxy_route else "cli",
                 "reported_tokens": self.parser.usage.as_dict() if self.proxy_route else None}
@@ -255,9 +255,9 @@ class TrialRun:
         spec = LaunchSpec(self.adapter.command(launch), {**self.adapter.environment(launch),
                                                          **plan.config.cli.env})
         agent = await session.start(spec, self.on_output)
-        self.pid = agent.pid
+        self.pid, self.node = agent.pid, session.slot.node
         self._set_status(TrialStatus.RUNNING, pid=agent.pid, sandbox=session.slot.sandbox, host=session.slot.host,
-                         workspace=session.workspace)
+                         node=self.node, workspace=session.workspace)
         wait_task = asyncio.ensure_future(agent.wait())
         kill_task = asyncio.ensure_future(self._kill.wait())
         wall = self.budget.wall_seconds

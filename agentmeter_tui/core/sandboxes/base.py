@@ -64,6 +64,7 @@ class TrialSlot:
 
     sandbox: str
     host: str = "local"
+    node: str | None = None  # the engine's node inside a host (a Swarm fleet's node), once placed
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -154,6 +155,11 @@ class Sandbox(ABC):
     def capacity(self) -> int:
         """How many trials this sandbox can run at once (its hosts' slots)."""
         return self.suite.concurrency
+
+    def fleet_nodes(self) -> list[dict[str, str]]:
+        """The nodes an engine places trials on, ``name`` and ``state`` (ready, drain, down) each,
+        as last seen; none for sandboxes that place trials themselves."""
+        return []
 
     async def preflight(self) -> None:
         """Check the sandbox can run trials at all (engine answering, hosts reachable)."""

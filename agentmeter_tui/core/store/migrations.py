@@ -118,8 +118,16 @@ def m005_17_event_search(db: sqlite_utils.Database) -> None:
     create_index(db)
 
 
+def m006_28_trial_node(db: sqlite_utils.Database) -> None:
+    """The node a trial ran on inside its host (issue 28: a Swarm fleet places each job on one of
+    its nodes). NULL for sandboxes without nodes and for rows written before."""
+    if "node" not in db["trials"].columns_dict:
+        db["trials"].add_column("node", str)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial, m002_15_reviews, m003_14_cache_write_1h,
-                                                           m004_13_import_source, m005_17_event_search]
+                                                           m004_13_import_source, m005_17_event_search,
+                                                           m006_28_trial_node]
 
 
 def is_current(conn: sqlite3.Connection) -> bool:

@@ -93,3 +93,15 @@ class RunQueries:
         """``task_id, config_id, trial_index, status, reason`` of every trial of a suite."""
         return self.db.query("select task_id, config_id, trial_index, status, reason from trials where suite_id = ?",
                              [suite_id])
+
+    def nodes(self, suite_id: str | None = None) -> list[dict[str, Any]]:
+        """Per node a suite's trials were placed on (a Swarm fleet's, issue 28): ``node``,
+        ``trials`` (every attempt), ``running`` (the slots it holds now) and ``infra_invalid``
+        (attempts lost there, a lost node's among them). Trials of sandboxes without nodes have none."""
+        sql = ("select node, count(*) as trials, sum(status = 'running') as running, "
+               "sum(status = 'infra-invalid') as infra_invalid from trials where node is not null")
+        params: list[Any] = []
+        if suite_id is not None:
+            sql += " and suite_id = ?"
+            params.append(suite_id)
+        return list(self.db.query(sql + " group by node order by node", params))

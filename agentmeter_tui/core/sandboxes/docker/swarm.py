@@ -49,6 +49,7 @@ from ..local import LocalSession
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
 from .containers import sweep
+from .fleet import NodeWatch, Publisher
 from .harbor import ContractCache
 from .images import HOST_IMAGE, ImageError, ImageResolver
 from .leftovers import EngineSandbox, EngineTarget
@@ -76,6 +77,9 @@ class SwarmSettings(Settings):
     clis_root: str = "/opt/agentmeter/clis"  # where the image has the CLIs (Harbor tasks: where .clis is mounted)
     stop_grace: float = Field(2.0, gt=0)
     start_timeout: float = Field(120.0, gt=0)  # a job no node takes in this long is infra-invalid
+    # host:port of a registry every node pulls from (a fleet's, docs/fleet.md): task images are
+    # built once on the manager and pushed there, never built per node
+    registry: str | None = Field(None, pattern=r"^[A-Za-z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)?$")
 
     _paths = field_validator("key", "known_hosts")(resolve_path)
 
@@ -91,6 +95,9 @@ class SwarmSandbox(EngineSandbox):
         self.placement = Placement([Host(self.host_name, self.config.slots)])
         self.images = ImageResolver(self.config.image, pull=self.config.pull,
                                     on_progress=lambda text: self.on_progress(text))
+        self.publisher = (Publisher(self.config.registry, say=lambda text: self.on_progress(text))
+                          if self.config.registry else None)
+        self.nodes = NodeWatch()
         self.relays = RelayPool()
         self.engine: engines.Engine | None = None
         self.watch = HostWatch(self.placement, self._probe, 10.0)
@@ -139,7 +146,7 @@ class SwarmSandbox(EngineSandbox):
         for number, task in enumerate(self.suite.tasks, 1):
             self.on_progress(f"task images: {number}/{len(self.suite.tasks)} ({task.id})")
             try:
-                await engine.call(self.images.resolve, engine.client, self.host_name, self.suite.id, task)
+                await self.image(engine, task)
             except ImageError as exc:
                 if exc.task is None:  # the suite's own image: nothing can run
                     raise
@@ -148,6 +155,17 @@ class SwarmSandbox(EngineSandbox):
                 self.problems.append(str(exc))
         if any(t.contract == "harbor" for t in self.suite.tasks) and engine.local and default_clis_root().is_dir():
             check_bundle(self.suite, self.config.clis_root, self.bundle())  # .clis is mounted into their images
+
+    async def image(self, engine: engines.Engine, task: Task) -> str:
+        """The task's image as the nodes name it: on a fleet with a registry, the pushed copy."""
+        image = await engine.call(self.images.resolve, engine.client, self.host_name, self.suite.id, task)
+        if self.publisher is not None:
+            image = await engine.call(self.publisher.publish, engine.client, image)
+        return image
+
+    def fleet_nodes(self) -> list[dict[str, str]]:
+        """The nodes' names and states (ready, drain, down) as the job watchers last read them."""
+        return self.nodes.summary()
 
     def bundle(self) -> Manifest | None:
         """The mounted CLIs' runtime manifest (Harbor tasks), read once per run."""
@@ -167,7 +185,7 @@ class SwarmSandbox(EngineSandbox):
 
     async def open(self, task: Task, trial_id: int, token: str) -> SwarmSession | SwarmHarborSession:
         engine = await self.connect()
-        image = await engine.call(self.images.resolve, engine.client, self.host_name, self.suite.id, task)
+        image = await self.image(engine, task)
         if task.contract == "harbor":
             harbor = SwarmHarborSession(self, engine, image, trial_id, token)
             try:
@@ -270,6 +288,7 @@ class SwarmSession(SandboxSession):
 
     async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> SwarmAgent:
         self.agent_job = await self._submit(spec.argv, spec.env, spec.cwd, on_output)
+        self.slot.node = await self.engine.call(self.agent_job.placed)  # recorded with the trial
         return SwarmAgent(self, self.agent_job)
 
     async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,

@@ -66,7 +66,7 @@ class SwarmHarborSession(ContainerSession):
     def __init__(self, sandbox: SwarmSandbox, engine: engines.Engine, image: str, trial_id: int, token: str):
         config = sandbox.config
         super().__init__(engine, token, trial_id, python=config.python, clis_root=config.clis_root, uid=0,
-                         slot=TrialSlot("swarm", sandbox.host_name))
+                         slot=TrialSlot("swarm", sandbox.host_name, node=engine.info.get("Name")))
         self.sandbox, self.config, self.image = sandbox, config, image
         self.service_id: str | None = None
         self.gateway: str | None = None  # set on the closed network (allow_internet = false)

@@ -19,6 +19,7 @@ from ...lines import LineSplitter
 from ..base import OutputCallback
 from ..common import ThreadOutput
 from . import engine as engines
+from . import fleet
 
 if TYPE_CHECKING:
     from .swarm import SwarmSession
@@ -112,6 +113,7 @@ class Job:
         self.ended = threading.Event()  # both log streams complete, or the service removed
         self.collected: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
         self.error: str | None = None
+        self.node_id: str | None = None  # the node Swarm placed the job on, once it has
 
     def emit(self, stream: str, lines: list[bytes]) -> None:
         if not lines:
@@ -176,6 +178,10 @@ class Job:
                 self.error = f"swarm manager lost: {exc}"
                 return
             states = [t["Status"]["State"] for t in tasks]
+            self.node_id = self.node_id or next((t["NodeID"] for t in tasks if t.get("NodeID")), None)
+            if self.node_id and (lost := self.session.sandbox.nodes.lost(self.engine.client, self.node_id)):
+                self.error = f"swarm node {lost.name} lost (state {lost.state}): the job there is gone"
+                return
             if tasks and all(s in TERMINAL for s in states):
                 status = tasks[0]["Status"]
                 if status["State"] in ("rejected", "orphaned") or not status.get("ContainerStatus"):
@@ -186,6 +192,17 @@ class Job:
                 self.error = "no swarm node took the job (insufficient CPU or memory for its reservations?)"
                 return
             time.sleep(0.2)
+
+    def placed(self) -> str | None:
+        """Blocks until Swarm has put the job on a node (or it ended first); the node's name."""
+        started = time.monotonic()
+        while self.node_id is None and not self.ended.is_set():
+            self.node_id = fleet.task_node(self.engine.client, self.service_id)
+            if self.node_id is None:
+                if time.monotonic() - started > self.session.config.start_timeout:
+                    return None  # watch_state says why
+                time.sleep(0.05)
+        return self.session.sandbox.nodes.name(self.engine.client, self.node_id) if self.node_id else None
 
     async def finish_streams(self, grace: float = 3.0) -> None:
         """After the task ended, give the log streams ``grace`` seconds to reach their markers

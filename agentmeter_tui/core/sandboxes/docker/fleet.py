@@ -1,0 +1,136 @@
+"""A Swarm of several nodes as the swarm sandbox sees it (docs/fleet.md): which node each job
+runs on, which nodes are lost (a job on a lost node ends infra-invalid and its trial reruns on
+the others), and task images published once to the fleet's registry, so every node pulls the
+one image the manager built instead of needing its own.
+
+Swarm keeps a task on a node that stopped answering in state ``running`` (for a day, until it
+is orphaned) and never reschedules a replica whose restart policy is ``none``; so a job's
+watcher asks the node's state itself: one read of the node list per ``period`` for all jobs.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from . import engine as engines
+from .images import ImageError
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    name: str
+    state: str  # Swarm's: ready, down, unknown, disconnected
+    availability: str  # active, pause, drain
+
+    @property
+    def fleet_state(self) -> str:
+        """ready, drain or down: what a fleet view shows (a paused node takes nothing new either)."""
+        if self.state != "ready":
+            return "down"
+        return "ready" if self.availability == "active" else "drain"
+
+
+class NodeWatch:
+    """The fleet's nodes, read from the manager at most once per ``period`` seconds and shared
+    by every job's watcher (thread-safe: the watchers run in worker threads)."""
+
+    def __init__(self, period: float = 1.0):
+        self.period = period
+        self._lock = threading.Lock()
+        self._read_at = float("-inf")
+        self.nodes: dict[str, Node] = {}
+
+    def refresh(self, client: Any) -> dict[str, Node]:
+        with self._lock:
+            if time.monotonic() - self._read_at >= self.period:
+                self.nodes = {n["ID"]: Node(n["ID"], n.get("Description", {}).get("Hostname") or n["ID"][:12],
+                                            n.get("Status", {}).get("State", "unknown"),
+                                            n.get("Spec", {}).get("Availability", "active"))
+                              for n in client.api.nodes()}
+                self._read_at = time.monotonic()
+            return self.nodes
+
+    def name(self, client: Any, node_id: str) -> str:
+        node = self.nodes.get(node_id) or self.refresh(client).get(node_id)
+        if node is None:  # joined since the last read
+            self._read_at = float("-inf")
+            node = self.refresh(client).get(node_id)
+        return node.name if node else node_id[:12]
+
+    def lost(self, client: Any, node_id: str) -> Node | None:
+        """The node, when the manager says it is not ready (its engine stopped, its link cut)."""
+        try:
+            node = self.refresh(client).get(node_id)
+        except engines.engine_errors():
+            return None  # the manager itself does not answer: the job's watcher sees that on its own
+        return node if node is not None and node.state != "ready" else None
+
+    def summary(self) -> list[dict[str, str]]:
+        """name and state (ready, drain, down) of each node, as last read."""
+        return [{"name": n.name, "state": n.fleet_state} for n in sorted(self.nodes.values(), key=lambda n: n.name)]
+
+
+def task_node(client: Any, service_id: str) -> str | None:
+    """The node Swarm put the service's (one) task on, once it has placed it."""
+    try:
+        tasks = client.api.tasks(filters={"service": service_id})
+    except engines.engine_errors():
+        return None
+    return next((t["NodeID"] for t in tasks if t.get("NodeID")), None)
+
+
+def split_reference(image: str) -> tuple[str, str]:
+    """``repository, tag`` of an image reference (a registry's ``host:port/`` prefix kept whole)."""
+    name, _, digest = image.partition("@")
+    if digest:
+        return name, digest
+    head, sep, tail = name.rpartition(":")
+    if sep and "/" not in tail:
+        return head, tail
+    return name, "latest"
+
+
+class Publisher:
+    """Pushes each image the manager has built or loaded to the fleet's registry, once per run,
+    and gives the reference every node pulls. A line per image on stderr says what happens
+    (the headless output's image progress); pushes of one image wait for each other."""
+
+    def __init__(self, registry: str, say=None):
+        self.registry = registry.rstrip("/")
+        self.say = say or (lambda text: print(f"agentmeter: {text}", file=sys.stderr, flush=True))
+        self._done: dict[str, str] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def publish(self, client: Any, image: str) -> str:
+        if image.startswith(self.registry + "/"):
+            return image
+        with self._guard:
+            lock = self._locks.setdefault(image, threading.Lock())
+        with lock:
+            if image not in self._done:
+                self._done[image] = self._push(client, image)
+            return self._done[image]
+
+    def _push(self, client: Any, image: str) -> str:
+        repository, tag = split_reference(image)
+        target = f"{self.registry}/{repository}"
+        started = time.monotonic()
+        self.say(f"image {image}: pushing to {self.registry}")
+        try:
+            client.images.get(image).tag(target, tag)
+            for line in client.api.push(target, tag=tag, stream=True, decode=True):
+                if line.get("error"):
+                    raise ImageError(f"pushing image {image} to {self.registry} failed: {line['error']}")
+        except engines.engine_errors() as exc:
+            raise ImageError(f"pushing image {image} to {self.registry} failed: {exc}") from None
+        self.say(f"image {image}: pushed as {target}:{tag} in {time.monotonic() - started:.1f} s")
+        return f"{target}:{tag}"
+
+
+__all__ = ["Node", "NodeWatch", "Publisher", "split_reference", "task_node"]

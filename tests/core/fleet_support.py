@@ -1,0 +1,83 @@
+"""A 3-node Swarm fleet on this machine for the fleet tests and benchmarks/fleet.py: brought up
+by scripts/fleet.sh in its own network namespaces (never the machine's own dockerd), and
+suites that run on it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conftest import ROOT, need
+
+SCRIPT = ROOT / "scripts" / "fleet.sh"
+
+
+@dataclass
+class Fleet:
+    docker_host: str
+    registry: str
+    env: dict[str, str]
+    name: str = "amf"  # FLEET_NAME: node i is "<name>-n<i>"
+
+    def node(self, index: int) -> str:
+        return f"{self.name}-n{index}"
+
+    def run(self, *args: str) -> str:
+        result = subprocess.run(["sh", str(SCRIPT), *args], capture_output=True, text=True, env=self.env)
+        assert result.returncode == 0, f"fleet.sh {' '.join(args)}: {result.stderr}"
+        return result.stdout
+
+    @property
+    def bridge_address(self) -> str:
+        return self.registry.rpartition(":")[0]
+
+    def sandbox(self, **extra: object) -> str:
+        """The ``[sandbox]`` table of a suite run on this fleet. The model server is on this
+        machine's loopback; the nodes reach it through a relay on the fleet's bridge."""
+        fields = {"kind": "swarm", "engine": self.docker_host, "registry": self.registry,
+                  "relay_address": self.bridge_address, "cpus": 0.25, "memory": "256m", **extra}
+        return "\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in fields.items())
+
+    def client(self):
+        from agentmeter_tui.core.sandboxes.docker.engine import connect
+
+        return connect(self.docker_host)
+
+
+def fleet_up(nodes: int = 3, **env: str) -> Fleet:
+    need(os.geteuid() == 0, "the fleet needs root (network namespaces, engines)")
+    need(SCRIPT.is_file(), "scripts/fleet.sh is missing")
+    full = {**os.environ, **env}
+    result = subprocess.run(["sh", str(SCRIPT), "up", str(nodes)], capture_output=True, text=True, env=full)
+    need(result.returncode == 0, f"scripts/fleet.sh up {nodes} failed: {result.stderr[-2000:]}")
+    values = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+    return Fleet(values["DOCKER_HOST"], values["REGISTRY"], full, full.get("FLEET_NAME", "amf"))
+
+
+def fleet_down(fleet: Fleet) -> None:
+    fleet.run("down")
+
+
+def fleet_leftovers(fleet: Fleet, suite_id: str) -> dict[str, list[str]]:
+    """Services and configs of the suite on the manager, and its containers on every node."""
+    selector = {"label": f"agentmeter.suite={suite_id}"}
+    found: dict[str, list[str]] = {}
+    client = fleet.client()
+    try:
+        found["services"] = [s["Spec"]["Name"] for s in client.api.services(filters=selector)]
+        found["configs"] = [c["Spec"]["Name"] for c in client.api.configs(filters=selector)]
+    finally:
+        client.close()
+    base = Path(fleet.docker_host.removeprefix("unix://")).parent.parent
+    for node in sorted(base.glob("n*")):
+        from agentmeter_tui.core.sandboxes.docker.engine import connect
+
+        engine = connect(f"unix://{node}/docker.sock")
+        try:
+            found[f"containers on {node.name}"] = [c["Names"][0] for c in
+                                                   engine.api.containers(all=True, filters=selector)]
+        finally:
+            engine.close()
+    return {k: v for k, v in found.items() if v}

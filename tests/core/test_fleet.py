@@ -1,0 +1,135 @@
+"""The swarm sandbox on a real fleet: three Docker engines in their own network namespaces on
+this machine, one Swarm, a local registry (scripts/fleet.sh, docs/fleet.md). A grid spreads
+over the nodes, a drained node receives nothing, and a node killed mid-run costs nothing:
+its trials end infra-invalid and rerun on the others, and what it kept goes when it is back."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from agentmeter_tui.core.paths import runner_log_path
+from agentmeter_tui.core.store import Store
+from tests.conftest import FIXTURES, agentmeter
+from tests.core.fleet_support import fleet_down, fleet_leftovers, fleet_up
+from tests.core.harbor_support import harbor_suite
+from tests.core.sandbox_support import SMOKE, assert_smoke_verdicts, suite_copy, unique_id, wait_runner_exit
+from tests.waiting import wait_for
+
+# One worker runs them all (scripts/test.sh distributes by group): they share the module's fleet.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("fleet")]
+
+FINAL = {"passed", "failed", "killed", "infra-invalid", "error"}
+# Its own names, addresses and folder: a fleet of the tests beside any fleet a developer has up.
+FLEET_ENV = {"FLEET_NAME": "amt", "FLEET_NET": "10.213.78", "FLEET_DIR": "/tmp/agentmeter-fleet-tests"}
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    fleet = fleet_up(3, **FLEET_ENV)
+    yield fleet
+    fleet_down(fleet)
+
+
+def test_a_grid_spreads_over_the_nodes(tmp_path, db, fleet):
+    suite_id = unique_id("fleet-grid")
+    suite = suite_copy(SMOKE, tmp_path / "suite", fleet.sandbox(), suite_id=suite_id)
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=600)
+    assert result.returncode == 0, result.stderr + result.stdout
+    store = Store(db)
+    trials = store.trials(suite_id)
+    assert len(trials) == 8
+    assert_smoke_verdicts(trials, "swarm")
+    used = {t["node"] for t in trials}
+    assert len(used) >= 2 and used <= {fleet.node(i) for i in (1, 2, 3)}, used
+    assert sum(n["trials"] for n in store.nodes(suite_id)) == 8
+    # The image was built once on the manager and pushed once (a line each in the runner's log);
+    # the workers pulled it from the fleet's registry.
+    log = runner_log_path(db).read_text()
+    assert log.count(f"pushing to {fleet.registry}") == 1 and log.count("pushed as") == 1, log
+    # A worker removes the stopped container of a removed service by itself, moments later.
+    wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")
+
+
+def test_harbor_tasks_images_are_pushed_once_and_run_on_the_manager(tmp_path, db, fleet):
+    """A Harbor trial's agent and verifier exec into its container through the manager's engine,
+    so its service stays on the manager's node; its task's image still goes to the registry."""
+    suite, suite_id = harbor_suite(tmp_path, "oracle")
+    toml = suite / "suite.toml"
+    toml.write_text(toml.read_text().replace('kind = "docker"', fleet.sandbox()))
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=600)
+    assert result.returncode == 0, result.stderr + result.stdout
+    trials = {t["task_id"]: t for t in Store(db).trials(suite_id)}
+    assert {k: t["status"] for k, t in trials.items()} == {"count": "passed", "greet": "passed",
+                                                           "probe": "passed", "no-solution": "failed"}
+    assert {t["node"] for t in trials.values() if t["status"] == "passed"} == {fleet.node(1)}
+    log = runner_log_path(db).read_text()
+    for task in ("count", "greet", "probe"):
+        assert log.count(f"image agentmeter-task/{task}:") == 2, log  # "pushing to", "pushed as": once
+    wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")
+
+
+def test_a_drained_node_receives_nothing(tmp_path, db, fleet):
+    client = fleet.client()
+    drained = fleet.node(2)
+    node = next(n for n in client.nodes.list() if n.attrs["Description"]["Hostname"] == drained)
+    spec = node.attrs["Spec"]
+    node.update({**spec, "Availability": "drain"})
+    try:
+        suite_id = unique_id("fleet-drain")
+        suite = suite_copy(SMOKE, tmp_path / "suite", fleet.sandbox(), suite_id=suite_id)
+        result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=600)
+        assert result.returncode == 0, result.stderr + result.stdout
+        trials = Store(db).trials(suite_id)
+        assert len(trials) == 8 and all(t["status"] in ("passed", "failed") for t in trials)
+        assert drained not in {t["node"] for t in trials}
+    finally:
+        node.reload()
+        node.update({**node.attrs["Spec"], "Availability": "active"})
+        client.close()
+
+
+# A node lost two ways: its engine and everything it started killed (the machine died; `up`
+# restarts it), or its link cut (the engine lives on, unreachable; `mend` links it again).
+@pytest.mark.parametrize(("loss", "back"), [("kill", "up"), ("cut", "mend")])
+def test_a_node_lost_mid_run_costs_nothing(tmp_path, db, fleet, loss, back):
+    suite_id = unique_id(f"fleet-{loss}")
+    suite = suite_copy(FIXTURES / "suites" / "slow", tmp_path / "suite", fleet.sandbox(), suite_id=suite_id,
+                       replace={"concurrency = 2": "concurrency = 6"})
+    for scenario in (suite / "scenarios").glob("*.toml"):  # long enough that the kill lands mid-trial
+        scenario.write_text(scenario.read_text().replace("sleep 0.4", "sleep 8"))
+    runner = subprocess.Popen([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless",
+                               "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim = fleet.node(3)
+    try:
+        def running_on_victim() -> bool:
+            if not db.exists():
+                return False
+            store = Store(db)
+            try:
+                return any(t["status"] == "running" and t["node"] == victim for t in store.trials(suite_id))
+            finally:
+                store.close()
+
+        wait_for(running_on_victim, f"a trial running on {victim}")
+        fleet.run(loss, "3")
+        out, err = runner.communicate(timeout=900)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 0, err + out
+    wait_runner_exit(db)
+    trials = Store(db).trials(suite_id)
+    assert all(t["status"] in FINAL for t in trials), trials
+    lost = [t for t in trials if t["node"] == victim and t["status"] == "infra-invalid"]
+    assert lost and all("lost" in (t["reason"] or "") for t in lost), lost
+    # Every planned trial ended once with a verdict; its lost attempts were rerun elsewhere.
+    verdicts = Counter((t["model"], t["task_id"], t["trial_index"]) for t in trials if t["status"] != "infra-invalid")
+    assert len(verdicts) == 6 and set(verdicts.values()) == {1}, verdicts
+    assert all(t["node"] != victim for t in trials if t["status"] != "infra-invalid" and t["id"] > lost[-1]["id"])
+    # Back, the node drops what it kept of the lost jobs; nothing is left anywhere.
+    fleet.run(back, "3")
+    wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")
