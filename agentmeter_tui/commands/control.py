@@ -41,8 +41,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         _common(parser)
         parser.set_defaults(handler=lambda a, op=op: _request(a, op))
 
-    budget = subparsers.add_parser("budget", help="raise (or set) budgets of a running trial or of the run")
+    budget = subparsers.add_parser("budget", help="raise (or set) budgets of a running trial, a model, a CLI, "
+                                   "a cell or the run, and the run's, a provider's or a model's cap")
     budget.add_argument("--trial", type=int, help="one running trial; default: the rest of the run")
+    budget.add_argument("--model", help="the trials of one model (with --cli: one cell); with --cap-*: its cap")
+    budget.add_argument("--cli", help="the trials of one CLI (with --model: one cell)")
+    budget.add_argument("--provider", help="with --cap-usd/--cap-tokens: this provider's cap")
+    budget.add_argument("--run-usd", type=_limit(float, MAX_BUDGET_USD), help="the whole run's cap in US dollars")
+    budget.add_argument("--run-tokens", type=_limit(int, MAX_BUDGET_TOKENS), help="the whole run's cap in tokens")
+    budget.add_argument("--cap-usd", type=_limit(float, MAX_BUDGET_USD), help="the --provider's or --model's cap (USD)")
+    budget.add_argument("--cap-tokens", type=_limit(int, MAX_BUDGET_TOKENS), help="the --provider's or --model's cap")
     budget.add_argument("--tokens", type=_limit(int, MAX_BUDGET_TOKENS), help="tokens (a positive integer)")
     budget.add_argument("--usd", type=_limit(float, MAX_BUDGET_USD), help="US dollars (positive)")
     budget.add_argument("--wall-seconds", type=_limit(float, MAX_BUDGET_WALL), help="seconds of wall time (positive)")
@@ -70,13 +78,26 @@ def _limit(kind: type, most: float) -> Callable[[str], Any]:
 
 
 def _budget(args: argparse.Namespace) -> int:
+    if args.run_usd is not None or args.run_tokens is not None:
+        return _request(args, "cap", scope="run", **_given(usd=args.run_usd, tokens=args.run_tokens))
+    if args.cap_usd is not None or args.cap_tokens is not None:
+        if (args.provider is None) == (args.model is None) or args.cli or args.trial is not None:
+            print("agentmeter budget: --cap-usd/--cap-tokens take one of --provider or --model", file=sys.stderr)
+            return 2
+        scope = "provider" if args.provider else "model"
+        return _request(args, "cap", scope=scope, name=args.provider or args.model,
+                        **_given(usd=args.cap_usd, tokens=args.cap_tokens))
     limits = {k: v for k, v in (("tokens", args.tokens), ("usd", args.usd), ("wall_seconds", args.wall_seconds))
               if v is not None}
     if not limits:
         print("agentmeter budget: give at least one of --tokens, --usd, --wall-seconds", file=sys.stderr)
         return 2
-    scope = {"trial": args.trial} if args.trial is not None else {}
+    scope = _given(trial=args.trial, model=args.model, cli=args.cli)
     return _request(args, "budget", **scope, **limits)
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 def _request(args: argparse.Namespace, op: str, **fields: Any) -> int:
@@ -101,7 +122,13 @@ def said(op: str, reply: dict[str, Any], fields: dict[str, Any], db: str) -> str
         return "stopping: the running trials end infra-invalid and run again on the next `agentmeter run`"
     if op == "kill":
         return f"trial {reply.get('trial')}: killing ({fields.get('reason') or 'operator'})"
+    if op == "cap":
+        what = "run" if reply.get("scope") == "run" else f"{reply.get('scope')} {reply.get('name')}"
+        return f"{what} cap now {budget_text(reply.get('cap') or {})}; trials it held back start again while it has room"
     if op == "budget":
+        if reply.get("model") or reply.get("cli"):
+            cell = " × ".join(x for x in (reply.get("model"), reply.get("cli")) if x)
+            return f"{cell}: {budget_text(fields)} for its trials to come and its {reply.get('running', 0)} running"
         if "trial" in reply:
             return f"trial {reply['trial']}: budget now {budget_text(reply.get('budget') or {})}"
         return f"every running trial and the rest of the run: {budget_text(fields)}"

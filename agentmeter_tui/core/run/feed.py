@@ -143,11 +143,13 @@ class Feed:
         scheduler = self.runner.scheduler
         if scheduler is None:
             return {"preparing": self.preparing or "", "paused": bool(self.runner.early.get("paused")),
-                    "done": self.done_before, "total": self.done_before, "running": 0, "queued": 0}
+                    "done": self.done_before, "total": self.done_before, "running": 0, "queued": 0,
+                    "caps": self.runner.caps.status()}
         return {"done": self.done_before + scheduler.finished, "total": self.done_before + scheduler.total,
                 "running": len(scheduler.running), "queued": len(scheduler.queue),
                 "paused": not scheduler.paused.is_set(), "stopping": scheduler.stopping,
-                "held": sorted(scheduler.holds.values())}
+                "held": sorted(scheduler.holds.values()), "caps": self.runner.caps.status(),
+                "paused_models": sorted(scheduler.paused_models), "paused_clis": sorted(scheduler.paused_clis)}
 
     def snapshot(self) -> Snapshot:
         scheduler = self.runner.scheduler

@@ -32,7 +32,9 @@ from ..tomlerrors import InputError
 from ..vocab import COUNTABLE_STATUSES, KillReason
 from .context import RunContext
 from .control import encode
+from .caps import CapLedger
 from .feed import Feed
+from .liveops import handle_scoped
 from .requests import BudgetChange, Hello, Kill, Pause, RequestError, Resume, Status, Stop, parse_request
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
 
@@ -49,6 +51,7 @@ class Runner:
         self.started = time.time()
         self._stop_asked = False  # a stop that came before the schedule existed
         self.early: dict[str, Any] = {}  # a pause and the run's budgets asked for before it
+        self.caps = CapLedger(suite)  # changeable from the socket's first answer on
 
     def log(self, text: str) -> None:
         try:
@@ -138,7 +141,7 @@ class Runner:
             c.key: store.ensure_configuration(suite.id, c.model.id, c.cli.label) for c in suite.configurations()})
         ctx = RunContext(suite, writer, sandbox, run_id=self.run_id, clis_root=self.clis_root,
                          mock_url=self.mock.base_url if self.mock else None, log=self.log, proxy=self.proxy,
-                         sink=self.feed)
+                         sink=self.feed, caps=self.caps)
         ctx.scripted = self.mock
         plans = await call(lambda store: pending_plans(store, suite.id, plan_cells(suite, config_ids),
                                                        suite.spec.suite.max_retries))
@@ -235,6 +238,7 @@ class Runner:
         scheduler.resume()
         scheduler.holds.clear()
         scheduler.unheld.set()
+        scheduler.wake()
         for trial in list(scheduler.running.values()):
             trial.request_kill(KillReason("shutdown"))
 
@@ -282,6 +286,9 @@ class Runner:
         except RequestError as exc:
             return {"ok": False, "error": str(exc)}
         scheduler = self.scheduler
+        scoped = handle_scoped(parsed, self.suite, self.caps, scheduler)  # caps; one model, CLI or cell
+        if scoped is not None:
+            return scoped
         if isinstance(parsed, Hello):
             return {"ok": True, "run_id": self.run_id, "suite": self.suite.id, "pid": os.getpid(),
                     "db": str(self.db), "preparing": None if scheduler else self.feed.preparing}

@@ -1,0 +1,128 @@
+"""The run's caps on the real runner with the scripted model server: a run cap and a provider
+cap are passed by at most one call behind the metering proxy, and not at all without it (the
+running trials' own budgets bound them); a cap reached pauses the schedule, which says so, and
+raising it (`agentmeter budget --run-tokens`) resumes it. Spend figures are what the scripted
+server served, not what our meter read."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+from agentmeter_tui.core.store import Store
+from tests.conftest import FIXTURES, agentmeter
+from tests.core.runpaths_support import wait_run_ended
+from tests.waiting import wait_for
+
+CALL = 1000  # tokens per scripted call: 900 in, 100 out
+CALLS = 5  # calls per trial
+
+
+def capped_suite(tmp_path: Path, caps: str, *, proxy: bool, budget_tokens: int | None = None,
+                 trials: int = 4) -> Path:
+    """Two models on two scripted providers (p1, p2), CALLS calls of CALL tokens per trial."""
+    suite = tmp_path / "capped"
+    shutil.copytree(FIXTURES / "suites" / "slow" / "work", suite / "work")
+    (suite / "scenarios").mkdir()
+    turn = f'usage = {{ uncached_input = {CALL - 100}, output = 100 }}\ndelay_ms = 50\n'
+    steps = [f'shell = "echo step {i} >> steps.txt"' for i in range(CALLS - 2)]
+    steps += ['shell = "echo done > result.txt"', 'text = "Written."']
+    scenario = "".join(f"[[turns]]\n{step}\n{turn}" for step in steps)
+    for model in ("m1", "m2"):
+        (suite / "scenarios" / f"{model}.toml").write_text(scenario)
+    budget = f"\n[budgets.default]\nwall_seconds = 600\ntokens = {budget_tokens}\n" if budget_tokens else ""
+    (suite / "suite.toml").write_text(textwrap.dedent(f"""\
+        [suite]
+        id = "capped"
+        trials = {trials}
+        concurrency = 4
+        max_retries = 0
+        proxy = {str(proxy).lower()}
+        [[models]]
+        id = "m1"
+        provider = "p1"
+        [[models]]
+        id = "m2"
+        provider = "p2"
+        [[clis]]
+        adapter = "reference"
+        [providers.p1]
+        kind = "scripted"
+        [providers.p2]
+        kind = "scripted"
+        """) + budget + caps)
+    return suite
+
+
+def served_tokens(store: Store, model: str | None = None) -> int:
+    """Tokens the scripted server served, over every trial (of ``model``)."""
+    total = 0
+    for row in store.trials("capped"):
+        scripted = json.loads(row["extra"] or "{}").get("scripted") or {}
+        if model in (None, row["model"]):
+            total += sum(sum(call[3]) for call in scripted.get("served", []))
+    return total
+
+
+def status(db: Path) -> dict:
+    return json.loads(agentmeter("status", "--db", str(db), "--json", check=True).stdout)
+
+
+def held_on_cap(db: Path) -> dict:
+    """The status once the schedule is held on a cap with nothing running."""
+    return wait_for(lambda: (s := status(db))["progress"].get("running") == 0 and
+                    any("cap" in why for why in s["progress"].get("held", [])) and s, "the schedule held on a cap")
+
+
+def test_run_cap_at_the_wire_pauses_and_a_raise_resumes(tmp_path, db):
+    cap = 12_000
+    suite = capped_suite(tmp_path, f"\n[budgets.run]\ntokens = {cap}\n", proxy=True)
+    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
+    store = Store(db)
+    held = held_on_cap(db)
+    assert "run" in " ".join(held["progress"]["held"])
+    (run_cap,) = held["progress"]["caps"]
+    assert run_cap["scope"] == "run" and run_cap["state"] == "hit"
+    spent = served_tokens(store)
+    assert cap <= spent <= cap + CALL  # at the wire: passed by one call at most
+    killed = [r for r in store.trials("capped") if r["status"] == "killed"]
+    assert killed and {r["reason"] for r in killed} == {"budget:run"}
+    out = agentmeter("budget", "--db", str(db), "--run-tokens", "1000000", check=True).stdout
+    assert "run cap" in out
+    assert wait_run_ended(store) == "finished"
+    statuses = [r["status"] for r in store.trials("capped")]
+    assert len(statuses) == 8 and statuses.count("passed") == 8 - len(killed)
+
+
+def test_provider_cap_at_the_wire_leaves_the_other_provider_running(tmp_path, db):
+    cap = 7_000
+    suite = capped_suite(tmp_path, f"\n[budgets.providers.p1]\ntokens = {cap}\n", proxy=True)
+    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
+    store = Store(db)
+    wait_for(lambda: len([r for r in store.trials("capped", "model = 'm2'") if r["status"] == "passed"]) == 4,
+             "every trial of the uncapped provider passed")
+    held = held_on_cap(db)
+    assert "provider p1" in " ".join(held["progress"]["held"])
+    assert cap <= served_tokens(store, "m1") <= cap + CALL
+    assert {r["reason"] for r in store.trials("capped", "model = 'm1' and status = 'killed'")} == {"budget:provider"}
+    agentmeter("stop", "--db", str(db), check=True)
+    wait_run_ended(store)
+
+
+def test_run_cap_without_the_proxy_counts_the_running_trials_budgets(tmp_path, db):
+    cap = 12_000  # trial budgets of 6,000: two fit, a third would not
+    suite = capped_suite(tmp_path, f"\n[budgets.run]\ntokens = {cap}\n", proxy=False, budget_tokens=6_000)
+    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
+    store = Store(db)
+    held_on_cap(db)
+    rows = store.trials("capped")
+    assert len(rows) == 2 and {r["status"] for r in rows} == {"passed"}
+    assert served_tokens(store) == 2 * CALLS * CALL <= cap  # never past the cap
+    agentmeter("budget", "--db", str(db), "--run-tokens", "24000", check=True)
+    wait_for(lambda: len(store.trials("capped", "status = 'passed'")) == 4, "two more trials after the raise")
+    held_on_cap(db)
+    assert served_tokens(store) == 4 * CALLS * CALL
+    agentmeter("stop", "--db", str(db), check=True)
+    wait_run_ended(store)
