@@ -116,9 +116,23 @@ class CapChange(Request):
         return self
 
 
+RERUNNABLE = Literal["infra-invalid", "errored", "killed", "failed", "passed"]
+
+
+class Rerun(Request):
+    """New attempts, appended, for the cells whose latest trial ended in one of ``statuses``
+    (and is of ``task``, ``model``, ``cli`` when given)."""
+
+    op: Literal["rerun"]
+    statuses: list[RERUNNABLE] = Field(min_length=1)
+    task: str | None = NAME
+    model: str | None = NAME
+    cli: str | None = NAME
+
+
 REQUESTS: dict[str, type[Request]] = {model.model_fields["op"].annotation.__args__[0]: model  # type: ignore[union-attr]
                                       for model in (Hello, Status, Pause, Resume, Stop, Subscribe, Kill, BudgetChange,
-                                                    CapChange)}
+                                                    CapChange, Rerun)}
 
 
 def parse_request(data: Any) -> Request:

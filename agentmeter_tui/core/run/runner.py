@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fcntl
+import json
 import os
 import signal
 import socket as socketlib
@@ -35,13 +36,15 @@ from .control import encode
 from .caps import CapLedger
 from .feed import Feed
 from .liveops import handle_scoped
-from .requests import BudgetChange, Hello, Kill, Pause, RequestError, Resume, Status, Stop, parse_request
+from .requests import BudgetChange, Hello, Kill, Pause, RequestError, Rerun, Resume, Status, Stop, parse_request
+from .rerun import rerun_live, rerun_plans
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
 
 
 class Runner:
-    def __init__(self, suite: Suite, db: Path, *, clis_root: Path | None = None):
+    def __init__(self, suite: Suite, db: Path, *, clis_root: Path | None = None, rerun: Rerun | None = None):
         self.suite, self.db = suite, db
+        self.rerun, self.config_ids = rerun, None  # cells to run again by hand; the suite's configuration ids
         self.clis_root = clis_root or default_clis_root()
         self.scheduler: Scheduler | None = None
         self.feed = Feed(self)
@@ -145,6 +148,10 @@ class Runner:
         ctx.scripted = self.mock
         plans = await call(lambda store: pending_plans(store, suite.id, plan_cells(suite, config_ids),
                                                        suite.spec.suite.max_retries))
+        self.config_ids = config_ids
+        if self.rerun is not None:  # `agentmeter rerun` on a finished store: its cells after the pending ones
+            busy = {(p.task.id, p.config_id, p.trial_index) for p in plans}
+            plans += await call(lambda store: rerun_plans(store, suite, config_ids, self.rerun, busy))
         concurrency = min(suite.concurrency, sandbox.capacity())
         self.feed.done_before = await call(Store.count_trials, suite.id, COUNTABLE_STATUSES)
         self.scheduler = scheduler = Scheduler(ctx, plans, concurrency=concurrency,
@@ -305,6 +312,8 @@ class Runner:
                 self.early.update(parsed.limits())
                 return {"ok": True, "budget": parsed.limits()}
             return {"ok": False, "error": "no trial has started yet: the run is preparing"}
+        if isinstance(parsed, Rerun):
+            return rerun_live(self, parsed)
         if isinstance(parsed, Kill):
             trial = scheduler.trial(parsed.trial)
             if trial is None:
@@ -336,13 +345,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", required=True)
     parser.add_argument("--db", required=True)
     parser.add_argument("--clis-root")
+    parser.add_argument("--rerun", help="a rerun request (JSON, as the socket's op) for a finished store")
     args = parser.parse_args(argv)
     try:
         suite = load_suite(args.suite)
-    except InputError as exc:
+        rerun = parse_request(json.loads(args.rerun)) if args.rerun else None
+    except (InputError, RequestError, ValueError) as exc:
         print(f"agentmeter: {exc}", file=sys.stderr)
         return 2
-    runner = Runner(suite, Path(args.db), clis_root=Path(args.clis_root) if args.clis_root else None)
+    runner = Runner(suite, Path(args.db), clis_root=Path(args.clis_root) if args.clis_root else None,
+                    rerun=rerun if isinstance(rerun, Rerun) else None)
     use_pidfd_watcher()
     return asyncio.run(runner.main())
 

@@ -141,6 +141,13 @@ class Scheduler:
                 (names.add if paused else names.discard)(name)
         self.wake()
 
+    def add(self, plans: list[TrialPlan]) -> None:
+        """More trials for the schedule (a rerun asked while it runs)."""
+        if plans and not self.stopping:
+            self.queue.extend(plans)
+            self.total += len(plans)
+            self.wake()
+
     def wake(self) -> None:
         """Look at the held-back trials again (a cap was raised, a model resumed, a trial ended)."""
         self._wake.set()

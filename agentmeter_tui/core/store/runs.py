@@ -89,6 +89,15 @@ class RunQueries:
         return {r["key"]: r["id"] for r in self.db.query("select key, id from configurations where suite_id = ?",
                                                          [suite_id])}
 
+    def cell_trials(self, suite_id: str) -> list[dict[str, Any]]:
+        """``id, task_id, config_id, trial_index, status`` of every trial of a suite, oldest first."""
+        return list(self.db.query("select id, task_id, config_id, trial_index, status from trials "
+                                  "where suite_id = ? order by id", [suite_id]))
+
+    def suite_paths(self) -> dict[str, str]:
+        """``{suite id: the folder it was run from}`` of every suite the store has."""
+        return {r["id"]: r["path"] for r in self.db.query("select id, path from suites order by created_at")}
+
     def cell_statuses(self, suite_id: str) -> Iterable[dict[str, Any]]:
         """``task_id, config_id, trial_index, status, reason`` of every trial of a suite."""
         return self.db.query("select task_id, config_id, trial_index, status, reason from trials where suite_id = ?",
