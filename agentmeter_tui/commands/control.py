@@ -146,6 +146,27 @@ def budget_text(budget: dict[str, Any]) -> str:
     return ", ".join(parts) or "no limits"
 
 
+def cap_text(cap: dict[str, Any]) -> str:
+    """``run: $3.10 of $5 (62 %)``: a cap's spend against it, with its state when not ok."""
+    name = "run" if cap["scope"] == "run" else f"{cap['scope']} {cap['name']}"
+    parts = [f"${cap['spent_usd']:.2f} of ${cap['usd']:g}" if cap.get("usd") else None,
+             f"{cap['spent_tokens']:,} of {cap['tokens']:,} tokens" if cap.get("tokens") else None]
+    state = "" if cap["state"] == "ok" else f" · {cap['state'].upper()}"
+    return f"{name}: {', '.join(p for p in parts if p)} ({cap['share']:.0%}){state}"
+
+
+def forecast_text(forecast: dict[str, Any]) -> str:
+    """The forecast in a line: projected USD and tokens with their intervals, and the finish."""
+    import time
+
+    usd, tokens, finish = forecast["usd"], forecast["tokens"], forecast["finish"]
+    at = time.strftime("%H:%M", time.localtime(finish["at"]))
+    return (f"forecast (from {forecast['basis']} finished): ${usd['projected']:.2f} "
+            f"(${usd['low']:.2f}-${usd['high']:.2f}), {int(tokens['projected']):,} tokens "
+            f"({int(tokens['low']):,}-{int(tokens['high']):,}), done about {at} "
+            f"({finish['seconds_left'] / 60:.0f} min left)")
+
+
 def status_command(args: argparse.Namespace) -> int:
     try:
         with ControlClient(Path(args.db)) as client:
@@ -163,6 +184,12 @@ def status_command(args: argparse.Namespace) -> int:
           f"{progress.get('queued')} queued" + (" · PAUSED" if progress.get("paused") else ""))
     if progress.get("preparing"):  # before the first trial (task images being built...)
         print(f"preparing: {progress['preparing']}")
+    for why in progress.get("held", []):
+        print(f"HELD: {why}")
+    for cap in progress.get("caps", []):
+        print(f"cap {cap_text(cap)}")
+    if (forecast := progress.get("forecast")) and forecast.get("basis"):
+        print(forecast_text(forecast))
     for meter in status.get("running", []):
         tokens = sum((meter.get("tokens") or {}).values())
         cost = meter.get("cost_usd")

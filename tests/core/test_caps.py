@@ -116,10 +116,17 @@ def test_run_cap_without_the_proxy_counts_the_running_trials_budgets(tmp_path, d
     suite = capped_suite(tmp_path, f"\n[budgets.run]\ntokens = {cap}\n", proxy=False, budget_tokens=6_000)
     agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
     store = Store(db)
-    held_on_cap(db)
+    held = held_on_cap(db)
     rows = store.trials("capped")
     assert len(rows) == 2 and {r["status"] for r in rows} == {"passed"}
     assert served_tokens(store) == 2 * CALLS * CALL <= cap  # never past the cap
+    # the forecast: each cell's six trials to come at what its finished trial was served
+    forecast = held["progress"]["forecast"]
+    assert forecast["basis"] == 2 and forecast["tokens"]["spent"] == 2 * CALLS * CALL
+    assert forecast["tokens"]["projected"] == 8 * CALLS * CALL
+    assert forecast["models"] == {m: {"usd": 0.0, "tokens": 4 * CALLS * CALL} for m in ("m1", "m2")}
+    assert held["forecast_cells"]["work|m1|reference"]["tokens"] == 4 * CALLS * CALL
+    assert "forecast" in agentmeter("status", "--db", str(db), check=True).stdout
     agentmeter("budget", "--db", str(db), "--run-tokens", "24000", check=True)
     wait_for(lambda: len(store.trials("capped", "status = 'passed'")) == 4, "two more trials after the raise")
     held_on_cap(db)

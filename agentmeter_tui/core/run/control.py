@@ -77,6 +77,9 @@ class Progress(TypedDict, total=False):
     caps: list[dict[str, Any]]  # CapLedger.status(): scope, name, usd, tokens, spent_usd, spent_tokens, share, state
     paused_models: list[str]  # paused alone while the rest runs
     paused_clis: list[str]
+    # forecast.Forecast.project() without its cells: basis (trials it rests on), usd and tokens
+    # {spent, projected, low, high}, finish {seconds_left, at, low, high}, models {id: {usd, tokens}}
+    forecast: dict[str, Any]
 
 
 class Snapshot(TypedDict):
@@ -90,6 +93,7 @@ class Snapshot(TypedDict):
     running: list[Meter]
     subscribers: int  # clients following the feed now (the headless printer, TUIs)
     done: list[Meter]  # the trials this run finished before the client attached
+    forecast_cells: dict[str, dict[str, float]]  # "task|model|cli" -> projected final usd, tokens
 
 
 class Tick(TypedDict, total=False):

@@ -119,6 +119,7 @@ class Feed:
         tail.add(rows)
 
     def trial_finished(self, trial: TrialRun) -> None:
+        self.runner.forecast.finished(trial)
         meter = trial.meter()
         self._finished.append(meter)
         self._done.append(meter)
@@ -149,7 +150,8 @@ class Feed:
                 "running": len(scheduler.running), "queued": len(scheduler.queue),
                 "paused": not scheduler.paused.is_set(), "stopping": scheduler.stopping,
                 "held": sorted(scheduler.holds.values()), "caps": self.runner.caps.status(),
-                "paused_models": sorted(scheduler.paused_models), "paused_clis": sorted(scheduler.paused_clis)}
+                "paused_models": sorted(scheduler.paused_models), "paused_clis": sorted(scheduler.paused_clis),
+                "forecast": {k: v for k, v in self.runner.forecast.project(scheduler).items() if k != "cells"}}
 
     def snapshot(self) -> Snapshot:
         scheduler = self.runner.scheduler
@@ -157,7 +159,8 @@ class Feed:
         return {"type": "snapshot", "run_id": self.runner.run_id, "suite": self.runner.suite.id,
                 "db": str(self.runner.db), "pid": os.getpid(), "started": self.runner.started,
                 "progress": self.progress(), "running": running, "subscribers": len(self.subscribers),
-                "done": list(self._done)}
+                "done": list(self._done),
+                "forecast_cells": self.runner.forecast.project(scheduler)["cells"] if scheduler else {}}
 
     # -- delivery ---------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from .context import RunContext
 from .control import encode
 from .caps import CapLedger
 from .feed import Feed
+from .forecast import RunForecast
 from .liveops import handle_scoped
 from .requests import BudgetChange, Hello, Kill, Pause, RequestError, Rerun, Resume, Status, Stop, parse_request
 from .rerun import rerun_live, rerun_plans
@@ -55,6 +56,7 @@ class Runner:
         self._stop_asked = False  # a stop that came before the schedule existed
         self.early: dict[str, Any] = {}  # a pause and the run's budgets asked for before it
         self.caps = CapLedger(suite)  # changeable from the socket's first answer on
+        self.forecast = RunForecast()  # the bill and finish time projected from this run's finished trials
 
     def log(self, text: str) -> None:
         try:
