@@ -35,11 +35,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(kill)
     kill.set_defaults(handler=lambda a: _request(a, "kill", trial=a.trial, reason=a.reason))
 
-    for op, text in (("pause", "start no new trials until resumed"), ("resume", "start trials again"),
-                     ("stop", STOP_HELP)):
+    for op, text in (("pause", "start no new trials until resumed"), ("resume", "start trials again")):
         parser = subparsers.add_parser(op, help=text, description=text)
+        parser.add_argument("--model", help="only this model's trials (the rest goes on)")
+        parser.add_argument("--cli", help="only this CLI's trials (the rest goes on)")
         _common(parser)
-        parser.set_defaults(handler=lambda a, op=op: _request(a, op))
+        parser.set_defaults(handler=lambda a, op=op: _request(a, op, **_given(model=a.model, cli=a.cli)))
+    stop = subparsers.add_parser("stop", help=STOP_HELP, description=STOP_HELP)
+    _common(stop)
+    stop.set_defaults(handler=lambda a: _request(a, "stop"))
 
     budget = subparsers.add_parser("budget", help="raise (or set) budgets of a running trial, a model, a CLI, "
                                    "a cell or the run, and the run's, a provider's or a model's cap")
@@ -114,6 +118,9 @@ def _request(args: argparse.Namespace, op: str, **fields: Any) -> int:
 
 def said(op: str, reply: dict[str, Any], fields: dict[str, Any], db: str) -> str:
     """What the runner did, in a line."""
+    scoped = " × ".join(str(fields[k]) for k in ("model", "cli") if fields.get(k))
+    if op in ("pause", "resume") and scoped:
+        return f"{scoped}: {'paused: none of its trials starts' if op == 'pause' else 'resumed'}; the rest goes on"
     if op == "pause":
         return f"paused: no new trial starts until `agentmeter resume --db {db}`; the running ones go on"
     if op == "resume":
