@@ -20,6 +20,7 @@ from ..core.run.control import ControlClient, ControlError
 from ..core.vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
 from . import add_db_argument
 
+EXIT_CAP_NEAR, EXIT_CAP_HIT = 3, 4  # `status --wait-cap`: for a cron job or CI to act on
 STOP_HELP = "stop the run: running trials end infra-invalid and rerun on the next run"
 
 
@@ -27,6 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     status = subparsers.add_parser("status", help="what the runner is doing now (or how the last run ended)")
     add_db_argument(status)
     status.add_argument("--json", action="store_true", help="print the raw status object")
+    status.add_argument("--wait-cap", action="store_true",
+                        help=f"wait until a cap is near (exit {EXIT_CAP_NEAR}) or hit (exit {EXIT_CAP_HIT}); "
+                             "exit 0 if the run ends first")
+    status.add_argument("--near", type=float, default=0.9, help="with --wait-cap: the share of a cap that is near")
     status.set_defaults(handler=status_command)
 
     kill = subparsers.add_parser("kill", help="kill a running trial (reason: operator)")
@@ -174,7 +179,29 @@ def forecast_text(forecast: dict[str, Any]) -> str:
             f"({finish['seconds_left'] / 60:.0f} min left)")
 
 
+def wait_cap(args: argparse.Namespace) -> int:
+    """Follow the runner's feed until a cap is hit (exit 4) or near (exit 3), or the run ends (0)."""
+    try:
+        with ControlClient(Path(args.db)) as client:
+            for message in client.subscribe(events=False):
+                caps = (message.get("progress") or {}).get("caps") or []
+                hit = [c for c in caps if c["share"] >= 1]
+                near = [c for c in caps if c["share"] >= args.near]
+                if hit or near:
+                    print(("cap hit: " if hit else "near a cap: ") + "; ".join(cap_text(c) for c in hit or near))
+                    return EXIT_CAP_HIT if hit else EXIT_CAP_NEAR
+                if message.get("type") == "finished":
+                    break
+    except ControlError as exc:
+        print(f"agentmeter status: {exc}", file=sys.stderr)
+        return 1
+    print("the run ended without reaching a cap")
+    return 0
+
+
 def status_command(args: argparse.Namespace) -> int:
+    if args.wait_cap:
+        return wait_cap(args)
     try:
         with ControlClient(Path(args.db)) as client:
             status = client.request("status")

@@ -89,6 +89,8 @@ def test_run_cap_at_the_wire_pauses_and_a_raise_resumes(tmp_path, db):
     assert cap <= spent <= cap + CALL  # at the wire: passed by one call at most
     killed = [r for r in store.trials("capped") if r["status"] == "killed"]
     assert killed and {r["reason"] for r in killed} == {"budget:run"}
+    waited = agentmeter("status", "--wait-cap", "--db", str(db))
+    assert waited.returncode == 4 and waited.stdout.startswith("cap hit: run:"), waited
     out = agentmeter("budget", "--db", str(db), "--run-tokens", "1000000", check=True).stdout
     assert "run cap" in out
     assert wait_run_ended(store) == "finished"
@@ -127,6 +129,8 @@ def test_run_cap_without_the_proxy_counts_the_running_trials_budgets(tmp_path, d
     assert forecast["models"] == {m: {"usd": 0.0, "tokens": 4 * CALLS * CALL} for m in ("m1", "m2")}
     assert held["forecast_cells"]["work|m1|reference"]["tokens"] == 4 * CALLS * CALL
     assert "forecast" in agentmeter("status", "--db", str(db), check=True).stdout
+    waited = agentmeter("status", "--wait-cap", "--near", "0.8", "--db", str(db))  # 10,000 of 12,000
+    assert waited.returncode == 3 and waited.stdout.startswith("near a cap: run:"), waited
     agentmeter("budget", "--db", str(db), "--run-tokens", "24000", check=True)
     wait_for(lambda: len(store.trials("capped", "status = 'passed'")) == 4, "two more trials after the raise")
     held_on_cap(db)
