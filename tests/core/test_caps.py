@@ -21,7 +21,7 @@ CALLS = 5  # calls per trial
 
 
 def capped_suite(tmp_path: Path, caps: str, *, proxy: bool, budget_tokens: int | None = None,
-                 trials: int = 4) -> Path:
+                 trials: int = 4, concurrency: int = 4) -> Path:
     """Two models on two scripted providers (p1, p2), CALLS calls of CALL tokens per trial."""
     suite = tmp_path / "capped"
     shutil.copytree(FIXTURES / "suites" / "slow" / "work", suite / "work")
@@ -37,7 +37,7 @@ def capped_suite(tmp_path: Path, caps: str, *, proxy: bool, budget_tokens: int |
         [suite]
         id = "capped"
         trials = {trials}
-        concurrency = 4
+        concurrency = {concurrency}
         max_retries = 0
         proxy = {str(proxy).lower()}
         [[models]]
@@ -96,6 +96,18 @@ def test_run_cap_at_the_wire_pauses_and_a_raise_resumes(tmp_path, db):
     assert wait_run_ended(store) == "finished"
     statuses = [r["status"] for r in store.trials("capped")]
     assert len(statuses) == 8 and statuses.count("passed") == 8 - len(killed)
+
+
+def test_run_cap_at_the_wire_holds_at_concurrency_32(tmp_path, db):
+    cap = 40_000  # eight trials' worth, with 32 running at once: calls must wait for room
+    suite = capped_suite(tmp_path, f"\n[budgets.run]\ntokens = {cap}\n", proxy=True, trials=20, concurrency=32)
+    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
+    store = Store(db)
+    held_on_cap(db)
+    assert cap <= served_tokens(store) <= cap + CALL
+    assert len(store.trials("capped")) == 32  # the first 32 started; the other 8 are held
+    agentmeter("stop", "--db", str(db), check=True)
+    wait_run_ended(store)
 
 
 def test_provider_cap_at_the_wire_leaves_the_other_provider_running(tmp_path, db):
