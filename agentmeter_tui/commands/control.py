@@ -164,6 +164,8 @@ def cap_text(cap: dict[str, Any]) -> str:
     parts = [f"${cap['spent_usd']:.2f} of ${cap['usd']:g}" if cap.get("usd") else None,
              f"{cap['spent_tokens']:,} of {cap['tokens']:,} tokens" if cap.get("tokens") else None]
     state = "" if cap["state"] == "ok" else f" · {cap['state'].upper()}"
+    if cap.get("forecast_passes"):
+        state += f" · the forecast passes it (${cap['forecast_usd']:.2f}, {cap['forecast_tokens']:,} tokens)"
     return f"{name}: {', '.join(p for p in parts if p)} ({cap['share']:.0%}){state}"
 
 

@@ -140,7 +140,10 @@ def test_run_cap_without_the_proxy_counts_the_running_trials_budgets(tmp_path, d
     assert forecast["tokens"]["projected"] == 8 * CALLS * CALL
     assert forecast["models"] == {m: {"usd": 0.0, "tokens": 4 * CALLS * CALL} for m in ("m1", "m2")}
     assert held["forecast_cells"]["work|m1|reference"]["tokens"] == 4 * CALLS * CALL
-    assert "forecast" in agentmeter("status", "--db", str(db), check=True).stdout
+    (run_cap,) = held["progress"]["caps"]
+    assert run_cap["forecast_tokens"] == 8 * CALLS * CALL and run_cap["forecast_passes"] is True
+    shown = agentmeter("status", "--db", str(db), check=True).stdout
+    assert "forecast (from 2 finished)" in shown and "the forecast passes it" in shown
     waited = agentmeter("status", "--wait-cap", "--near", "0.8", "--db", str(db))  # 10,000 of 12,000
     assert waited.returncode == 3 and waited.stdout.startswith("near a cap: run:"), waited
     agentmeter("budget", "--db", str(db), "--run-tokens", "24000", check=True)

@@ -194,3 +194,22 @@ def _committed(measure: str, running: list[Any]) -> Decimal | None:
 
 def _show(value: Any, measure: str) -> str:
     return f"${float(value):.4f}" if measure == "usd" else str(int(value))
+
+
+def against_forecast(rows: list[dict[str, Any]], forecast: dict[str, Any], suite: Suite) -> list[dict[str, Any]]:
+    """The caps' rows with what the forecast projects under each (``forecast_usd``,
+    ``forecast_tokens``) and whether that passes the cap (``forecast_passes``)."""
+    if not forecast.get("basis"):
+        return rows
+    models = forecast.get("models", {})
+    for row in rows:
+        if row["scope"] == "run":
+            usd, tokens = forecast["usd"]["projected"], forecast["tokens"]["projected"]
+        else:
+            ids = [row["name"]] if row["scope"] == "model" else \
+                [m.id for m in suite.spec.models if m.provider == row["name"]]
+            usd = sum(models.get(i, {}).get("usd", 0.0) for i in ids)
+            tokens = sum(models.get(i, {}).get("tokens", 0) for i in ids)
+        row.update(forecast_usd=round(usd, 6), forecast_tokens=int(tokens),
+                   forecast_passes=bool(row["usd"] and usd > row["usd"] or row["tokens"] and tokens > row["tokens"]))
+    return rows

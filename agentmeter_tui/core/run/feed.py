@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
+from .caps import against_forecast
 from .control import LIVE_TEXT, Finished, LiveEvent, Meter, Progress, Snapshot, Tick, encode
 from .requests import RequestError, parse_request
 
@@ -146,12 +147,14 @@ class Feed:
             return {"preparing": self.preparing or "", "paused": bool(self.runner.early.get("paused")),
                     "done": self.done_before, "total": self.done_before, "running": 0, "queued": 0,
                     "caps": self.runner.caps.status()}
+        forecast = {k: v for k, v in self.runner.forecast.project(scheduler).items() if k != "cells"}
         return {"done": self.done_before + scheduler.finished, "total": self.done_before + scheduler.total,
                 "running": len(scheduler.running), "queued": len(scheduler.queue),
                 "paused": not scheduler.paused.is_set(), "stopping": scheduler.stopping,
-                "held": sorted(scheduler.holds.values()), "caps": self.runner.caps.status(),
+                "held": sorted(scheduler.holds.values()),
+                "caps": against_forecast(self.runner.caps.status(), forecast, self.runner.suite),
                 "paused_models": sorted(scheduler.paused_models), "paused_clis": sorted(scheduler.paused_clis),
-                "forecast": {k: v for k, v in self.runner.forecast.project(scheduler).items() if k != "cells"}}
+                "forecast": forecast}
 
     def snapshot(self) -> Snapshot:
         scheduler = self.runner.scheduler
