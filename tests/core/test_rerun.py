@@ -25,6 +25,13 @@ def test_rerun_appends_new_attempts_and_the_report_selects_them(tmp_path, db):
     assert status(db)["progress"]["total"] == before["total"] + len(killed)
     agentmeter("stop", "--db", str(db), check=True)
     wait_run_ended(store)
+    # run again under the same cap: the earlier run's spend counts, so nothing starts
+    count = len(store.trials("capped"))
+    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
+    assert "cap reached: run:" in " ".join(held_on_cap(db)["progress"]["held"])
+    agentmeter("stop", "--db", str(db), check=True)
+    wait_run_ended(store)
+    assert len(store.trials("capped")) == count
     # on the finished store, once the operator raised the cap in the suite: a runner is started
     toml = suite / "suite.toml"
     toml.write_text(toml.read_text().replace("tokens = 12000", "tokens = 1000000"))

@@ -16,7 +16,8 @@ A trial's budget bounds one trial; a cap bounds the bill. The ledger hears every
 - is a cap reached? Then the trial is killed (``budget:run``, ``budget:provider``,
   ``budget:model``) and the scheduler holds what the cap covers until it is raised.
 
-The spend counted is this run's (the runner's trials), not earlier runs of the store.
+The spend counted is the suite's in this store: what earlier runs spent (a run stopped and run
+again, a rerun) is loaded when the runner starts, so a cap bounds the whole bill.
 """
 
 from __future__ import annotations
@@ -75,6 +76,16 @@ class CapLedger:
         return cap
 
     # -- spend -----------------------------------------------------------------------------
+
+    def preload(self, spent: dict[str, tuple[float, int]]) -> None:
+        """What earlier runs of the suite spent in this store ({model: (usd, tokens)}): a run
+        stopped and run again is one bill."""
+        models = {m.id: m for m in self.suite.spec.models}
+        for model_id, (usd, tokens) in spent.items():
+            scopes = self.scopes(models[model_id]) if model_id in models else [RUN]
+            for scope in scopes:
+                self.usd[scope] += Decimal(str(usd))
+                self.tokens[scope] += int(tokens)
 
     def add(self, model: ModelEntry, usage: TokenUsage, cost: Decimal | None) -> None:
         for scope in self.scopes(model):

@@ -94,6 +94,13 @@ class RunQueries:
         return list(self.db.query("select id, task_id, config_id, trial_index, status from trials "
                                   "where suite_id = ? order by id", [suite_id]))
 
+    def spend_by_model(self, suite_id: str) -> dict[str, tuple[float, int]]:
+        """``{model: (USD, raw tokens)}`` over every trial of a suite the store has."""
+        return {r["model"]: (r["usd"] or 0.0, r["tokens"] or 0) for r in self.db.query(
+            "select model, sum(cost_usd) as usd, sum(coalesce(uncached_input, 0) + coalesce(cached_input, 0) + "
+            "coalesce(cache_write, 0) + coalesce(output, 0) + coalesce(reasoning, 0)) as tokens "
+            "from trials where suite_id = ? group by model", [suite_id])}
+
     def suite_paths(self) -> dict[str, str]:
         """``{suite id: the folder it was run from}`` of every suite the store has."""
         return {r["id"]: r["path"] for r in self.db.query("select id, path from suites order by created_at")}
