@@ -32,6 +32,8 @@ def capped_suite(tmp_path: Path, caps: str, *, proxy: bool, budget_tokens: int |
     scenario = "".join(f"[[turns]]\n{step}\n{turn}" for step in steps)
     for model in ("m1", "m2"):
         (suite / "scenarios" / f"{model}.toml").write_text(scenario)
+    (suite / "prices.toml").write_text('as_of = "2026-11-01"\n' + "".join(
+        f'[models.{model}]\ninput = "3"\noutput = "15"\n' for model in ("m1", "m2")))
     budget = f"\n[budgets.default]\nwall_seconds = 600\ntokens = {budget_tokens}\n" if budget_tokens else ""
     (suite / "suite.toml").write_text(textwrap.dedent(f"""\
         [suite]
@@ -39,6 +41,7 @@ def capped_suite(tmp_path: Path, caps: str, *, proxy: bool, budget_tokens: int |
         trials = {trials}
         concurrency = {concurrency}
         max_retries = 0
+        pricing = "prices.toml"
         proxy = {str(proxy).lower()}
         [[models]]
         id = "m1"
@@ -64,6 +67,16 @@ def served_tokens(store: Store, model: str | None = None) -> int:
         if model in (None, row["model"]):
             total += sum(sum(call[3]) for call in scripted.get("served", []))
     return total
+
+
+def served_usd(store: Store, model: str) -> float:
+    """USD of what the scripted server served ``model``'s trials, at the suite's prices ($3/M in, $15/M out)."""
+    total = 0
+    for row in store.trials("capped", "model = ?", [model]):
+        for call in (json.loads(row["extra"] or "{}").get("scripted") or {}).get("served", []):
+            uncached, cached, write, output, reasoning = call[3]
+            total += (uncached + cached + write) * 3 + (output + reasoning) * 15
+    return total / 1e6
 
 
 def status(db: Path) -> dict:
@@ -125,6 +138,20 @@ def test_provider_cap_at_the_wire_leaves_the_other_provider_running(tmp_path, db
     wait_run_ended(store)
 
 
+def test_a_model_usd_cap_at_the_wire(tmp_path, db):
+    cap, call_usd = 0.03, (900 * 3 + 100 * 15) / 1e6  # $0.021 a trial: the cap falls in m1's second
+    suite = capped_suite(tmp_path, f'\n[budgets.models.m1]\nusd = {cap}\n', proxy=True, trials=6)
+    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
+    store = Store(db)
+    wait_for(lambda: len(store.trials("capped", "model = 'm2' and status = 'passed'")) == 6, "m2's six trials")
+    held = held_on_cap(db)
+    assert "model m1" in " ".join(held["progress"]["held"])
+    assert cap <= served_usd(store, "m1") <= cap + call_usd + 1e-9
+    assert {r["reason"] for r in store.trials("capped", "model = 'm1' and status = 'killed'")} == {"budget:model"}
+    agentmeter("stop", "--db", str(db), check=True)
+    wait_run_ended(store)
+
+
 def test_run_cap_without_the_proxy_counts_the_running_trials_budgets(tmp_path, db):
     cap = 12_000  # trial budgets of 6,000: two fit, a third would not
     suite = capped_suite(tmp_path, f"\n[budgets.run]\ntokens = {cap}\n", proxy=False, budget_tokens=6_000)
@@ -138,7 +165,8 @@ def test_run_cap_without_the_proxy_counts_the_running_trials_budgets(tmp_path, d
     forecast = held["progress"]["forecast"]
     assert forecast["basis"] == 2 and forecast["tokens"]["spent"] == 2 * CALLS * CALL
     assert forecast["tokens"]["projected"] == 8 * CALLS * CALL
-    assert forecast["models"] == {m: {"usd": 0.0, "tokens": 4 * CALLS * CALL} for m in ("m1", "m2")}
+    trial_usd = served_usd(store, "m1")  # m1's one finished trial, at the suite's prices
+    assert forecast["models"] == {m: {"usd": round(4 * trial_usd, 6), "tokens": 4 * CALLS * CALL} for m in ("m1", "m2")}
     assert held["forecast_cells"]["work|m1|reference"]["tokens"] == 4 * CALLS * CALL
     (run_cap,) = held["progress"]["caps"]
     assert run_cap["forecast_tokens"] == 8 * CALLS * CALL and run_cap["forecast_passes"] is True
