@@ -81,7 +81,8 @@ def main() -> int:
         err = lambda got, want: 100 * (got - want) / want  # noqa: E731
         inside = p["usd"]["low"] <= usd <= p["usd"]["high"]
         print(f"{share:>4.0%} done: USD {p['usd']['projected']:,.2f} ({err(p['usd']['projected'], usd):+.1f} %, "
-              f"90 % interval {p['usd']['low']:,.2f}-{p['usd']['high']:,.2f}, final {'inside' if inside else 'outside'}); "
+              f"90 % interval {p['usd']['low']:,.2f}-{p['usd']['high']:,.2f}, "
+              f"final {'inside' if inside else 'outside'}); "
               f"tokens {err(p['tokens']['projected'], tokens):+.1f} %; "
               f"finish {err(p['finish']['at'], end):+.1f} %")
     return 0

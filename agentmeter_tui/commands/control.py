@@ -136,7 +136,8 @@ def said(op: str, reply: dict[str, Any], fields: dict[str, Any], db: str) -> str
         return f"trial {reply.get('trial')}: killing ({fields.get('reason') or 'operator'})"
     if op == "cap":
         what = "run" if reply.get("scope") == "run" else f"{reply.get('scope')} {reply.get('name')}"
-        return f"{what} cap now {budget_text(reply.get('cap') or {})}; trials it held back start again while it has room"
+        return (f"{what} cap now {budget_text(reply.get('cap') or {})}; "
+                "trials it held back start again while it has room")
     if op == "budget":
         if reply.get("model") or reply.get("cli"):
             cell = " × ".join(x for x in (reply.get("model"), reply.get("cli")) if x)

@@ -14,7 +14,8 @@ BAD_CAPS = [b'{"op": "cap", "scope": "run"}', b'{"op": "cap", "scope": "run", "u
             b'{"op": "cap", "scope": "run", "name": "x", "usd": 1}', b'{"op": "cap", "scope": "model", "usd": 1}',
             b'{"op": "cap", "scope": "provider", "name": "nope", "usd": 1}',
             b'{"op": "cap", "scope": "everything", "usd": 1}',
-            b'{"op": "budget", "model": "nope", "usd": 1}', b'{"op": "budget", "trial": 1, "model": "steady", "usd": 1}',
+            b'{"op": "budget", "model": "nope", "usd": 1}',
+            b'{"op": "budget", "trial": 1, "model": "steady", "usd": 1}',
             b'{"op": "pause", "model": ""}', b'{"op": "pause", "cli": "nope"}']
 
 
