@@ -176,6 +176,8 @@ class TrialRun:
         if self.kill_reason is not None:
             return f"the trial is being stopped: {self.kill_reason}"
         reason = self._over_budget()
+        if reason is not None:  # e.g. a cap that another trial's call reached: this trial ends too
+            self.request_kill(reason)
         return None if reason is None else f"the trial is over its budget: {reason}"
 
     async def reserve_call(self, call: ProxyCall) -> None:
