@@ -9,7 +9,7 @@ import json
 from agentmeter_tui.core.store import Store
 from tests.conftest import agentmeter
 from tests.core.runpaths_support import wait_run_ended
-from tests.core.test_caps import capped_suite, held_on_cap, status
+from tests.core.test_caps import capped_suite, held_on_cap, served_tokens, status
 
 
 def test_rerun_appends_new_attempts_and_the_report_selects_them(tmp_path, db):
@@ -28,7 +28,10 @@ def test_rerun_appends_new_attempts_and_the_report_selects_them(tmp_path, db):
     # run again under the same cap: the earlier run's spend counts, so nothing starts
     count = len(store.trials("capped"))
     agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
-    assert "cap reached: run:" in " ".join(held_on_cap(db)["progress"]["held"])
+    again = held_on_cap(db)["progress"]
+    assert "cap reached: run:" in " ".join(again["held"])
+    # the forecast starts from the earlier run's trials: the suite's whole bill, as the caps count it
+    assert again["forecast"]["basis"] == count and again["forecast"]["tokens"]["spent"] == served_tokens(store)
     agentmeter("stop", "--db", str(db), check=True)
     wait_run_ended(store)
     assert len(store.trials("capped")) == count

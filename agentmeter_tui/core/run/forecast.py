@@ -158,6 +158,23 @@ class RunForecast:
         self.every = every
         self._cached: tuple[float, dict[str, Any]] | None = None
 
+    def load(self, rows: list[dict[str, Any]], suite: Any) -> None:
+        """The suite's trials that ended in earlier runs (``Store.finished_costs``): the forecast
+        starts from them, and its totals are the suite's whole bill, as the caps count it."""
+        from datetime import datetime
+
+        tasks = {t.id: t for t in suite.tasks}
+        for row in rows:
+            task = tasks.get(row["task_id"])
+            budget = suite.budget_for(task).usd if task is not None else None
+            try:
+                seconds = (datetime.fromisoformat(row["finished_at"]) -
+                           datetime.fromisoformat(row["started_at"])).total_seconds()
+            except (TypeError, ValueError):  # an imported trial without times: no duration to learn
+                seconds = 0.0
+            item = Item(row["task_id"], row["model"], row["cli"], str(row["tier"] or ""), budget)
+            self.forecast.finished(item, float(row["usd"]), int(row["tokens"]), max(0.0, seconds))
+
     def finished(self, trial: Any) -> None:
         self.forecast.finished(_item(trial.plan, trial.budget), float(trial.cost or 0), trial.usage.raw,
                                time.monotonic() - trial.started)

@@ -108,6 +108,7 @@ class Runner:
             return 4
         lost = await call(recover_previous, self.suite.id)
         self.caps.preload(await call(Store.spend_by_model, self.suite.id))  # caps bound the whole bill
+        self.forecast.load(await call(Store.finished_costs, self.suite.id), self.suite)
         if lost:
             self.log(f"{lost} trial(s) left running by a previous runner marked infra-invalid")
         self.run_id = await call(Store.insert_run, {

@@ -101,6 +101,15 @@ class RunQueries:
             "coalesce(cache_write, 0) + coalesce(output, 0) + coalesce(reasoning, 0)) as tokens "
             "from trials where suite_id = ? group by model", [suite_id])}
 
+    def finished_costs(self, suite_id: str) -> list[dict[str, Any]]:
+        """``task_id, model, cli, tier, usd, tokens, started_at, finished_at`` of a suite's trials
+        that ended (in a final status), oldest first: what the forecast starts from."""
+        return list(self.db.query(
+            "select task_id, model, cli, tier, coalesce(cost_usd, 0) as usd, coalesce(uncached_input, 0) + "
+            "coalesce(cached_input, 0) + coalesce(cache_write, 0) + coalesce(output, 0) + coalesce(reasoning, 0) "
+            "as tokens, started_at, finished_at from trials where suite_id = ? and status in "
+            "('passed', 'failed', 'killed', 'errored', 'infra-invalid') order by id", [suite_id]))
+
     def suite_paths(self) -> dict[str, str]:
         """``{suite id: the folder it was run from}`` of every suite the store has."""
         return {r["id"]: r["path"] for r in self.db.query("select id, path from suites order by created_at")}
