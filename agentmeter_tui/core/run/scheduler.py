@@ -254,6 +254,7 @@ class Scheduler:
             await self._wait(trial.provider_errors.backoff(plan.attempt))
         if retry and not self.stopping:
             self.queue.append(TrialPlan(plan.task, plan.config, plan.config_id, plan.trial_index, plan.attempt + 1))
+            self.wake()  # the schedule may be waiting on held-back trials: the retry may start
 
     async def _wait(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
