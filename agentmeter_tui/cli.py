@@ -25,7 +25,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pause": ("control", "start no new trials until resumed"),
     "resume": ("control", "start trials again"),
     "stop": ("control", "stop the run: running trials end infra-invalid and rerun on the next run"),
-    "budget": ("control", "raise (or set) budgets of a running trial or of the run"),
+    "budget": ("control", "raise (or set) budgets of a running trial, a model, a CLI, a cell or the run, "
+                          "and the run's, a provider's or a model's cap"),
+    "rerun": ("rerun", "run finished cells again as new attempts (nothing overwritten)"),
     "export-trials": ("trials", "write finished trials as JSONL trial records"),
     "import-trials": ("trials", "read JSONL trial records into the store"),
     "import": ("interop", "import runs made elsewhere: Harbor jobs, ATIF files, CLI sessions"),

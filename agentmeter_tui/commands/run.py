@@ -109,7 +109,7 @@ def _hello(db: Path) -> dict | None:
         return None
 
 
-def spawn_runner(suite_path: Path, db: Path, clis_root: str | None) -> dict | int | None:
+def spawn_runner(suite_path: Path, db: Path, clis_root: str | None, extra: list[str] = ()) -> dict | int | None:
     """Start the runner and wait until it answers: its ``hello`` reply; its exit code if it
     died instead; None if it finished before answering (nothing was left to run). The runner
     answers as soon as it holds the store, before it prepares anything (image builds take
@@ -118,6 +118,7 @@ def spawn_runner(suite_path: Path, db: Path, clis_root: str | None) -> dict | in
                "--db", str(db.resolve())]
     if clis_root:
         command += ["--clis-root", clis_root]
+    command += extra  # e.g. `--rerun REQUEST`
     log_path = runner_log_path(db)
     owner_only(log_path)  # it can quote agent output
     with open(log_path, "ab") as log:

@@ -4,10 +4,21 @@ Loading, task folders and the checks across tables are in :mod:`.suites`."""
 from __future__ import annotations
 
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .taskfolders import Budget, Strict, Tier
+from .vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD
 from .wire import provider_kinds
+
+
+class Cap(Strict):
+    """What the whole run, one provider or one model may spend (``core.run.caps``)."""
+
+    usd: float | None = Field(None, gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)
+    tokens: int | None = Field(None, gt=0, le=MAX_BUDGET_TOKENS)
+
+    def merged(self, override: Cap) -> Cap:
+        return Cap(**{**self.model_dump(), **override.model_dump(exclude_none=True)})
 
 
 class Budgets(Strict):
@@ -15,6 +26,9 @@ class Budgets(Strict):
     easy: Budget | None = None
     medium: Budget | None = None
     hard: Budget | None = None
+    run: Cap | None = None  # [budgets.run]: the whole run's spend
+    providers: dict[str, Cap] = {}  # [budgets.providers.NAME]
+    models: dict[str, Cap] = {}  # [budgets.models."MODEL"]
 
 
 class ModelEntry(Strict):
@@ -126,6 +140,15 @@ class SuiteFile(Strict):
     scoring: Scoring = Scoring()
     review: ReviewSection = ReviewSection()
     sandbox: SandboxSection = SandboxSection()
+
+    @model_validator(mode="after")
+    def _caps_name_known(self) -> SuiteFile:
+        for kind, names, known in (("providers", self.budgets.providers, self.providers),
+                                   ("models", self.budgets.models, {m.id for m in self.models})):
+            unknown = sorted(set(names) - set(known))
+            if unknown:
+                raise ValueError(f"budgets.{kind}: no such {kind[:-1]}: {', '.join(unknown)}")
+        return self
 
     @field_validator("models")
     @classmethod

@@ -80,7 +80,8 @@ class CallSink(Protocol):
         """A call ended, however it ended."""
 
     # Optional: ``on_proxy_wait(call, seconds)``, told when a call waits on the provider's
-    # calls-per-minute cap (looked up with getattr, so simple sinks need not have it).
+    # calls-per-minute cap (looked up with getattr, so simple sinks need not have it); and
+    # ``async reserve_call(call)``, awaited before ``admit_call`` (the run's caps: wait for room).
 
 
 @dataclass(eq=False)

@@ -156,6 +156,9 @@ class MeteringProxy:
         protocol = call.protocol
         if protocol is not None:
             call.model = get_protocol(protocol).request_model(request.path, body)
+            reserve = getattr(route.sink, "reserve_call", None)  # the run's caps: wait for room
+            if reserve is not None:
+                await reserve(call)
             refusal = route.sink.admit_call()
             if refusal is not None:
                 route.refused += 1

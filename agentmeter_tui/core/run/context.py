@@ -21,6 +21,7 @@ from ..harnesses import LaunchContext
 from ..pricing import PriceSnapshot
 from ..store.writer import StoreWriter
 from ..usage import TokenUsage
+from .caps import CapLedger
 
 if TYPE_CHECKING:
     from ..proxy.server import MeteringProxy
@@ -62,7 +63,7 @@ NULL_SINK: RunSink = _NullSink()
 class RunContext:
     def __init__(self, suite: Suite, writer: StoreWriter, sandbox: Sandbox, *, run_id: int | None,
                  clis_root: Path, mock_url: str | None = None, log: Callable[[str], None] | None = None,
-                 proxy: MeteringProxy | None = None, sink: RunSink | None = None):
+                 proxy: MeteringProxy | None = None, sink: RunSink | None = None, caps: CapLedger | None = None):
         self.suite, self.writer, self.sandbox = suite, writer, sandbox
         self.run_id = run_id
         self.clis_root = clis_root
@@ -74,6 +75,7 @@ class RunContext:
         self._log = log or (lambda text: print(text, file=sys.stderr, flush=True))
         self.sink = sink or NULL_SINK
         self.scripted: ScriptedServer | None = None  # the watched scripted model server, if the run has one
+        self.caps = caps or CapLedger(suite)  # the run's, providers' and models' caps against the run's spend
 
     # -- store --------------------------------------------------------------------------------
 

@@ -8,8 +8,9 @@ meters that changed, the trials that finished and the progress; ``finished`` whe
 schedule ends. A client that is slow, crashes or quits is dropped without the runner
 noticing beyond that.
 
-Ops: ``hello``, ``status``, ``subscribe``, ``kill`` {trial, reason?}, ``pause``, ``resume``,
-``budget`` {trial?: id, wall_seconds?, tokens?, usd?}, ``stop``. Each request is checked
+Ops: ``hello``, ``status``, ``subscribe``, ``kill`` {trial, reason?}, ``pause`` and ``resume``
+{model?, cli?}, ``budget`` {trial? | model?, cli?; wall_seconds?, tokens?, usd?}, ``cap`` {scope:
+run|provider|model, name?, usd?, tokens?}, ``stop``. Each request is checked
 whole (``requests``): an unknown op or field, a wrong type, a budget that is not finite and
 positive is refused with ``{"ok": false, "error": ...}`` and changes nothing. The socket
 answers as soon as the runner has the store, before the first trial: while it prepares
@@ -74,6 +75,12 @@ class Progress(TypedDict, total=False):
     stopping: bool
     held: list[str]  # why our side holds new trials back (a full disk, a model server restarting)
     preparing: str  # before the first trial: what the runner is doing (building a task's image...)
+    caps: list[dict[str, Any]]  # CapLedger.status(): scope, name, usd, tokens, spent_usd, spent_tokens, share, state
+    paused_models: list[str]  # paused alone while the rest runs
+    paused_clis: list[str]
+    # forecast.Forecast.project() without its cells: basis (trials it rests on), usd and tokens
+    # {spent, projected, low, high}, finish {seconds_left, at, low, high}, models {id: {usd, tokens}}
+    forecast: dict[str, Any]
 
 
 class NodeState(TypedDict):
@@ -96,6 +103,7 @@ class Snapshot(TypedDict):
     subscribers: int  # clients following the feed now (the headless printer, TUIs)
     done: list[Meter]  # the trials this run finished before the client attached
     nodes: list[NodeState]  # a fleet's nodes (the swarm sandbox's); [] for other sandboxes
+    forecast_cells: dict[str, dict[str, float]]  # "task|model|cli" -> projected final usd, tokens
 
 
 class Tick(TypedDict, total=False):

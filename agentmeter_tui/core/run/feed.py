@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
+from .caps import against_forecast
 from .control import LIVE_TEXT, Finished, LiveEvent, Meter, NodeState, Progress, Snapshot, Tick, encode
 from .requests import RequestError, parse_request
 
@@ -119,6 +120,7 @@ class Feed:
         tail.add(rows)
 
     def trial_finished(self, trial: TrialRun) -> None:
+        self.runner.forecast.finished(trial)
         meter = trial.meter()
         self._finished.append(meter)
         self._done.append(meter)
@@ -143,11 +145,16 @@ class Feed:
         scheduler = self.runner.scheduler
         if scheduler is None:
             return {"preparing": self.preparing or "", "paused": bool(self.runner.early.get("paused")),
-                    "done": self.done_before, "total": self.done_before, "running": 0, "queued": 0}
+                    "done": self.done_before, "total": self.done_before, "running": 0, "queued": 0,
+                    "caps": self.runner.caps.status()}
+        forecast = {k: v for k, v in self.runner.forecast.project(scheduler).items() if k != "cells"}
         return {"done": self.done_before + scheduler.finished, "total": self.done_before + scheduler.total,
                 "running": len(scheduler.running), "queued": len(scheduler.queue),
                 "paused": not scheduler.paused.is_set(), "stopping": scheduler.stopping,
-                "held": sorted(scheduler.holds.values())}
+                "held": sorted(scheduler.holds.values()),
+                "caps": against_forecast(self.runner.caps.status(), forecast, self.runner.suite),
+                "paused_models": sorted(scheduler.paused_models), "paused_clis": sorted(scheduler.paused_clis),
+                "forecast": forecast}
 
     def snapshot(self) -> Snapshot:
         scheduler = self.runner.scheduler
@@ -155,7 +162,8 @@ class Feed:
         return {"type": "snapshot", "run_id": self.runner.run_id, "suite": self.runner.suite.id,
                 "db": str(self.runner.db), "pid": os.getpid(), "started": self.runner.started,
                 "progress": self.progress(), "running": running, "subscribers": len(self.subscribers),
-                "done": list(self._done), "nodes": self.nodes()}
+                "done": list(self._done), "nodes": self.nodes(),
+                "forecast_cells": self.runner.forecast.project(scheduler)["cells"] if scheduler else {}}
 
     def nodes(self) -> list[NodeState]:
         """A fleet's nodes with the slots each holds now (running trials placed there)."""

@@ -99,8 +99,11 @@ class Placement:
             return None
         return min(candidates, key=lambda h: (h.busy / h.slots, h.busy))
 
-    def try_take(self, queue: list[TrialPlan]) -> tuple[TrialPlan, Slot] | None:
+    def try_take(self, queue: list[TrialPlan], admit: Callable[[TrialPlan], bool] = lambda plan: True
+                 ) -> tuple[TrialPlan, Slot] | None:
         for index, plan in enumerate(queue):
+            if not admit(plan):  # the scheduler's say: a cap, a paused model or CLI
+                continue
             provider = plan.config.model.provider
             limit = self.provider_limits.get(provider)
             if limit is not None and self.provider_busy[provider] >= limit:
@@ -116,7 +119,8 @@ class Placement:
         return None
 
     async def take(self, queue: list[TrialPlan], stopping: Callable[[], bool] = lambda: False,
-                   poll: float = 1.0) -> tuple[TrialPlan, Slot] | None:
+                   poll: float = 1.0, admit: Callable[[TrialPlan], bool] = lambda plan: True
+                   ) -> tuple[TrialPlan, Slot] | None:
         """Wait for a trial that can be placed; None when the queue empties or the run stops.
 
         When every host has been down for ``give_up_after`` seconds the queue is dropped (the
@@ -124,8 +128,8 @@ class Placement:
         """
         all_down_since: float | None = None
         loop = asyncio.get_running_loop()
-        while queue and not stopping():
-            taken = self.try_take(queue)
+        while queue and not stopping() and any(admit(plan) for plan in queue):
+            taken = self.try_take(queue, admit)
             if taken is not None:
                 return taken
             if any(h.up for h in self.hosts.values()):

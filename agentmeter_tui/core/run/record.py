@@ -4,6 +4,7 @@ accounting (SPEC section 4) and reads the trial only once it is over."""
 
 from __future__ import annotations
 
+import time
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ import orjson
 from ..vocab import KillReason, TrialStatus
 
 if TYPE_CHECKING:
+    from .control import Meter
     from .trial import TrialRun
 
 DIVERGENCE = Decimal("0.05")  # reported vs comparable cost: flag beyond 5 %
@@ -99,3 +101,19 @@ def trial_row(trial: TrialRun, **fields: Any) -> dict[str, Any]:
     if isinstance(row.get("status"), TrialStatus):
         row["status"] = row["status"].value
     return row
+
+
+def meter(trial: TrialRun) -> Meter:
+    """The trial as the live feed describes it."""
+    elapsed = (time.monotonic() - trial.started) if trial.status in (TrialStatus.RUNNING, TrialStatus.STARTING,
+                                                                     TrialStatus.VERIFYING) else None
+    num = lambda value: None if value is None else float(value)  # noqa: E731
+    return {"id": trial.id, "task": trial.plan.task.id, "model": trial.plan.config.model.id,
+            "cli": trial.plan.config.cli.label, "trial": trial.plan.trial_index, "status": trial.status.value,
+            "reason": trial.reason, "tokens": trial.usage.as_dict(), "cost_usd": num(trial.cost),
+            "reported_cost_usd": num(trial.parser.reported_cost_usd), "turns": trial.turns,
+            "tool_calls": trial.tool_calls, "flags": sorted(trial.flags), "elapsed": elapsed,
+            "budget": trial.budget.model_dump(), "events": trial.seq, "node": trial.node,
+            # behind the proxy, "tokens" are the proxy's and the CLI's own figures come beside them
+            "metered_by": "proxy" if trial.proxy_route else "cli",
+            "reported_tokens": trial.parser.usage.as_dict() if trial.proxy_route else None}

@@ -36,12 +36,21 @@ class Status(Request):
     op: Literal["status"]
 
 
+NAME = Field(None, min_length=1, max_length=200)
+
+
 class Pause(Request):
+    """The whole schedule, or only one model's or one CLI's trials (``model``, ``cli``)."""
+
     op: Literal["pause"]
+    model: str | None = NAME
+    cli: str | None = NAME
 
 
 class Resume(Request):
     op: Literal["resume"]
+    model: str | None = NAME
+    cli: str | None = NAME
 
 
 class Stop(Request):
@@ -62,10 +71,13 @@ class Kill(Request):
 
 
 class BudgetChange(Request):
-    """New limits for one running trial (``trial``) or for the rest of the run."""
+    """New limits for one running trial (``trial``), for one model's, one CLI's or one cell's
+    trials (``model``, ``cli``, running and to come), or for the rest of the run."""
 
     op: Literal["budget"]
     trial: int | None = None
+    model: str | None = NAME
+    cli: str | None = NAME
     wall_seconds: float | None = Field(None, gt=0, le=MAX_BUDGET_WALL, allow_inf_nan=False)
     tokens: int | None = Field(None, gt=0, le=MAX_BUDGET_TOKENS)
     usd: float | None = Field(None, gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)
@@ -76,12 +88,51 @@ class BudgetChange(Request):
             raise ValueError("give at least one of wall_seconds, tokens, usd")
         return self
 
+    @model_validator(mode="after")
+    def _one_scope(self) -> BudgetChange:
+        if self.trial is not None and (self.model or self.cli):
+            raise ValueError("give a trial or a model/cli, not both")
+        return self
+
     def limits(self) -> dict[str, float]:
         return {k: v for k, v in self.model_dump(include={"wall_seconds", "tokens", "usd"}).items() if v is not None}
 
 
+class CapChange(Request):
+    """A new cap (``core.run.caps``) for the run, one provider or one model, live."""
+
+    op: Literal["cap"]
+    scope: Literal["run", "provider", "model"]
+    name: str | None = NAME
+    tokens: int | None = Field(None, gt=0, le=MAX_BUDGET_TOKENS)
+    usd: float | None = Field(None, gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _complete(self) -> CapChange:
+        if self.tokens is None and self.usd is None:
+            raise ValueError("give at least one of tokens, usd")
+        if (self.scope == "run") != (self.name is None):
+            raise ValueError("a provider's or model's cap needs its name; the run's takes none")
+        return self
+
+
+RERUNNABLE = Literal["infra-invalid", "errored", "killed", "failed", "passed"]
+
+
+class Rerun(Request):
+    """New attempts, appended, for the cells whose latest trial ended in one of ``statuses``
+    (and is of ``task``, ``model``, ``cli`` when given)."""
+
+    op: Literal["rerun"]
+    statuses: list[RERUNNABLE] = Field(min_length=1)
+    task: str | None = NAME
+    model: str | None = NAME
+    cli: str | None = NAME
+
+
 REQUESTS: dict[str, type[Request]] = {model.model_fields["op"].annotation.__args__[0]: model  # type: ignore[union-attr]
-                                      for model in (Hello, Status, Pause, Resume, Stop, Subscribe, Kill, BudgetChange)}
+                                      for model in (Hello, Status, Pause, Resume, Stop, Subscribe, Kill, BudgetChange,
+                                                    CapChange, Rerun)}
 
 
 def parse_request(data: Any) -> Request:

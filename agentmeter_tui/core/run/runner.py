@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fcntl
+import json
 import os
 import signal
 import socket as socketlib
@@ -32,15 +33,21 @@ from ..suites import Suite, load_suite
 from ..tomlerrors import InputError
 from ..vocab import COUNTABLE_STATUSES, KillReason
 from .context import RunContext
+from .caps import CapLedger
 from .clients import MAX_REQUEST, ControlDoor, refuse
+from .control import encode
 from .feed import Feed
-from .requests import BudgetChange, Hello, Kill, Pause, RequestError, Resume, Status, Stop, parse_request
+from .forecast import RunForecast
+from .liveops import handle_scoped
+from .requests import BudgetChange, Hello, Kill, Pause, RequestError, Rerun, Resume, Status, Stop, parse_request
+from .rerun import rerun_live, rerun_plans
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
 
 
 class Runner:
-    def __init__(self, suite: Suite, db: Path, *, clis_root: Path | None = None):
+    def __init__(self, suite: Suite, db: Path, *, clis_root: Path | None = None, rerun: Rerun | None = None):
         self.suite, self.db = suite, db
+        self.rerun, self.config_ids = rerun, None  # cells to run again by hand; the suite's configuration ids
         self.clis_root = clis_root or default_clis_root()
         self.scheduler: Scheduler | None = None
         self.feed = Feed(self)
@@ -51,6 +58,8 @@ class Runner:
         self.started = time.time()
         self._stop_asked = False  # a stop that came before the schedule existed
         self.early: dict[str, Any] = {}  # a pause and the run's budgets asked for before it
+        self.caps = CapLedger(suite)  # changeable from the socket's first answer on
+        self.forecast = RunForecast()  # the bill and finish time projected from this run's finished trials
 
     def log(self, text: str) -> None:
         try:
@@ -106,6 +115,8 @@ class Runner:
         if groups:
             self.log(f"ended {killed} process(es) in {groups} group(s) left by runners that are gone")
         lost = await call(recover_previous, self.suite.id)
+        self.caps.preload(await call(Store.spend_by_model, self.suite.id))  # caps bound the whole bill
+        self.forecast.load(await call(Store.finished_costs, self.suite.id), self.suite)
         if lost:
             self.log(f"{lost} trial(s) left running by a previous runner marked infra-invalid")
         self.run_id = await call(Store.insert_run, {
@@ -145,10 +156,14 @@ class Runner:
             c.key: store.ensure_configuration(suite.id, c.model.id, c.cli.label) for c in suite.configurations()})
         ctx = RunContext(suite, writer, sandbox, run_id=self.run_id, clis_root=self.clis_root,
                          mock_url=self.mock.base_url if self.mock else None, log=self.log, proxy=self.proxy,
-                         sink=self.feed)
+                         sink=self.feed, caps=self.caps)
         ctx.scripted = self.mock
         plans = await call(lambda store: pending_plans(store, suite.id, plan_cells(suite, config_ids),
                                                        suite.spec.suite.max_retries))
+        self.config_ids = config_ids
+        if self.rerun is not None:  # `agentmeter rerun` on a finished store: its cells after the pending ones
+            busy = {(p.task.id, p.config_id, p.trial_index) for p in plans}
+            plans += await call(lambda store: rerun_plans(store, suite, config_ids, self.rerun, busy))
         concurrency = min(suite.concurrency, sandbox.capacity())
         self.feed.done_before = await call(Store.count_trials, suite.id, COUNTABLE_STATUSES)
         self.scheduler = scheduler = Scheduler(ctx, plans, concurrency=concurrency,
@@ -245,6 +260,7 @@ class Runner:
         scheduler.resume()
         scheduler.holds.clear()
         scheduler.unheld.set()
+        scheduler.wake()
         for trial in list(scheduler.running.values()):
             trial.request_kill(KillReason("shutdown"))
 
@@ -273,6 +289,9 @@ class Runner:
         except RequestError as exc:
             return {"ok": False, "error": str(exc)}
         scheduler = self.scheduler
+        scoped = handle_scoped(parsed, self.suite, self.caps, scheduler)  # caps; one model, CLI or cell
+        if scoped is not None:
+            return scoped
         if isinstance(parsed, Hello):
             return {"ok": True, "run_id": self.run_id, "suite": self.suite.id, "pid": os.getpid(),
                     "db": str(self.db), "preparing": None if scheduler else self.feed.preparing}
@@ -289,6 +308,8 @@ class Runner:
                 self.early.update(parsed.limits())
                 return {"ok": True, "budget": parsed.limits()}
             return {"ok": False, "error": "no trial has started yet: the run is preparing"}
+        if isinstance(parsed, Rerun):
+            return rerun_live(self, parsed)
         if isinstance(parsed, Kill):
             trial = scheduler.trial(parsed.trial)
             if trial is None:
@@ -320,13 +341,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", required=True)
     parser.add_argument("--db", required=True)
     parser.add_argument("--clis-root")
+    parser.add_argument("--rerun", help="a rerun request (JSON, as the socket's op) for a finished store")
     args = parser.parse_args(argv)
     try:
         suite = load_suite(args.suite)
-    except InputError as exc:
+        rerun = parse_request(json.loads(args.rerun)) if args.rerun else None
+    except (InputError, RequestError, ValueError) as exc:
         print(f"agentmeter: {exc}", file=sys.stderr)
         return 2
-    runner = Runner(suite, Path(args.db), clis_root=Path(args.clis_root) if args.clis_root else None)
+    runner = Runner(suite, Path(args.db), clis_root=Path(args.clis_root) if args.clis_root else None,
+                    rerun=rerun if isinstance(rerun, Rerun) else None)
     use_pidfd_watcher()
     return asyncio.run(runner.main())
 

@@ -16,9 +16,12 @@ import asyncio
 import time
 import traceback
 from collections import defaultdict
+from decimal import Decimal
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from ..procs import SWEEPER
+from ..usage import TokenUsage
 from ..vocab import ACTIVE_STATUSES, COUNTABLE_STATUSES, INTERRUPTED, INTERRUPTED_LOST, TrialStatus
 from .context import RunContext
 from .placement import Placement, Slot
@@ -92,6 +95,12 @@ class Scheduler:
         self.unheld.set()
         self.stopping = False
         self._budget_overrides: dict[str, float] = {}
+        self.cell_budgets: dict[tuple[str, str], dict[str, float]] = {}  # (model, cli) -> limits, live
+        self.paused_models: set[str] = set()  # one model or CLI paused while the rest runs
+        self.paused_clis: set[str] = set()
+        self.waiting: dict[str, str] = {}  # why queued trials do not start now (caps, pauses), by scope
+        self._starting: dict[int, SimpleNamespace] = {}  # taken plans whose trial is not made yet
+        self._wake = asyncio.Event()  # something that may let a held-back trial start changed
         # which host's slot each trial gets: per-host slots and per-provider limits
         self.placement = Placement.for_run(ctx.sandbox, ctx.suite)
 
@@ -113,6 +122,67 @@ class Scheduler:
     def set_default_budget(self, **limits: float | None) -> None:
         self._budget_overrides.update({k: v for k, v in limits.items() if v is not None})
 
+    def set_cell_budget(self, model: str | None, cli: str | None, **limits: float) -> int:
+        """Limits for the trials of one model, one CLI or one (model, CLI) cell, from now on and for
+        the running ones; the number of running trials raised."""
+        for key in {(m.id, c.label) for m, c in ((cfg.model, cfg.cli) for cfg in self.ctx.suite.configurations())}:
+            if model in (None, key[0]) and cli in (None, key[1]):
+                self.cell_budgets.setdefault(key, {}).update(limits)
+        mine = [t for t in self.running.values() if model in (None, t.plan.config.model.id)
+                and cli in (None, t.plan.config.cli.label)]
+        for trial in mine:
+            trial.raise_budget(**limits)
+        self.wake()
+        return len(mine)
+
+    def pause_scope(self, model: str | None, cli: str | None, paused: bool) -> None:
+        for names, name in ((self.paused_models, model), (self.paused_clis, cli)):
+            if name is not None:
+                (names.add if paused else names.discard)(name)
+        self.wake()
+
+    def add(self, plans: list[TrialPlan]) -> None:
+        """More trials for the schedule (a rerun asked while it runs)."""
+        if plans and not self.stopping:
+            self.queue.extend(plans)
+            self.total += len(plans)
+            self.wake()
+
+    def wake(self) -> None:
+        """Look at the held-back trials again (a cap was raised, a model resumed, a trial ended)."""
+        self._wake.set()
+
+    def _limits_for(self, plan: TrialPlan) -> dict[str, float]:
+        return {**self._budget_overrides, **self.cell_budgets.get((plan.config.model.id, plan.config.cli.label), {})}
+
+    def budget_for(self, plan: TrialPlan):
+        budget = self.ctx.suite.budget_for(plan.task)
+        limits = self._limits_for(plan)
+        return budget.merged(type(budget)(**limits)) if limits else budget
+
+    def startable(self, plan: TrialPlan) -> bool:
+        config = plan.config
+        if config.model.id in self.paused_models or config.cli.label in self.paused_clis:
+            self.waiting[f"paused {config.model.id}|{config.cli.label}"] = \
+                f"{config.model.id if config.model.id in self.paused_models else config.cli.label} is paused"
+            return False
+        running = [*self.running.values(), *self._starting.values()]
+        why = self.ctx.caps.may_start(config.model, self.budget_for(plan), running,
+                                      proxy=self.ctx.proxy is not None)
+        if why is not None:
+            self.waiting[why.split(":", 1)[0]] = why
+        return why is None
+
+    async def _held_back(self) -> None:
+        """No queued trial may start now: say why, and wait for a change. A cap that is reached
+        (or that nothing running can free) pauses the schedule until it is raised."""
+        reached = [why for why in self.waiting.values() if why.startswith("cap reached")]
+        if reached or (not self.running and not self._starting and any("cap" in why for why in self.waiting.values())):
+            self.hold("cap", (reached or sorted(self.waiting.values()))[0])
+        self._wake.clear()
+        await self._wake.wait()
+        self.release("cap")
+
     async def run(self) -> None:
         slots = asyncio.Semaphore(self.concurrency)
         tasks: set[asyncio.Task] = set()
@@ -129,11 +199,20 @@ class Scheduler:
                 if self.stopping or not self.queue or not self.paused.is_set() or not self.unheld.is_set():
                     slots.release()
                     continue
-                taken = await self.placement.take(self.queue, lambda: self.stopping)
+                self.waiting.clear()
+                if not any(self.startable(plan) for plan in self.queue):
+                    slots.release()
+                    await self._held_back()
+                    continue
+                self.waiting.clear()
+                taken = await self.placement.take(self.queue, lambda: self.stopping, admit=self.startable)
                 if taken is None:
                     slots.release()
                     continue
                 plan, slot = taken
+                # Counted at once against the caps, before its task makes the trial
+                self._starting[id(plan)] = SimpleNamespace(plan=plan, budget=self.budget_for(plan),
+                                                           usage=TokenUsage(), cost=Decimal(0))
                 task = asyncio.create_task(self._one(plan, slots, slot))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
@@ -149,17 +228,20 @@ class Scheduler:
         try:
             trial = TrialRun(self.ctx, plan)
             self.running[id(trial)] = trial
+            self._starting.pop(id(plan), None)
             self.placement.bind(trial.token, slot)
-            if self._budget_overrides:
-                trial.raise_budget(**self._budget_overrides)
+            if limits := self._limits_for(plan):  # the run's and the cell's live limits
+                trial.raise_budget(**limits)
             status = await trial.execute()
         except Exception as exc:  # a bug on our side: say so, keep the schedule going
             self.ctx.log(f"trial {trial and trial.id} failed in the runner: {exc!r}\n{traceback.format_exc()}")
         finally:
+            self._starting.pop(id(plan), None)
             if trial is not None:
                 self.running.pop(id(trial), None)
             self.placement.release(slot, trial and trial.token)
             slots.release()
+            self.wake()  # what it may still have spent is free for the held-back trials
         retry = status == TrialStatus.INFRA_INVALID and plan.attempt < self.max_retries and not self.stopping
         if retry:
             self.total += 1
@@ -172,6 +254,7 @@ class Scheduler:
             await self._wait(trial.provider_errors.backoff(plan.attempt))
         if retry and not self.stopping:
             self.queue.append(TrialPlan(plan.task, plan.config, plan.config_id, plan.trial_index, plan.attempt + 1))
+            self.wake()  # the schedule may be waiting on held-back trials: the retry may start
 
     async def _wait(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds

@@ -78,6 +78,7 @@ class TrialRun:
         self.proxy_route: Route | None = None  # set when the trial's model calls go through the metering proxy
         self.provider_errors = ProviderErrors()  # 429/529/5xx/mid-stream errors seen at the wire
         self.pid: int | None = None
+        self._reserved: dict[int, list] = {}  # proxy call number -> the capped scopes it counts in
         self._session_usage = False  # usage came from the session files while the CLI ran
 
     # -- control -----------------------------------------------------------------------------
@@ -93,17 +94,7 @@ class TrialRun:
         self.budget = self.budget.merged(Budget(**{k: v for k, v in limits.items() if v is not None}))
 
     def meter(self) -> Meter:
-        elapsed = (time.monotonic() - self.started) if self.status in (TrialStatus.RUNNING, TrialStatus.STARTING,
-                                                                       TrialStatus.VERIFYING) else None
-        return {"id": self.id, "task": self.plan.task.id, "model": self.plan.config.model.id,
-                "cli": self.plan.config.cli.label, "trial": self.plan.trial_index, "status": self.status.value,
-                "reason": self.reason, "tokens": self.usage.as_dict(), "cost_usd": _float(self.cost),
-                "reported_cost_usd": _float(self.parser.reported_cost_usd), "turns": self.turns,
-                "tool_calls": self.tool_calls, "flags": sorted(self.flags), "elapsed": elapsed,
-                "budget": self.budget.model_dump(), "events": self.seq, "node": self.node,
-                # behind the proxy, "tokens" are the proxy's and the CLI's own figures come beside them
-                "metered_by": "proxy" if self.proxy_route else "cli",
-                "reported_tokens": self.parser.usage.as_dict() if self.proxy_route else None}
+        return record.meter(self)
 
     # -- output handling (event loop, hot path) ------------------------------------------------
 
@@ -164,6 +155,7 @@ class TrialRun:
             self.cost = None
         elif self.cost is not None:
             self.cost += cost
+        self.ctx.caps.add(self.plan.config.model, usage, cost)
 
     def _over_budget(self) -> KillReason | None:
         budget = self.budget
@@ -171,7 +163,7 @@ class TrialRun:
             return KillReason("budget:tokens", f"{self.usage.raw} >= {budget.tokens}")
         if budget.usd is not None and self.cost is not None and self.cost >= Decimal(str(budget.usd)):
             return KillReason("budget:usd", f"${self.cost:.4f} >= ${budget.usd}")
-        return None
+        return self.ctx.caps.reached(self.plan.config.model)  # the run's, provider's or model's cap
 
     def _check_budgets(self) -> None:
         reason = self._over_budget()
@@ -184,7 +176,13 @@ class TrialRun:
         if self.kill_reason is not None:
             return f"the trial is being stopped: {self.kill_reason}"
         reason = self._over_budget()
+        if reason is not None:  # e.g. a cap that another trial's call reached: this trial ends too
+            self.request_kill(reason)
         return None if reason is None else f"the trial is over its budget: {reason}"
+
+    async def reserve_call(self, call: ProxyCall) -> None:
+        """Wait until the caps over this trial's model let one more call be in flight."""
+        self._reserved[call.number] = await self.ctx.caps.reserve(self.plan.config.model)
 
     def on_proxy_usage(self, call: ProxyCall, delta: TokenUsage) -> None:
         self._add_usage(delta, self.ctx.price(self.plan.config.model, delta))
@@ -203,6 +201,8 @@ class TrialRun:
             self.ctx.trial_changed(self)
 
     def on_proxy_call(self, call: ProxyCall) -> None:
+        if (scopes := self._reserved.pop(call.number, None)) is not None:
+            self.ctx.caps.settle(scopes, call.usage, self.ctx.price(self.plan.config.model, call.usage))
         if call.outcome != "refused" and self.provider_errors.record(call.error) and call.error:
             wait = call.error.get("retry_after")
             self.note(f"provider error {call.error.get('status')} {call.error.get('type')}"

@@ -89,6 +89,31 @@ class RunQueries:
         return {r["key"]: r["id"] for r in self.db.query("select key, id from configurations where suite_id = ?",
                                                          [suite_id])}
 
+    def cell_trials(self, suite_id: str) -> list[dict[str, Any]]:
+        """``id, task_id, config_id, trial_index, status`` of every trial of a suite, oldest first."""
+        return list(self.db.query("select id, task_id, config_id, trial_index, status from trials "
+                                  "where suite_id = ? order by id", [suite_id]))
+
+    def spend_by_model(self, suite_id: str) -> dict[str, tuple[float, int]]:
+        """``{model: (USD, raw tokens)}`` over every trial of a suite the store has."""
+        return {r["model"]: (r["usd"] or 0.0, r["tokens"] or 0) for r in self.db.query(
+            "select model, sum(cost_usd) as usd, sum(coalesce(uncached_input, 0) + coalesce(cached_input, 0) + "
+            "coalesce(cache_write, 0) + coalesce(output, 0) + coalesce(reasoning, 0)) as tokens "
+            "from trials where suite_id = ? group by model", [suite_id])}
+
+    def finished_costs(self, suite_id: str) -> list[dict[str, Any]]:
+        """``task_id, model, cli, tier, usd, tokens, started_at, finished_at`` of a suite's trials
+        that ended (in a final status), oldest first: what the forecast starts from."""
+        return list(self.db.query(
+            "select task_id, model, cli, tier, coalesce(cost_usd, 0) as usd, coalesce(uncached_input, 0) + "
+            "coalesce(cached_input, 0) + coalesce(cache_write, 0) + coalesce(output, 0) + coalesce(reasoning, 0) "
+            "as tokens, started_at, finished_at from trials where suite_id = ? and status in "
+            "('passed', 'failed', 'killed', 'errored', 'infra-invalid') order by id", [suite_id]))
+
+    def suite_paths(self) -> dict[str, str]:
+        """``{suite id: the folder it was run from}`` of every suite the store has."""
+        return {r["id"]: r["path"] for r in self.db.query("select id, path from suites order by created_at")}
+
     def cell_statuses(self, suite_id: str) -> Iterable[dict[str, Any]]:
         """``task_id, config_id, trial_index, status, reason`` of every trial of a suite."""
         return self.db.query("select task_id, config_id, trial_index, status, reason from trials where suite_id = ?",

@@ -1,0 +1,39 @@
+"""The forecast's rules on figures worked by hand: a cell's own trials first, then its tier and
+model, then the model scaled by the tier budgets; running trials count what they spent; the
+interval holds the final figure; the finish time divides the work left by the concurrency."""
+
+from __future__ import annotations
+
+from agentmeter_tui.core.run.forecast import Forecast, Item
+
+
+def item(task: str, tier: str = "easy", model: str = "m", budget: float | None = 1.0) -> Item:
+    return Item(task, model, "c", tier, budget)
+
+
+def test_a_cell_is_estimated_from_its_own_trials_then_its_tier():
+    f = Forecast()
+    f.finished(item("a"), 1.0, 100, 10)
+    f.finished(item("a"), 3.0, 300, 30)
+    f.finished(item("b"), 10.0, 1000, 100)
+    p = f.project([item("a"), item("c")], concurrency=2, now=0.0)
+    # a: its own mean 2.0; c (unseen, easy): the easy tier's mean (1 + 3 + 10) / 3
+    assert abs(p["usd"]["projected"] - (14.0 + 2.0 + 14.0 / 3)) < 1e-6
+    assert p["cells"]["a|m|c"]["usd"] == 6.0 and p["models"]["m"]["tokens"] == int(1400 + 200 + 1400 / 3)
+    assert p["finish"]["seconds_left"] == round((20 + 140 / 3) / 2, 1)
+    assert p["usd"]["low"] <= p["usd"]["projected"] <= p["usd"]["high"]
+
+
+def test_an_unseen_tier_is_scaled_by_its_budget_and_bounded_by_it():
+    f = Forecast()
+    f.finished(item("a", budget=2.0), 0.5, 50, 5)  # a quarter of its budget
+    p = f.project([item("h", tier="hard", budget=8.0)], now=0.0)
+    assert p["usd"]["projected"] == 0.5 + 2.0  # a quarter of the hard budget
+    assert p["usd"]["high"] >= 0.5 + 8.0  # it may spend up to its budget
+
+
+def test_a_running_trial_counts_what_it_spent():
+    f = Forecast()
+    f.finished(item("a"), 2.0, 200, 20)
+    p = f.project([], [(item("a"), 0.5, 50, 5.0)], now=0.0)
+    assert p["usd"]["spent"] == 2.5 and p["usd"]["projected"] == 4.0 and p["tokens"]["projected"] == 400
