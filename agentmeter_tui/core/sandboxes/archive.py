@@ -109,22 +109,42 @@ class TarWriter:
 def extract(chunks: Iterable[bytes] | bytes, dest: Path, limit_bytes: int | None = None) -> Path:
     """Unpack a tar (bytes or a stream of chunks, e.g. ``get_archive``) into ``dest``, safely.
 
-    With ``limit_bytes``, files past the limit are skipped, so a sandbox that filled its disk
-    cannot fill the runner's.
+    The archive is read as a stream, member by member, never whole into memory; with
+    ``limit_bytes``, reading stops at the first file past the limit, so a sandbox that filled
+    its disk (a reward file of many gigabytes) can neither fill the runner's memory nor its disk.
     """
-    data = chunks if isinstance(chunks, bytes) else b"".join(chunks)
     dest.mkdir(parents=True, exist_ok=True)
+    source = io.BytesIO(chunks) if isinstance(chunks, bytes) else _Chunks(chunks)
     total = 0
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-        members = []
-        for member in tar.getmembers():
+    with tarfile.open(fileobj=source, mode="r|*") as tar:
+        for member in tar:
             if member.isfile():
                 total += member.size
                 if limit_bytes is not None and total > limit_bytes:
-                    continue
-            members.append(member)
-        tar.extractall(dest, members=members, filter=_inside)
+                    break
+            # A folder's mode is not applied: a read-only folder would stop its own entries.
+            tar.extract(member, dest, set_attrs=not member.isdir(), filter=_inside)
     return dest
+
+
+class _Chunks(io.RawIOBase):
+    """An iterable of byte chunks as a file to read, one chunk in memory at a time."""
+
+    def __init__(self, chunks: Iterable[bytes]):
+        self.chunks, self.rest = iter(chunks), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001 - a writable buffer
+        while not self.rest:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                return 0
+            self.rest = chunk
+        size = min(len(buffer), len(self.rest))
+        buffer[:size], self.rest = self.rest[:size], self.rest[size:]
+        return size
 
 
 def _inside(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:

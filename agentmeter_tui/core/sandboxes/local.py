@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import procs
 from ..lines import LineSplitter
+from . import hostfs
 from .base import (
     AgentHandle,
     ExecResult,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from ..suites import Task
 
 _STREAMS = {1: "stdout", 2: "stderr"}
+_BASES = {"home": "home", "workspace": "workspace", "scratch": "scratch"}  # folders under a trial's root
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -119,6 +121,7 @@ class LocalSession(SandboxSession):
         self.scratch = str(root / "scratch")
         self.slot = TrialSlot("local")
         self.agent: LocalAgent | None = None
+        self.owner: int | None = None  # docker's bind mode: the agent's uid gets what the runner writes
 
     def _base_env(self) -> dict[str, str]:
         return {
@@ -177,18 +180,17 @@ class LocalSession(SandboxSession):
         exited = self.agent.protocol.exited if self.agent else None
         await procs.kill_ladder(pid, self.token, int_grace=policy.int_grace, grace=policy.grace, exited=exited)
 
-    def _base(self, base: str) -> Path:
-        return Path({"home": self.home, "workspace": self.workspace, "scratch": self.scratch}[base])
-
     async def write_files(self, base: str, files: dict[str, bytes]) -> None:
-        root = self._base(base)
-        for rel, data in files.items():
-            target = root / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        # Under the trial's root, whatever the agent planted there (hostfs.py); in docker's bind
+        # mode what is made here is given to the agent's user (``owner``).
+        for text in await asyncio.to_thread(hostfs.write_files, self.root, _BASES[base], files, self.owner):
+            self.note(text)
 
     async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
-        return await asyncio.to_thread(read_globs, self._base(base), patterns, limit_bytes)
+        found, notes = await asyncio.to_thread(hostfs.read_globs, self.root, _BASES[base], patterns, limit_bytes)
+        for text in notes:
+            self.note(text)
+        return found
 
     async def collect_workspace(self, dest: Path) -> Path:
         return Path(self.workspace)
@@ -231,20 +233,9 @@ class LocalSandbox(Sandbox):
 
 
 def read_globs(root: Path, patterns: list[str], limit_bytes: int) -> dict[str, bytes]:
-    """Files under ``root`` matching the glob patterns (relative path -> content), up to a size."""
-    found: dict[str, bytes] = {}
-    total = 0
-    for pattern in patterns:
-        for path in sorted(root.glob(pattern)):
-            rel = str(path.relative_to(root))
-            if rel in found or not path.is_file():
-                continue
-            size = path.stat().st_size
-            if total + size > limit_bytes:
-                break
-            found[rel] = path.read_bytes()
-            total += size
-    return found
+    """Regular files under ``root`` matching the glob patterns (relative path -> content), up
+    to a size; links and special files are not read (``hostfs.read_globs``)."""
+    return hostfs.read_globs(root, "", patterns, limit_bytes)[0]
 
 
 @functools.lru_cache(maxsize=256)

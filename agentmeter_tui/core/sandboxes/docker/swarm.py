@@ -202,6 +202,7 @@ class SwarmSession(SandboxSession):
         self.slot = TrialSlot("swarm", sandbox.host_name)
         self.mirror = Path(tempfile.mkdtemp(prefix=f"agentmeter-swarm-t{trial_id}-"))
         self.files = LocalSession(self.mirror, token)  # the runner's copy of the job's /agentmeter
+        self.files.noting = self.note
         self.jobs = 0
         self.agent_job: Job | None = None
         self.killed = False

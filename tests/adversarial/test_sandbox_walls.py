@@ -1,0 +1,121 @@
+"""An agent plants links in its trial's folders for the runner (root on this machine) to follow
+when it writes the verifier's tests and reads the reward and session files back: each
+sandbox's host-side file operations must neither write nor read outside the trial's folders.
+(Issue 23, item 1.)"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+
+import pytest
+
+from agentmeter_tui.core.sandboxes.archive import extract
+from agentmeter_tui.core.verifiers.command import CommandVerifier
+from tests.adversarial.walls_support import KINDS, SECRET, agent_does, host_files, session_of
+
+pytestmark = [pytest.mark.docker, pytest.mark.ssh]
+
+
+def _notes(session) -> str:
+    return "\n".join(session.notes)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_planted_links_lead_the_verifier_nowhere(tmp_path, kind):
+    """``tests -> <host folder>`` and ``reward.txt -> <host file>``: today the runner wrote the
+    task's test.sh into the host folder and stored the secret in the verifier output."""
+    folder, secret = host_files(tmp_path)
+    async with session_of(tmp_path, kind) as (suite, session):
+        await agent_does(session, f"ln -s {folder} tests && ln -s {secret} reward.txt")
+        result = await CommandVerifier(suite.task("count-lines")).verify(session)
+        assert list(folder.iterdir()) == []
+        assert SECRET not in result.output
+        assert SECRET.encode() not in b"".join((await session.fetch_files("scratch", ["reward.txt"])).values())
+        if kind != "docker-copy":  # there the engine's archive already dropped the links
+            assert "reward.txt (a symbolic link to" in _notes(session), session.notes
+    assert secret.read_text() == SECRET and list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["local", "docker-bind", "ssh"])
+async def test_a_linked_home_folder_is_not_read(tmp_path, kind):
+    """``home/.claude -> <host folder>``: the CLI's session files are read from the host."""
+    folder, _ = host_files(tmp_path)
+    (folder / "projects" / "p").mkdir(parents=True)
+    (folder / "projects" / "p" / "s.jsonl").write_text(SECRET)
+    async with session_of(tmp_path, kind) as (_, session):
+        await agent_does(session, f"cd {session.home} && ln -s {folder} .claude")
+        assert await session.fetch_files("home", [".claude/projects/*/*.jsonl"]) == {}
+        assert ".claude (a symbolic link to" in _notes(session)
+
+
+async def test_a_scratch_folder_swapped_for_a_link_is_not_followed(tmp_path):
+    """docker bind mode: the agent owns /agentmeter, so it can put a link where scratch was;
+    the runner then wrote test.sh there and handed the host folder to the agent's uid."""
+    folder, _ = host_files(tmp_path)
+    async with session_of(tmp_path, "docker-bind") as (suite, session):
+        await agent_does(session, f"cd .. && mv scratch old && ln -s {folder} scratch")
+        await CommandVerifier(suite.task("count-lines")).verify(session)
+        assert list(folder.iterdir()) == [] and folder.stat().st_uid == 0
+        assert "scratch (a symbolic link to" in _notes(session)
+
+
+async def test_a_hard_link_to_a_host_file_is_never_written_into_or_read(tmp_path):
+    """Local sandbox: the agent hard-links a root-owned host file as the tests and the reward."""
+    _, secret = host_files(tmp_path)
+    other = tmp_path / "host-file"
+    other.write_text("untouched")
+    async with session_of(tmp_path, "local") as (suite, session):
+        await agent_does(session, f"mkdir tests && ln {other} tests/test.sh && ln {secret} reward.txt")
+        result = await CommandVerifier(suite.task("count-lines")).verify(session)
+        assert SECRET not in result.output
+        assert "reward.txt (a hard link: 2 names share it)" in _notes(session)
+    assert other.read_text() == "untouched" and secret.read_text() == SECRET
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+async def test_a_named_pipe_where_the_runner_writes_is_replaced(tmp_path, kind):
+    """A FIFO at tests/test.sh: opening it to write blocks until someone reads. (The test holds
+    a reader open on local, so the old code wrote into the pipe instead of hanging.)"""
+    async with session_of(tmp_path, kind) as (suite, session):
+        await agent_does(session, "mkdir tests && mkfifo tests/test.sh && mkfifo reward.txt")
+        reader = os.open(f"{session.scratch}/tests/test.sh", os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            await session.write_files("scratch", {"tests/test.sh": b"exit 0\n"})
+            assert await session.fetch_files("scratch", ["reward.txt", "tests/test.sh"]) == \
+                {"tests/test.sh": b"exit 0\n"}
+        finally:
+            os.close(reader)
+        assert "tests/test.sh (a named pipe)" in _notes(session)
+        assert "reward.txt (a named pipe)" in _notes(session)
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+async def test_dot_dot_never_leaves_the_trial(tmp_path, kind):
+    from agentmeter_tui.core.sandboxes.hostfs import WallError
+
+    async with session_of(tmp_path, kind) as (_, session):
+        with pytest.raises(WallError, match="'..' is refused"):
+            await session.write_files("scratch", {"../../../escaped.txt": b"x"})
+    assert not any(p.name == "escaped.txt" for p in tmp_path.rglob("escaped.txt"))
+
+
+def test_a_huge_file_from_a_container_is_not_read_whole(tmp_path):
+    """``extract`` of what ``get_archive`` streams: a 64 MiB reward file past a 1 MiB limit must
+    not be pulled into memory whole (today the stream was joined before anything was checked)."""
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as tar:
+        info = tarfile.TarInfo("scratch/reward.txt")
+        info.size = 64 << 20
+        tar.addfile(info, io.BytesIO(bytes(info.size)))
+    blob, consumed = data.getvalue(), [0]
+
+    def chunks():
+        for start in range(0, len(blob), 1 << 16):
+            consumed[0] += 1 << 16
+            yield blob[start:start + (1 << 16)]
+
+    extract(chunks(), tmp_path / "out", limit_bytes=1 << 20)
+    assert consumed[0] < 2 << 20, f"{consumed[0] >> 20} MiB read for a 1 MiB limit"
+    assert not (tmp_path / "out" / "scratch" / "reward.txt").exists()
