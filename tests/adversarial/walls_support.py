@@ -9,11 +9,11 @@ from pathlib import Path
 from agentmeter_tui.core.sandboxes.base import LaunchSpec, SandboxSession
 from agentmeter_tui.core.suites import Suite, load_suite
 from tests.conftest import need
-from tests.core.sandbox_support import SMOKE, docker_client, suite_copy, unique_id
+from tests.core.sandbox_support import SMOKE, docker_client, suite_copy, swarm_client, unique_id
 from tests.core.sshd_support import SshdInstance, sshd_available
 
 SECRET = "HOST-SECRET-4f1c"
-KINDS = ["local", "docker-copy", "docker-bind", "ssh"]
+KINDS = ["local", "docker-copy", "docker-bind", "ssh", "swarm"]
 
 
 def host_files(tmp_path: Path) -> tuple[Path, Path]:
@@ -32,6 +32,9 @@ def _suite(tmp_path: Path, kind: str) -> Suite:
     elif kind.startswith("docker"):
         docker_client().close()
         table = f'kind = "docker"\nworkspace = "{kind.split("-")[1]}"\nwarm = 0'
+    elif kind == "swarm":
+        swarm_client().close()
+        table = 'kind = "swarm"\ncpus = 0.5\nmemory = "256m"'
     else:
         need(sshd_available(), "sshd and ssh-keygen are needed, as root")
         sshd = SshdInstance(tmp_path / "sshd").start()

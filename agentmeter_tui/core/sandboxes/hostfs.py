@@ -31,7 +31,8 @@ from pathlib import Path
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_LINKED = (errno.ELOOP, errno.ENOTDIR)  # O_NOFOLLOW met a link, or a component is no folder
+_LINKED = (errno.ELOOP, errno.ENOTDIR)
+FETCH_LIMIT = 1 << 30  # a workspace copied back to this machine (runner-side verifiers, kept workspaces)  # O_NOFOLLOW met a link, or a component is no folder
 
 
 class WallError(Exception):

@@ -22,7 +22,7 @@ from ...clisbundle import Manifest, container_argv
 from ..archive import TarWriter, extract
 from ..base import ExecResult, KillPolicy, LaunchSpec, OutputCallback, SandboxSession, TrialSlot
 from ..common import map_argv, shipped_files, trial_env
-from ..hostfs import read_globs
+from ..hostfs import FETCH_LIMIT, read_globs
 from ..local import LocalSession
 from . import engine as engines
 from .containers import ROOT
@@ -269,7 +269,7 @@ class ContainerSession(SandboxSession):
             return Path(self.host_files.workspace)
         if self.workspace == "/":
             raise RuntimeError("the task's working folder is /: not copied out whole")
-        return await self._copy_out(self.workspace, dest)
+        return await self._copy_out(self.workspace, dest, FETCH_LIMIT)
 
 
 def check_bundle(suite: Suite, clis_root: str, manifest: Manifest | None) -> None:

@@ -36,6 +36,7 @@ from ..base import (
     TrialSlot,
 )
 from ..common import HostWatch, load_settings, map_argv, shipped_files, trial_env
+from ..hostfs import FETCH_LIMIT
 from ..relay import is_loopback, replace_host, target_of
 from . import files as files_on_host
 from .conn import HostConnection, HostKeyError, connect
@@ -43,9 +44,6 @@ from .hosts import SshHost, SshSettings, kill_script, launch_command, q, sweep_s
 
 if TYPE_CHECKING:
     from ...suites import Task
-
-
-FETCH_LIMIT = 1 << 30  # a workspace fetched back for a runner-side verifier: files beyond are left
 
 
 class HostLost(ConnectionError):
