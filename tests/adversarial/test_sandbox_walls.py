@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import tarfile
 
 import pytest
 
 from agentmeter_tui.core.sandboxes.archive import extract
+from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.verifiers.command import CommandVerifier
 from tests.adversarial.walls_support import KINDS, SECRET, agent_does, host_files, session_of
+from tests.conftest import FIXTURES, agentmeter
+from tests.core.sandbox_support import docker_client, unique_id
 
 pytestmark = [pytest.mark.docker, pytest.mark.ssh]
 
@@ -119,3 +123,34 @@ def test_a_huge_file_from_a_container_is_not_read_whole(tmp_path):
     extract(chunks(), tmp_path / "out", limit_bytes=1 << 20)
     assert consumed[0] < 2 << 20, f"{consumed[0] >> 20} MiB read for a 1 MiB limit"
     assert not (tmp_path / "out" / "scratch" / "reward.txt").exists()
+
+
+@pytest.mark.parametrize("sandbox", ['kind = "local"', 'kind = "docker"\nworkspace = "bind"\nwarm = 0'])
+def test_a_whole_run_keeps_the_walls_and_says_so_in_the_transcript(tmp_path, db, sandbox):
+    """The attack through `agentmeter run`: the agent's last act plants the links; the trial
+    fails on its own tests, the host folder and file stay as they were, the secret is stored
+    nowhere, and the trial's transcript names what the runner refused."""
+    if "docker" in sandbox:
+        docker_client().close()
+    folder, secret = host_files(tmp_path)
+    suite = tmp_path / "suite"
+    shutil.copytree(FIXTURES / "suites" / "noisy", suite)
+    (suite / "noise" / "tests" / "test.sh").write_text("#!/bin/sh\nexit 1\n")
+    plant = f"cd ../scratch && ln -s {folder} tests && ln -s {secret} reward.txt"
+    (suite / "suite.toml").write_text(f'[suite]\nid = "{unique_id("walls-run")}"\n\n[[models]]\nid = "none"\n'
+                                      'provider = "offline"\n\n[providers.offline]\nkind = "none"\n\n'
+                                      f'[[clis]]\nadapter = "command"\nargs = ["sh", "-c", "{plant}"]\n\n'
+                                      f"[sandbox]\n{sandbox}\n")
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    store = Store(db)
+    try:
+        (trial,) = store.trials()
+        runner_lines = [text for _, _, _, stream, text, _ in store.events(trial["id"]) if stream == "runner"]
+        stored = str(trial) + "\n".join(text or "" for *_, text, _ in store.events(trial["id"]))
+    finally:
+        store.close()
+    assert trial["status"] == "failed" and trial["quality"] == 0.0, trial
+    assert list(folder.iterdir()) == [] and secret.read_text() == SECRET
+    assert SECRET not in stored
+    assert any(f"(a symbolic link to {folder})" in line for line in runner_lines), runner_lines
