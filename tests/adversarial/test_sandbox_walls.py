@@ -154,3 +154,16 @@ def test_a_whole_run_keeps_the_walls_and_says_so_in_the_transcript(tmp_path, db,
     assert list(folder.iterdir()) == [] and secret.read_text() == SECRET
     assert SECRET not in stored
     assert any(f"(a symbolic link to {folder})" in line for line in runner_lines), runner_lines
+
+
+async def test_a_deep_tree_the_agent_leaves_is_removed_with_its_trial(tmp_path):
+    """1,500 nested folders in the workspace: shutil.rmtree recursed once per level, raised
+    RecursionError in the background and left the trial's folder on the machine."""
+    from agentmeter_tui.core import procs
+
+    async with session_of(tmp_path, "local") as (_, session):
+        await agent_does(session, f"cd {session.workspace} && i=0; while [ $i -lt 1500 ]; do "
+                                  "mkdir d && cd d && i=$((i+1)); done; mkfifo p; ln -s / up")
+        root = session.root
+    await procs.BACKGROUND.drain()
+    assert not root.exists()

@@ -263,3 +263,41 @@ def read_file(parent: int, name: str, rel: str, limit: int, notes: list[str]) ->
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def remove_tree(root: Path) -> None:
+    """Remove ``root`` and everything under it, following no link, however deep the agent nested
+    its folders (``shutil.rmtree`` recurses once per level and gave up at a thousand, leaving the
+    trial's folder behind): each folder's subfolders are first moved up beside it (``renameat``),
+    so there is no recursion, no long path and never more than two descriptors open."""
+    try:
+        top = os.open(root, _DIR)
+    except FileNotFoundError:
+        return
+    moved = 0
+    try:
+        while names := os.listdir(top):
+            for name in names:
+                if not stat.S_ISDIR(os.stat(name, dir_fd=top, follow_symlinks=False).st_mode):
+                    os.unlink(name, dir_fd=top)
+                    continue
+                fd = os.open(name, _DIR, dir_fd=top)
+                try:
+                    for sub in os.listdir(fd):
+                        if not stat.S_ISDIR(os.stat(sub, dir_fd=fd, follow_symlinks=False).st_mode):
+                            os.unlink(sub, dir_fd=fd)
+                            continue
+                        while True:  # a free name beside the others (the agent's may look like ours)
+                            moved += 1
+                            try:
+                                os.rename(sub, f".agentmeter-rm-{moved}", src_dir_fd=fd, dst_dir_fd=top)
+                                break
+                            except OSError as exc:
+                                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                                    raise
+                finally:
+                    os.close(fd)
+                os.rmdir(name, dir_fd=top)
+    finally:
+        os.close(top)
+    os.rmdir(root)

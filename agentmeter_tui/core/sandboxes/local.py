@@ -5,6 +5,7 @@ temporary root on this machine; the agent runs in its own session with a clean e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import os
@@ -201,7 +202,7 @@ class LocalSession(SandboxSession):
         procs.SWEEPER.add(self.token)
         if not keep:
             # Off the loop and off the trial's critical path: the slot is free meanwhile.
-            procs.BACKGROUND.run(asyncio.to_thread(shutil.rmtree, self.root, True))
+            procs.BACKGROUND.run(asyncio.to_thread(remove_root, self.root))
 
 
 class LocalSandbox(Sandbox):
@@ -236,6 +237,12 @@ def read_globs(root: Path, patterns: list[str], limit_bytes: int) -> dict[str, b
     """Regular files under ``root`` matching the glob patterns (relative path -> content), up
     to a size; links and special files are not read (``hostfs.read_globs``)."""
     return hostfs.read_globs(root, "", patterns, limit_bytes)[0]
+
+
+def remove_root(root: Path) -> None:
+    """A trial's root gone, whatever the agent left in it (``hostfs.remove_tree``)."""
+    with contextlib.suppress(OSError):
+        hostfs.remove_tree(root)
 
 
 @functools.lru_cache(maxsize=256)

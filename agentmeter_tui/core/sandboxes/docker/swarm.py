@@ -45,7 +45,7 @@ from ..base import (
     TrialSlot,
 )
 from ..common import HostWatch, Settings, load_settings, map_argv, resolve_path, shipped_files, trial_env
-from ..local import LocalSession
+from ..local import LocalSession, remove_root
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
 from .containers import sweep
@@ -334,7 +334,7 @@ class SwarmSession(SandboxSession):
             await self.engine.call(self.agent_job.remove)
         await self.engine.call(self._remove_containers)
         if not keep:
-            await asyncio.to_thread(shutil.rmtree, self.mirror, True)
+            await asyncio.to_thread(remove_root, self.mirror)
 
 
 __all__ = ["SwarmSandbox", "SwarmSession", "SwarmSettings"]
