@@ -15,18 +15,15 @@ import pytest
 from agentmeter_tui.core.sandboxes.archive import extract
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.verifiers.command import CommandVerifier
-from tests.adversarial.walls_support import KINDS, SECRET, agent_does, host_files, session_of
+from tests.adversarial.walls_support import SECRET, agent_does, host_files, kinds, session_of
 from tests.conftest import FIXTURES, agentmeter
 from tests.core.sandbox_support import docker_client, unique_id
-
-pytestmark = [pytest.mark.docker, pytest.mark.ssh]
-
 
 def _notes(session) -> str:
     return "\n".join(session.notes)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", kinds())
 async def test_planted_links_lead_the_verifier_nowhere(tmp_path, kind):
     """``tests -> <host folder>`` and ``reward.txt -> <host file>``: today the runner wrote the
     task's test.sh into the host folder and stored the secret in the verifier output."""
@@ -42,7 +39,7 @@ async def test_planted_links_lead_the_verifier_nowhere(tmp_path, kind):
     assert secret.read_text() == SECRET and list(folder.iterdir()) == []
 
 
-@pytest.mark.parametrize("kind", ["local", "docker-bind", "ssh"])
+@pytest.mark.parametrize("kind", kinds("local", "docker-bind", "ssh"))
 async def test_a_linked_home_folder_is_not_read(tmp_path, kind):
     """``home/.claude -> <host folder>``: the CLI's session files are read from the host."""
     folder, _ = host_files(tmp_path)
@@ -54,6 +51,7 @@ async def test_a_linked_home_folder_is_not_read(tmp_path, kind):
         assert ".claude (a symbolic link to" in _notes(session)
 
 
+@pytest.mark.docker
 async def test_a_scratch_folder_swapped_for_a_link_is_not_followed(tmp_path):
     """docker bind mode: the agent owns /agentmeter, so it can put a link where scratch was;
     the runner then wrote test.sh there and handed the host folder to the agent's uid."""
@@ -78,7 +76,7 @@ async def test_a_hard_link_to_a_host_file_is_never_written_into_or_read(tmp_path
     assert other.read_text() == "untouched" and secret.read_text() == SECRET
 
 
-@pytest.mark.parametrize("kind", ["local", "ssh"])
+@pytest.mark.parametrize("kind", kinds("local", "ssh"))
 async def test_a_named_pipe_where_the_runner_writes_is_replaced(tmp_path, kind):
     """A FIFO at tests/test.sh: opening it to write blocks until someone reads. (The test holds
     a reader open on local, so the old code wrote into the pipe instead of hanging.)"""
@@ -95,7 +93,7 @@ async def test_a_named_pipe_where_the_runner_writes_is_replaced(tmp_path, kind):
         assert "reward.txt (a named pipe)" in _notes(session)
 
 
-@pytest.mark.parametrize("kind", ["local", "ssh"])
+@pytest.mark.parametrize("kind", kinds("local", "ssh"))
 async def test_dot_dot_never_leaves_the_trial(tmp_path, kind):
     from agentmeter_tui.core.sandboxes.hostfs import WallError
 
@@ -125,7 +123,8 @@ def test_a_huge_file_from_a_container_is_not_read_whole(tmp_path):
     assert not (tmp_path / "out" / "scratch" / "reward.txt").exists()
 
 
-@pytest.mark.parametrize("sandbox", ['kind = "local"', 'kind = "docker"\nworkspace = "bind"\nwarm = 0'])
+@pytest.mark.parametrize("sandbox", [pytest.param('kind = "local"', id="local"), pytest.param(
+    'kind = "docker"\nworkspace = "bind"\nwarm = 0', marks=pytest.mark.docker, id="docker-bind")])
 def test_a_whole_run_keeps_the_walls_and_says_so_in_the_transcript(tmp_path, db, sandbox):
     """The attack through `agentmeter run`: the agent's last act plants the links; the trial
     fails on its own tests, the host folder and file stay as they were, the secret is stored

@@ -6,6 +6,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
 from agentmeter_tui.core.sandboxes.base import LaunchSpec, SandboxSession
 from agentmeter_tui.core.suites import Suite, load_suite
 from tests.conftest import need
@@ -13,7 +15,13 @@ from tests.core.sandbox_support import SMOKE, docker_client, suite_copy, swarm_c
 from tests.core.sshd_support import SshdInstance, sshd_available
 
 SECRET = "HOST-SECRET-4f1c"
-KINDS = ["local", "docker-copy", "docker-bind", "ssh", "swarm"]
+_MARKS = {"local": (), "docker-copy": (pytest.mark.docker,), "docker-bind": (pytest.mark.docker,),
+          "ssh": (pytest.mark.ssh,), "swarm": (pytest.mark.docker,)}
+
+
+def kinds(*names: str) -> list:
+    """Sandbox kinds as test parameters, each with the marker of what it needs."""
+    return [pytest.param(name, marks=_MARKS[name], id=name) for name in names or _MARKS]
 
 
 def host_files(tmp_path: Path) -> tuple[Path, Path]:
