@@ -166,3 +166,15 @@ async def test_a_deep_tree_the_agent_leaves_is_removed_with_its_trial(tmp_path):
         root = session.root
     await procs.BACKGROUND.drain()
     assert not root.exists()
+
+
+@pytest.mark.parametrize("kind", kinds())
+async def test_a_deep_tree_does_not_turn_a_verdict_into_an_infra_error(tmp_path, kind):
+    """1,200 nested folders in scratch and in the workspace: copies and removals that recurse
+    once per level raised RecursionError in the verifier, and an infra-invalid trial is not
+    counted: a failing agent could erase its own failure."""
+    async with session_of(tmp_path, kind) as (suite, session):
+        nest = "i=0; while [ $i -lt 1200 ]; do mkdir d && cd d && i=$((i+1)); done"
+        await agent_does(session, f"({nest}) && cd {session.workspace} && ({nest})")
+        result = await CommandVerifier(suite.task("count-lines")).verify(session)
+        assert result.infra_error is None and not result.passed, result

@@ -9,6 +9,7 @@ outside the destination (absolute names, ``..`` and links pointing out are skipp
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tarfile
@@ -76,23 +77,25 @@ class TarWriter:
         self.tar.addfile(info)
 
     def tree(self, prefix: str, source: Path) -> None:
-        """``source``'s contents under ``prefix`` (symlinks kept as links, like copytree)."""
+        """``source``'s contents under ``prefix`` (symlinks kept as links, like copytree). A
+        stack, not os.walk's recursion: a workspace an agent nested a thousand levels deep
+        must still reach the verifier."""
         self.folder(prefix)
-        for folder, subdirs, files in os.walk(source):
-            subdirs.sort()
-            rel = Path(folder).relative_to(source)
-            for name in subdirs:
-                path = Path(folder) / name
-                if path.is_symlink():
-                    self.link(f"{prefix}/{rel / name}", os.readlink(path))
-                else:
-                    self.folder(f"{prefix}/{rel / name}", path.stat().st_mode & 0o777)
-            for name in sorted(files):
-                path = Path(folder) / name
-                if path.is_symlink():
-                    self.link(f"{prefix}/{rel / name}", os.readlink(path))
-                elif path.is_file():
-                    self.file(f"{prefix}/{rel / name}", path)
+        pending = [Path()]
+        while pending:
+            rel = pending.pop()
+            with os.scandir(source / rel) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+            for entry in entries:  # folders first, so each one's entry precedes its contents
+                path, name = Path(entry.path), f"{prefix}/{rel / entry.name}"
+                if entry.is_symlink():
+                    self.link(name, os.readlink(path))
+                elif entry.is_dir(follow_symlinks=False):
+                    self.folder(name, entry.stat(follow_symlinks=False).st_mode & 0o777)
+                    pending.append(rel / entry.name)
+            for entry in entries:
+                if not entry.is_symlink() and entry.is_file(follow_symlinks=False):
+                    self.file(f"{prefix}/{rel / entry.name}", Path(entry.path))
 
     def files(self, prefix: str, files: dict[str, bytes], uid: int | None = None) -> None:
         for rel, data in files.items():
@@ -123,7 +126,8 @@ def extract(chunks: Iterable[bytes] | bytes, dest: Path, limit_bytes: int | None
                 if limit_bytes is not None and total > limit_bytes:
                     break
             # A folder's mode is not applied: a read-only folder would stop its own entries.
-            tar.extract(member, dest, set_attrs=not member.isdir(), filter=_inside)
+            with contextlib.suppress(OSError):  # a name too long for this machine: that entry only
+                tar.extract(member, dest, set_attrs=not member.isdir(), filter=_inside)
     return dest
 
 

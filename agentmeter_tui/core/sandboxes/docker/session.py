@@ -23,7 +23,7 @@ from ..archive import TarWriter, extract
 from ..base import ExecResult, KillPolicy, LaunchSpec, OutputCallback, SandboxSession, TrialSlot
 from ..common import map_argv, shipped_files, trial_env
 from ..hostfs import FETCH_LIMIT, read_globs
-from ..local import LocalSession
+from ..local import LocalSession, remove_root
 from . import engine as engines
 from .containers import ROOT
 from .exec import RECORD_PID, DockerAgent, ExecStream, run_exec, run_ladder, signal_all
@@ -253,13 +253,16 @@ class ContainerSession(SandboxSession):
         # /root, which may hold far more than the CLI's session files.
         prefix = literal_prefix(patterns)
         path = self._path(base) + (f"/{prefix}" if prefix else "")
-        with tempfile.TemporaryDirectory(prefix="agentmeter-fetch-") as tmp:
+        tmp = Path(tempfile.mkdtemp(prefix="agentmeter-fetch-"))
+        try:
             try:
-                folder = await self._copy_out(path, Path(tmp), limit_bytes)
+                folder = await self._copy_out(path, tmp, limit_bytes)
             except NotFound:  # e.g. /logs/verifier of a task whose tests removed it
                 return {}
             found, notes = await asyncio.to_thread(
                 read_globs, folder, "", [p[len(prefix) + 1:] if prefix else p for p in patterns], limit_bytes)
+        finally:  # whatever depth the agent nested its folders to (rmtree recurses per level)
+            await asyncio.to_thread(remove_root, tmp)
         for text in notes:
             self.note(text)
         return {f"{prefix}/{rel}" if prefix else rel: data for rel, data in found.items()}

@@ -238,7 +238,7 @@ class SwarmSession(SandboxSession):
 
         def replace() -> None:
             for folder in ("workspace", "home", "scratch"):
-                shutil.rmtree(self.mirror / folder, ignore_errors=True)
+                remove_root(self.mirror / folder)  # however deep the job nested its folders
             extract(data, self.mirror)
 
         await asyncio.to_thread(replace)
