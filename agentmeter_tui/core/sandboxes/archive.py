@@ -10,11 +10,13 @@ outside the destination (absolute names, ``..`` and links pointing out are skipp
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import tarfile
 from collections.abc import Iterable
 from pathlib import Path
+from stat import S_ISREG
 
 
 class TarWriter:
@@ -58,16 +60,27 @@ class TarWriter:
         info.size = len(data)
         self.tar.addfile(info, io.BytesIO(data))
 
-    def file(self, name: str, source: Path, *, keep_mtime: bool = False) -> None:
+    def file(self, name: str, source: Path, *, keep_mtime: bool = False, nofollow: bool = False) -> None:
         """``keep_mtime``: the source's own time instead of 0 (a Python source must keep it, or
-        its cached bytecode, which records it, is stale and recompiled at every import)."""
-        self.folder(os.path.dirname(name.strip("/")))
-        stat = source.stat()
-        info = self._info(name, tarfile.REGTYPE, stat.st_mode & 0o7777)
-        info.size = stat.st_size
-        if keep_mtime:
-            info.mtime = int(stat.st_mtime)
-        with source.open("rb") as handle:
+        its cached bytecode, which records it, is stale and recompiled at every import).
+        ``nofollow``: ``source`` was listed in a folder an agent had (:meth:`tree`): a link or a
+        pipe put in its place since is left out, never followed or waited on."""
+        flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_NOFOLLOW | os.O_NONBLOCK if nofollow else 0)
+        try:
+            fd = os.open(source, flags)
+        except OSError as exc:
+            if nofollow and exc.errno == errno.ELOOP:
+                return
+            raise
+        with os.fdopen(fd, "rb") as handle:
+            stat = os.fstat(fd)
+            if nofollow and not S_ISREG(stat.st_mode):
+                return
+            self.folder(os.path.dirname(name.strip("/")))
+            info = self._info(name, tarfile.REGTYPE, stat.st_mode & 0o7777)
+            info.size = stat.st_size
+            if keep_mtime:
+                info.mtime = int(stat.st_mtime)
             self.tar.addfile(info, handle)
 
     def link(self, name: str, target: str) -> None:
@@ -95,7 +108,7 @@ class TarWriter:
                     pending.append(rel / entry.name)
             for entry in entries:
                 if not entry.is_symlink() and entry.is_file(follow_symlinks=False):
-                    self.file(f"{prefix}/{rel / entry.name}", Path(entry.path))
+                    self.file(f"{prefix}/{rel / entry.name}", Path(entry.path), nofollow=True)
 
     def files(self, prefix: str, files: dict[str, bytes], uid: int | None = None) -> None:
         for rel, data in files.items():

@@ -183,11 +183,12 @@ def read_globs(root: Path, base: str, patterns: list[str], limit_bytes: int) -> 
             for parent, name, rel in _matches(fd, _parts(pattern), "", notes):
                 if rel in found:
                     continue
-                data = read_file(parent, name, f"{base}/{rel}".lstrip("/"), limit_bytes - total, notes)
+                try:
+                    data = read_file(parent, name, f"{base}/{rel}".lstrip("/"), limit_bytes - total, notes)
+                except PastLimit:
+                    break
                 if data is None:
                     continue
-                if data is _TOO_BIG:
-                    break
                 found[rel] = data
                 total += len(data)
         finally:
@@ -220,16 +221,13 @@ def _matches(fd: int, parts: list[str], prefix: str, notes: list[str]) -> Iterat
             os.close(child)
 
 
-class _TooBig(bytes):
-    pass
-
-
-_TOO_BIG = _TooBig()
+class PastLimit(Exception):
+    """The file would take a read past its limit (the caller stops reading there)."""
 
 
 def read_file(parent: int, name: str, rel: str, limit: int, notes: list[str]) -> bytes | None:
     """A regular file's content, never through a link, never blocking; None when it is missing,
-    a folder, or refused (with a note); ``_TOO_BIG`` past ``limit``."""
+    a folder, or refused (with a note); :class:`PastLimit` when it is larger than ``limit``."""
     try:
         info = os.stat(name, dir_fd=parent, follow_symlinks=False)
     except FileNotFoundError:
@@ -240,7 +238,7 @@ def read_file(parent: int, name: str, rel: str, limit: int, notes: list[str]) ->
         notes.append(f"not read: {describe(parent, name, rel)}")
         return None
     if info.st_size > limit:
-        return _TOO_BIG
+        raise PastLimit(rel)
     try:
         fd = os.open(name, _READ, dir_fd=parent)
     except OSError as exc:

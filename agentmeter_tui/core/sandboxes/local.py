@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..suites import Task
 
 _STREAMS = {1: "stdout", 2: "stderr"}
-_BASES = {"home": "home", "workspace": "workspace", "scratch": "scratch"}  # folders under a trial's root
+BASES = ("home", "workspace", "scratch")  # the folders under a trial's root that files go to and come from
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -184,11 +184,11 @@ class LocalSession(SandboxSession):
     async def write_files(self, base: str, files: dict[str, bytes]) -> None:
         # Under the trial's root, whatever the agent planted there (hostfs.py); in docker's bind
         # mode what is made here is given to the agent's user (``owner``).
-        for text in await asyncio.to_thread(hostfs.write_files, self.root, _BASES[base], files, self.owner):
+        for text in await asyncio.to_thread(hostfs.write_files, self.root, _base(base), files, self.owner):
             self.note(text)
 
     async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
-        found, notes = await asyncio.to_thread(hostfs.read_globs, self.root, _BASES[base], patterns, limit_bytes)
+        found, notes = await asyncio.to_thread(hostfs.read_globs, self.root, _base(base), patterns, limit_bytes)
         for text in notes:
             self.note(text)
         return found
@@ -233,10 +233,10 @@ class LocalSandbox(Sandbox):
         return LocalSession(root, token)
 
 
-def read_globs(root: Path, patterns: list[str], limit_bytes: int) -> dict[str, bytes]:
-    """Regular files under ``root`` matching the glob patterns (relative path -> content), up
-    to a size; links and special files are not read (``hostfs.read_globs``)."""
-    return hostfs.read_globs(root, "", patterns, limit_bytes)[0]
+def _base(base: str) -> str:
+    if base not in BASES:
+        raise ValueError(f"no folder '{base}' in a trial: one of {', '.join(BASES)}")
+    return base
 
 
 def remove_root(root: Path) -> None:
