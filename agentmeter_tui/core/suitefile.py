@@ -52,6 +52,24 @@ class CliEntry(Strict):
     args: list[str] = []
     env: dict[str, str] = {}
 
+    @field_validator("env")
+    @classmethod
+    def _exec_env(cls, env: dict[str, str]) -> dict[str, str]:
+        """What the kernel takes: no NUL byte anywhere, names without "=" (a trial would fail at exec)."""
+        for name, value in env.items():
+            if not name or "=" in name or "\0" in name:
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if "\0" in value:
+                raise ValueError(f"the value of {name} holds a NUL byte")
+        return env
+
+    @field_validator("args")
+    @classmethod
+    def _exec_args(cls, args: list[str]) -> list[str]:
+        if any("\0" in arg for arg in args):
+            raise ValueError("an argument holds a NUL byte")
+        return args
+
     @property
     def label(self) -> str:
         """The CLI as the grid, the store and the reports name it."""

@@ -51,7 +51,8 @@ class EnvironmentSection(Open):
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Numbers are finite: an `inf` grace or budget would wait for ever, a `nan` compares false.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Budget(Strict):

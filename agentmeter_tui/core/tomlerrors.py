@@ -83,6 +83,10 @@ def read_input(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(path, None, None, "file not found") from None
+    except IsADirectoryError:
+        raise InputError(path, None, None, "a folder, not a file") from None
+    except OSError as exc:  # unreadable, a special file...
+        raise InputError(path, None, None, f"cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise InputError(path, None, None, f"not UTF-8 text ({exc.reason})") from None
 
@@ -94,6 +98,8 @@ def load_toml(path: Path) -> tuple[dict[str, Any], str]:
     except tomllib.TOMLDecodeError as exc:
         match = re.search(r"line (\d+)", str(exc))
         raise InputError(path, int(match.group(1)) if match else None, None, f"invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise InputError(path, None, None, "invalid TOML: arrays or tables nested too deep") from None
 
 
 def validate(model: type[BaseModel], data: dict[str, Any], path: Path, text: str,

@@ -247,8 +247,7 @@ class TrialRun:
         except TaskUnfit as exc:  # the task, not the agent or our side: a failed trial, the run goes on
             return (TrialStatus.FAILED, str(exc), None)
         self.session = session = await ctx.sandbox.open(plan.task, self.id, self.token)
-        for text in session.notes:
-            self.note(text)
+        session.notes_to(self.note)
         solution_dir = await session.write_solution(solution) if solution else ""
         launch = await ctx.launch_context(self, session, solution_dir)
         await session.write_files("home", self.adapter.home_files(launch))

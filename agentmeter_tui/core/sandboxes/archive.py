@@ -9,11 +9,14 @@ outside the destination (absolute names, ``..`` and links pointing out are skipp
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
 import os
 import tarfile
 from collections.abc import Iterable
 from pathlib import Path
+from stat import S_ISREG
 
 
 class TarWriter:
@@ -57,16 +60,27 @@ class TarWriter:
         info.size = len(data)
         self.tar.addfile(info, io.BytesIO(data))
 
-    def file(self, name: str, source: Path, *, keep_mtime: bool = False) -> None:
+    def file(self, name: str, source: Path, *, keep_mtime: bool = False, nofollow: bool = False) -> None:
         """``keep_mtime``: the source's own time instead of 0 (a Python source must keep it, or
-        its cached bytecode, which records it, is stale and recompiled at every import)."""
-        self.folder(os.path.dirname(name.strip("/")))
-        stat = source.stat()
-        info = self._info(name, tarfile.REGTYPE, stat.st_mode & 0o7777)
-        info.size = stat.st_size
-        if keep_mtime:
-            info.mtime = int(stat.st_mtime)
-        with source.open("rb") as handle:
+        its cached bytecode, which records it, is stale and recompiled at every import).
+        ``nofollow``: ``source`` was listed in a folder an agent had (:meth:`tree`): a link or a
+        pipe put in its place since is left out, never followed or waited on."""
+        flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_NOFOLLOW | os.O_NONBLOCK if nofollow else 0)
+        try:
+            fd = os.open(source, flags)
+        except OSError as exc:
+            if nofollow and exc.errno == errno.ELOOP:
+                return
+            raise
+        with os.fdopen(fd, "rb") as handle:
+            stat = os.fstat(fd)
+            if nofollow and not S_ISREG(stat.st_mode):
+                return
+            self.folder(os.path.dirname(name.strip("/")))
+            info = self._info(name, tarfile.REGTYPE, stat.st_mode & 0o7777)
+            info.size = stat.st_size
+            if keep_mtime:
+                info.mtime = int(stat.st_mtime)
             self.tar.addfile(info, handle)
 
     def link(self, name: str, target: str) -> None:
@@ -76,23 +90,25 @@ class TarWriter:
         self.tar.addfile(info)
 
     def tree(self, prefix: str, source: Path) -> None:
-        """``source``'s contents under ``prefix`` (symlinks kept as links, like copytree)."""
+        """``source``'s contents under ``prefix`` (symlinks kept as links, like copytree). A
+        stack, not os.walk's recursion: a workspace an agent nested a thousand levels deep
+        must still reach the verifier."""
         self.folder(prefix)
-        for folder, subdirs, files in os.walk(source):
-            subdirs.sort()
-            rel = Path(folder).relative_to(source)
-            for name in subdirs:
-                path = Path(folder) / name
-                if path.is_symlink():
-                    self.link(f"{prefix}/{rel / name}", os.readlink(path))
-                else:
-                    self.folder(f"{prefix}/{rel / name}", path.stat().st_mode & 0o777)
-            for name in sorted(files):
-                path = Path(folder) / name
-                if path.is_symlink():
-                    self.link(f"{prefix}/{rel / name}", os.readlink(path))
-                elif path.is_file():
-                    self.file(f"{prefix}/{rel / name}", path)
+        pending = [Path()]
+        while pending:
+            rel = pending.pop()
+            with os.scandir(source / rel) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+            for entry in entries:  # folders first, so each one's entry precedes its contents
+                path, name = Path(entry.path), f"{prefix}/{rel / entry.name}"
+                if entry.is_symlink():
+                    self.link(name, os.readlink(path))
+                elif entry.is_dir(follow_symlinks=False):
+                    self.folder(name, entry.stat(follow_symlinks=False).st_mode & 0o777)
+                    pending.append(rel / entry.name)
+            for entry in entries:
+                if not entry.is_symlink() and entry.is_file(follow_symlinks=False):
+                    self.file(f"{prefix}/{rel / entry.name}", Path(entry.path), nofollow=True)
 
     def files(self, prefix: str, files: dict[str, bytes], uid: int | None = None) -> None:
         for rel, data in files.items():
@@ -109,22 +125,43 @@ class TarWriter:
 def extract(chunks: Iterable[bytes] | bytes, dest: Path, limit_bytes: int | None = None) -> Path:
     """Unpack a tar (bytes or a stream of chunks, e.g. ``get_archive``) into ``dest``, safely.
 
-    With ``limit_bytes``, files past the limit are skipped, so a sandbox that filled its disk
-    cannot fill the runner's.
+    The archive is read as a stream, member by member, never whole into memory; with
+    ``limit_bytes``, reading stops at the first file past the limit, so a sandbox that filled
+    its disk (a reward file of many gigabytes) can neither fill the runner's memory nor its disk.
     """
-    data = chunks if isinstance(chunks, bytes) else b"".join(chunks)
     dest.mkdir(parents=True, exist_ok=True)
+    source = io.BytesIO(chunks) if isinstance(chunks, bytes) else _Chunks(chunks)
     total = 0
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-        members = []
-        for member in tar.getmembers():
+    with tarfile.open(fileobj=source, mode="r|*") as tar:
+        for member in tar:
             if member.isfile():
                 total += member.size
                 if limit_bytes is not None and total > limit_bytes:
-                    continue
-            members.append(member)
-        tar.extractall(dest, members=members, filter=_inside)
+                    break
+            # A folder's mode is not applied: a read-only folder would stop its own entries.
+            with contextlib.suppress(OSError):  # a name too long for this machine: that entry only
+                tar.extract(member, dest, set_attrs=not member.isdir(), filter=_inside)
     return dest
+
+
+class _Chunks(io.RawIOBase):
+    """An iterable of byte chunks as a file to read, one chunk in memory at a time."""
+
+    def __init__(self, chunks: Iterable[bytes]):
+        self.chunks, self.rest = iter(chunks), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001 - a writable buffer
+        while not self.rest:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                return 0
+            self.rest = chunk
+        size = min(len(buffer), len(self.rest))
+        buffer[:size], self.rest = self.rest[:size], self.rest[size:]
+        return size
 
 
 def _inside(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:

@@ -81,9 +81,23 @@ class SandboxSession(ABC):
     home: str  # a fresh HOME: the CLIs keep their config and session files there
     scratch: str  # ours, outside the workspace: verifier tests, reward file
     slot: TrialSlot
-    # What the trial should know about its sandbox, e.g. a task's limit this engine cannot apply:
-    # the runner writes each one into the trial's transcript after ``open``.
+    # What the trial should know about its sandbox, e.g. a task's limit this engine cannot apply,
+    # or a link the agent planted that a host-side file operation refused (``hostfs.py``): the
+    # runner writes those of ``open`` into the trial's transcript, later ones as they come.
     notes: Sequence[str] = ()
+    noting: Callable[[str], None] | None = None
+
+    def note(self, text: str) -> None:
+        if self.noting is not None:
+            self.noting(text)
+        else:
+            self.notes = [*self.notes, text]
+
+    def notes_to(self, note: Callable[[str], None]) -> None:
+        """Hand the notes so far to ``note`` (the trial's transcript), and every later one."""
+        for text in self.notes:
+            note(text)
+        self.noting = note
 
     @abstractmethod
     async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> AgentHandle:

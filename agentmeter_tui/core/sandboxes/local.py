@@ -9,6 +9,7 @@ the next runner removes what one killed with kill -9 left, and leaves a live one
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import os
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import cgroups, procs
 from ..lines import LineSplitter
+from . import hostfs
 from .base import (
     AgentHandle,
     ExecResult,
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 
 _STREAMS = {1: "stdout", 2: "stderr"}
 OWNER = re.compile(r"t\d+-r(\d+-\d+)-")  # the runner in a trial folder's name
+BASES = ("home", "workspace", "scratch")  # the folders under a trial's root that files go to and come from
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -133,6 +136,7 @@ class LocalSession(SandboxSession):
         self.scratch = str(root / "scratch")
         self.slot = TrialSlot("local")
         self.agent: LocalAgent | None = None
+        self.owner: int | None = None  # docker's bind mode: the agent's uid gets what the runner writes
 
     def _base_env(self) -> dict[str, str]:
         return {
@@ -202,18 +206,17 @@ class LocalSession(SandboxSession):
         if _strays(self.token):
             await asyncio.to_thread(procs.sweep, self.token)
 
-    def _base(self, base: str) -> Path:
-        return Path({"home": self.home, "workspace": self.workspace, "scratch": self.scratch}[base])
-
     async def write_files(self, base: str, files: dict[str, bytes]) -> None:
-        root = self._base(base)
-        for rel, data in files.items():
-            target = root / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        # Under the trial's root, whatever the agent planted there (hostfs.py); in docker's bind
+        # mode what is made here is given to the agent's user (``owner``).
+        for text in await asyncio.to_thread(hostfs.write_files, self.root, _base(base), files, self.owner):
+            self.note(text)
 
     async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
-        return await asyncio.to_thread(read_globs, self._base(base), patterns, limit_bytes)
+        found, notes = await asyncio.to_thread(hostfs.read_globs, self.root, _base(base), patterns, limit_bytes)
+        for text in notes:
+            self.note(text)
+        return found
 
     async def collect_workspace(self, dest: Path) -> Path:
         return Path(self.workspace)
@@ -224,7 +227,7 @@ class LocalSession(SandboxSession):
         procs.SWEEPER.add(self.token, self.group)
         if not keep:
             # Off the loop and off the trial's critical path: the slot is free meanwhile.
-            procs.BACKGROUND.run(asyncio.to_thread(shutil.rmtree, self.root, True))
+            procs.BACKGROUND.run(asyncio.to_thread(remove_root, self.root))
 
 
 class LocalSandbox(Sandbox):
@@ -286,21 +289,16 @@ def remove_dead_owners(base: Path) -> list[Path]:
     return gone
 
 
-def read_globs(root: Path, patterns: list[str], limit_bytes: int) -> dict[str, bytes]:
-    """Files under ``root`` matching the glob patterns (relative path -> content), up to a size."""
-    found: dict[str, bytes] = {}
-    total = 0
-    for pattern in patterns:
-        for path in sorted(root.glob(pattern)):
-            rel = str(path.relative_to(root))
-            if rel in found or not path.is_file():
-                continue
-            size = path.stat().st_size
-            if total + size > limit_bytes:
-                break
-            found[rel] = path.read_bytes()
-            total += size
-    return found
+def _base(base: str) -> str:
+    if base not in BASES:
+        raise ValueError(f"no folder '{base}' in a trial: one of {', '.join(BASES)}")
+    return base
+
+
+def remove_root(root: Path) -> None:
+    """A trial's root gone, whatever the agent left in it (``hostfs.remove_tree``)."""
+    with contextlib.suppress(OSError):
+        hostfs.remove_tree(root)
 
 
 _PR_GET_CHILD_SUBREAPER = 37

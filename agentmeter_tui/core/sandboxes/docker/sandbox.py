@@ -292,6 +292,7 @@ class DockerSession(ContainerSession):
                 self.notes += open_network(task, self.config.network, "on a remote engine")
         if self.config.workspace == "bind":
             self.host_files = await self.sandbox.local_files().open(task, self.trial_id, self.token)
+            self.host_files.owner, self.host_files.noting = self.config.uid, self.note
             await asyncio.to_thread(self._prepare_host_root, Path(self.host_files.root))
             bind_root = str(self.host_files.root)
         name = f"agentmeter-t{self.trial_id}-{self.token[:8]}"

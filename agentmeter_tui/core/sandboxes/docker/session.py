@@ -22,7 +22,8 @@ from ...clisbundle import Manifest, container_argv
 from ..archive import TarWriter, extract
 from ..base import ExecResult, KillPolicy, LaunchSpec, OutputCallback, SandboxSession, TrialSlot
 from ..common import map_argv, shipped_files, trial_env
-from ..local import LocalSession, read_globs
+from ..hostfs import FETCH_LIMIT, read_globs
+from ..local import LocalSession, remove_root
 from . import engine as engines
 from .containers import ROOT
 from .exec import RECORD_PID, DockerAgent, ExecStream, end_agent, run_exec, run_ladder, signal_all
@@ -220,9 +221,8 @@ class ContainerSession(SandboxSession):
             self._path(base).startswith(ROOT + "/")
 
     async def write_files(self, base: str, files: dict[str, bytes]) -> None:
-        if self._bound(base):
+        if self._bound(base):  # whatever the agent planted there (hostfs.py); what is made is given to it
             await self.host_files.write_files(base, files)
-            await asyncio.to_thread(chown_tree, Path(self.host_files.root) / base, self.uid)
             return
         path = self._path(base)
         tar = TarWriter(uid=self.uid)
@@ -257,12 +257,18 @@ class ContainerSession(SandboxSession):
         # /root, which may hold far more than the CLI's session files.
         prefix = literal_prefix(patterns)
         path = self._path(base) + (f"/{prefix}" if prefix else "")
-        with tempfile.TemporaryDirectory(prefix="agentmeter-fetch-") as tmp:
+        tmp = Path(tempfile.mkdtemp(prefix="agentmeter-fetch-"))
+        try:
             try:
-                folder = await self._copy_out(path, Path(tmp), limit_bytes)
+                folder = await self._copy_out(path, tmp, limit_bytes)
             except NotFound:  # e.g. /logs/verifier of a task whose tests removed it
                 return {}
-            found = read_globs(folder, [p[len(prefix) + 1:] if prefix else p for p in patterns], limit_bytes)
+            found, notes = await asyncio.to_thread(
+                read_globs, folder, "", [p[len(prefix) + 1:] if prefix else p for p in patterns], limit_bytes)
+        finally:  # whatever depth the agent nested its folders to (rmtree recurses per level)
+            await asyncio.to_thread(remove_root, tmp)
+        for text in notes:
+            self.note(text)
         return {f"{prefix}/{rel}" if prefix else rel: data for rel, data in found.items()}
 
     async def collect_workspace(self, dest: Path) -> Path:
@@ -270,7 +276,7 @@ class ContainerSession(SandboxSession):
             return Path(self.host_files.workspace)
         if self.workspace == "/":
             raise RuntimeError("the task's working folder is /: not copied out whole")
-        return await self._copy_out(self.workspace, dest)
+        return await self._copy_out(self.workspace, dest, FETCH_LIMIT)
 
 
 def check_bundle(suite: Suite, clis_root: str, manifest: Manifest | None) -> None:

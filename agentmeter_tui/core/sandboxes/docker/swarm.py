@@ -45,7 +45,7 @@ from ..base import (
 )
 from ..common import HostWatch, Settings, load_settings, map_argv, resolve_path, shipped_files, trial_env
 from ..hostcheck import HostCheck, check_docker_engine
-from ..local import LocalSession
+from ..local import LocalSession, remove_root
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
 from .containers import sweep
@@ -237,6 +237,7 @@ class SwarmSession(SandboxSession):
         self.slot = TrialSlot("swarm", sandbox.host_name)
         self.mirror = Path(tempfile.mkdtemp(prefix=f"agentmeter-swarm-t{trial_id}-"))
         self.files = LocalSession(self.mirror, token)  # the runner's copy of the job's /agentmeter
+        self.files.noting = self.note
         self.jobs = 0
         self.agent_job: Job | None = None
         self.killed = False
@@ -272,7 +273,7 @@ class SwarmSession(SandboxSession):
 
         def replace() -> None:
             for folder in ("workspace", "home", "scratch"):
-                shutil.rmtree(self.mirror / folder, ignore_errors=True)
+                remove_root(self.mirror / folder)  # however deep the job nested its folders
             extract(data, self.mirror)
 
         await asyncio.to_thread(replace)
@@ -369,7 +370,7 @@ class SwarmSession(SandboxSession):
             await self.engine.call(self.agent_job.remove)
         await self.engine.call(self._remove_containers)
         if not keep:
-            await asyncio.to_thread(shutil.rmtree, self.mirror, True)
+            await asyncio.to_thread(remove_root, self.mirror)
 
 
 __all__ = ["SwarmSandbox", "SwarmSession", "SwarmSettings"]

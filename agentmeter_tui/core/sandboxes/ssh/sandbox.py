@@ -37,7 +37,9 @@ from ..base import (
 )
 from ..common import HostWatch, load_settings, map_argv, shipped_files, trial_env
 from ..hostcheck import HostCheck, check_ssh_host
+from ..hostfs import FETCH_LIMIT
 from ..relay import is_loopback, replace_host, target_of
+from . import files as files_on_host
 from .conn import HostConnection, HostKeyError, connect
 from .hosts import SshHost, SshSettings, containment, kill_script, launch_command, q, sweep_script
 
@@ -343,49 +345,18 @@ class SshSession(SandboxSession):
 
     # -- files ----------------------------------------------------------------------------------
 
-    def _base(self, base: str) -> str:
-        return f"{self.root}/{base}" if base else self.root
-
     async def write_files(self, base: str, files: dict[str, bytes]) -> None:
-        root = self._base(base)
-        async with self._on_host("writing files"):
-            for rel, data in files.items():
-                target = f"{root}/{rel}"
-                await self.sftp.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
-                async with self.sftp.open(target, "wb") as handle:
-                    await handle.write(data)
+        async with self._on_host("writing files"):  # from the trial's folder down, no link followed
+            await files_on_host.write_files(self.sftp, self.root, base, files, self.note)
 
     async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
         async with self._on_host("fetching files"):
-            return await self._fetch(self._base(base), patterns, limit_bytes)
-
-    async def _fetch(self, root: str, patterns: list[str], limit_bytes: int) -> dict[str, bytes]:
-        import asyncssh
-
-        found: dict[str, bytes] = {}
-        total = 0
-        for pattern in patterns:
-            try:
-                paths = sorted(await self.sftp.glob(f"{root}/{pattern}"))
-            except asyncssh.SFTPNoSuchFile:
-                continue
-            for path in paths:
-                rel = path[len(root) + 1:]
-                if rel in found or not await self.sftp.isfile(path):
-                    continue
-                size = (await self.sftp.stat(path)).size or 0
-                if total + size > limit_bytes:
-                    return found
-                async with self.sftp.open(path, "rb") as handle:
-                    found[rel] = await handle.read()
-                total += size
-        return found
+            return await files_on_host.read_globs(self.sftp, self.root, base, patterns, limit_bytes, self.note)
 
     async def collect_workspace(self, dest: Path) -> Path:
         dest.mkdir(parents=True, exist_ok=True)
         async with self._on_host("fetching the workspace"):
-            await self.sftp.get(self.workspace, str(dest), recurse=True, preserve=True)
-        return dest / "workspace"
+            return await files_on_host.fetch_tree(self.sftp, self.workspace, dest, self.note, FETCH_LIMIT)
 
     async def cleanup(self, keep: bool = False) -> None:
         try:
