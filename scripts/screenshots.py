@@ -45,7 +45,7 @@ def run_demo(db: Path) -> None:
 
     clis = demo_clis(default_clis_root())
     print(f"CLIs: {', '.join(clis)}", flush=True)
-    if spawn_runner(demo_suite(db.parent, clis), db, None) is not None:
+    if isinstance(spawn_runner(demo_suite(db.parent, clis), db, None), int):  # an exit code: it died
         raise SystemExit("the demo runner did not start")
     with ControlClient(db) as client:
         for message in client.subscribe():

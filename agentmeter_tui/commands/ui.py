@@ -112,9 +112,9 @@ def demo_command(args: argparse.Namespace) -> int:
     clis_root = Path(args.clis_root) if args.clis_root else default_clis_root()
     clis = [c.strip() for c in args.clis.split(",") if c.strip()] if args.clis else demo_clis(clis_root)
     suite = demo_suite(folder, clis)
-    code = spawn_runner(suite, db, args.clis_root)
-    if code is not None:
-        return code
+    hello = spawn_runner(suite, db, args.clis_root)
+    if isinstance(hello, int):  # the runner died before it answered: its exit code
+        return hello
     if args.headless:
         code = follow(db, headless=True)
     else:

@@ -78,7 +78,7 @@ def test_demo_kill_review_score_quit(tmp_path):
 def test_sigkill_of_the_tui_leaves_the_run_going_and_attach_shows_it(tmp_path):
     db = tmp_path / "run.db"
     env = clean_env(tmp_path)
-    assert spawn_runner(ROOT / "suites" / "demo", db, None) is None
+    assert spawn_runner(ROOT / "suites" / "demo", db, None)["ok"]  # the runner's hello (an int: it died)
     first = second = None
     try:
         first = TmuxSession(agentmeter("attach", "--db", str(db)), env)

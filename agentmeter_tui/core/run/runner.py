@@ -35,7 +35,6 @@ from ..vocab import COUNTABLE_STATUSES, KillReason
 from .context import RunContext
 from .caps import CapLedger
 from .clients import MAX_REQUEST, ControlDoor, refuse
-from .control import encode
 from .feed import Feed
 from .forecast import RunForecast
 from .liveops import handle_scoped

@@ -236,7 +236,7 @@ class LocalSandbox(Sandbox):
 
     def __init__(self, suite: Any, settings: dict[str, Any] | None = None):
         super().__init__(suite, settings)
-        self.root = _base(self.settings)
+        self.root = _sandbox_root(self.settings)
         self.root.mkdir(parents=True, exist_ok=True)
         self.removed = remove_dead_owners(self.root)
 
@@ -251,7 +251,7 @@ class LocalSandbox(Sandbox):
             checks = [HostCheck("clean processes", True, f"{killed} process(es) in {groups} group(s) of runners "
                                 "that are gone" if groups else "nothing left behind")]
         local = suite is not None and suite.spec.sandbox.kind == cls.name
-        folders = remove_dead_owners(_base(suite.spec.sandbox.model_dump() if local else {}))
+        folders = remove_dead_owners(_sandbox_root(suite.spec.sandbox.model_dump() if local else {}))
         return [*checks, HostCheck("clean trial folders", True, f"{len(folders)} folder(s) of runners that are gone"
                                    if folders else "nothing left behind")]
 
@@ -275,7 +275,7 @@ class LocalSandbox(Sandbox):
         return LocalSession(root, token, cgroups.new_group(token) if self.settings.get("processes", True) else None)
 
 
-def _base(settings: dict[str, Any]) -> Path:
+def _sandbox_root(settings: dict[str, Any]) -> Path:
     root = settings.get("root") or os.environ.get("AGENTMETER_SANDBOX_ROOT")
     return Path(root) if root else Path(tempfile.gettempdir()) / "agentmeter"
 

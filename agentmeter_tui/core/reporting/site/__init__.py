@@ -25,7 +25,7 @@ from ...charts import heatmap_data, scatter_data
 from ...metrics.runs import TIERS
 from ...usage import TOKEN_CLASSES
 from ..formats import FolderFormat
-from ..render import fmt_score, fmt_tokens, fmt_usd
+from ..render import fmt_score, fmt_usd
 from ..report import Report
 from . import model, pages, svg
 
