@@ -139,5 +139,9 @@ class Session:
     async def request(self, op: str, **fields: Any) -> dict[str, Any]:
         return await control_request(self.db, op, **fields)
 
+    async def hold_budget(self, trial_id: int, seconds: float) -> dict[str, Any]:
+        """Hold (``seconds`` > 0) or release (0) a trial's budget kill while its budget dialog is open."""
+        return await control_request(self.db, "hold", trial=trial_id, seconds=seconds)
+
     def close(self) -> None:
         self.store.close()

@@ -9,7 +9,8 @@ schedule ends. A client that is slow, crashes or quits is dropped without the ru
 noticing beyond that.
 
 Ops: ``hello``, ``status``, ``subscribe``, ``kill`` {trial, reason?}, ``pause``, ``resume``,
-``budget`` {trial?: id, wall_seconds?, tokens?, usd?}, ``stop``.
+``budget`` {trial?: id, wall_seconds?, tokens?, usd?}, ``hold`` {trial, seconds?: 0..30, 0 releases}
+(holds a trial's budget kill while the operator types a raise; a raise ends it), ``stop``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class Meter(TypedDict):
     events: int
     metered_by: Literal["proxy", "cli"]
     reported_tokens: dict[str, int] | None  # the CLI's own figures, behind the proxy
+    budget_hold: float | None  # seconds left of the operator's hold on its budget kill (op ``hold``)
 
 
 class Progress(TypedDict, total=False):

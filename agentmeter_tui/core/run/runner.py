@@ -30,6 +30,7 @@ from ..store.writer import StoreWriter
 from ..suites import Suite, load_suite
 from ..tomlerrors import InputError
 from ..vocab import COUNTABLE_STATUSES, KillReason
+from .budget_hold import hold_seconds
 from .context import RunContext
 from .control import encode
 from .feed import Feed
@@ -281,6 +282,15 @@ class Runner:
             for trial in scheduler.running.values():
                 trial.raise_budget(**limits)
             return {"ok": True}
+        if op == "hold":  # the TUI's budget dialog: hold this trial's budget kill while a raise is typed
+            trial = scheduler.trial(request["trial"]) if isinstance(request.get("trial"), int) else None
+            seconds = hold_seconds(request)
+            if trial is None:
+                return {"ok": False, "error": f"trial {request.get('trial')!r} is not running"}
+            if isinstance(seconds, str):
+                return {"ok": False, "error": seconds}
+            trial.hold_budget(seconds)
+            return {"ok": True, "trial": trial.id, "held": trial.hold.remaining()}
         if op == "stop":
             self.stop()
             return {"ok": True}
