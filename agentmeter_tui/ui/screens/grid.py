@@ -30,7 +30,8 @@ AMS_EVERY = 3.0  # seconds between AMS recomputations while trials finish
 PREVIEW_EVERY = 1.0  # seconds between redraws of the highlighted cell's trial list while its trials run
 
 LEGEND = ("[$status-running]▶[/] running  [$status-passed]✓[/] passed  [$status-killed]☠[/] killed  "
-          "[$status-errored]![/] errored  [$flag-thrash]↻[/] thrashing  [$status-invalid]⊘[/] infra-invalid")
+          "[$status-errored]![/] errored  [$flag-thrash]↻[/] thrashing  [$status-invalid]⊘[/] infra-invalid  "
+          "⇣ imported  +? some cost unpriced")
 
 
 class GridScreen(SessionScreen):
