@@ -93,3 +93,17 @@ async def test_the_adjudication_panel_does_not_say_not_scored_beside_the_scores(
         await settle(pilot)
         panel = str(app.screen.query_one("#score-panel").render())
         assert "not scored yet" not in panel and "no final score yet" in panel
+
+
+async def test_blind_review_shows_no_event_numbers_that_would_betray_hidden_lines(sample_db):
+    from .test_reviewers import blind_app
+
+    app = blind_app(sample_db, "cy", seed=3)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        view = app.screen.query_one(TranscriptView)
+        assert view.doc is not None and len(view.doc)
+        seqs = list(view.doc.index.seqs)
+        assert any(b - a > 1 for a, b in zip(seqs, seqs[1:], strict=False))  # lines were hidden
+        gutters = [view.render_line(y).text[:7] for y in range(min(10, view.size.height))]
+        assert not any(ch.isdigit() for g in gutters for ch in g), gutters

@@ -145,6 +145,8 @@ class ReviewScreen(ReviewTranscript, ReviewModes, SessionScreen):
         doc = await self._read_transcript(trial_id)
         view = self.query_one(TranscriptView)
         self.trial_id, self.detail, self.saving = trial_id, detail, None
+        # Blind, the hidden usage lines and notes would show as gaps in the event numbers.
+        view.numbered = not blind
         view.load(doc)
         self._show_detail()
 
