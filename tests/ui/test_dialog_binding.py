@@ -99,3 +99,16 @@ async def test_the_pane_shows_the_hold(sample_db):
         await settle(pilot, screen)
         pane = screen.query_one("#pane-1000", TrialPane)
         assert "budget kill held 28 s" in str(pane.border_subtitle)
+
+
+async def test_k_on_a_pane_whose_trial_just_ended_says_how_it_ended(sample_db, fake_runner):
+    app = make_app(sample_db, screen="live", live=True, runner=fake_runner)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_live(pilot, count=2)
+        told = notifications_of(app)
+        await feed(app, [end_trial(app, 1000)])
+        await settle(pilot, screen)
+        screen.select(1000)  # its pane lingers with its final status
+        await pilot.press("k")
+        assert not isinstance(app.screen, ConfirmDialog) and fake_runner.requests == []
+        assert told == ["Trial #1000 has already ended: killed (budget:tokens)."]

@@ -285,7 +285,12 @@ class LiveScreen(SessionScreen):
         """The selected trial if it still runs; else say what to do and return None."""
         trial_id = self.selected_trial()
         trial = self.session.live.trials.get(trial_id) if trial_id is not None else None
-        if trial is None or trial.finished:
+        if trial is not None and trial.finished:  # its pane lingers a moment after it ends
+            reason = trial.meter.get("reason")
+            self.notify(f"Trial #{trial.id} has already ended: {trial.meter.get('status')}"
+                        + (f" ({reason})." if reason else "."), severity="warning")
+            return None
+        if trial is None:
             self.notify("First pick a running trial's pane (arrow keys).", severity="warning")
             return None
         return trial
