@@ -116,6 +116,8 @@ class AgentMeterApp(App):
     def _feed_message(self, message: FeedMessage) -> None:
         summary = self.session.apply(message)
         self.feed_signal.publish(summary)
+        if message.get("type") == "snapshot":  # (re)attached: what did the store get meanwhile?
+            self._refresh_from_store()
 
     def _feed_ended(self, status: str, error: str | None) -> None:
         live = self.session.live
@@ -126,6 +128,13 @@ class AgentMeterApp(App):
         else:
             self.notify(f"The schedule {status}.", timeout=6)
         self.feed_signal.publish(None)
+        self._refresh_from_store()
+
+    def _refresh_from_store(self) -> None:
+        async def refresh() -> None:
+            self.feed_signal.publish(await self.session.refresh())
+
+        self.run_worker(refresh(), group="store-truth", exit_on_error=False)
 
     # -- navigation ------------------------------------------------------------------------------
 

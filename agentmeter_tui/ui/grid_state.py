@@ -15,7 +15,7 @@ import orjson
 
 from ..core.run.control import Meter
 from ..core.usage import TOKEN_CLASSES
-from ..core.vocab import ACTIVE_STATUSES, COUNTABLE_STATUSES, source_label
+from ..core.vocab import ACTIVE_STATUSES, COUNTABLE_STATUSES, FINAL_STATUSES, source_label
 
 Config = tuple[str, str]  # (model, cli)
 
@@ -89,6 +89,18 @@ class GridState:
     def load(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
             self.upsert(TrialSummary.from_row(row))
+
+    def reconcile(self, rows: list[dict[str, Any]], followed: set[int]) -> None:
+        """The store's rows over what the feed said: a final row always wins (the store is the
+        truth once a trial ends, and a client can miss the feed's last word on it); a row still
+        running yields to the feed for the trials it follows (``followed``: their live meters
+        are newer than the row)."""
+        for row in rows:
+            trial = TrialSummary.from_row(row)
+            if trial.status not in FINAL_STATUSES and trial.id in followed:
+                continue
+            if self.trials.get(trial.id) != trial:
+                self.upsert(trial)
 
     def upsert(self, trial: TrialSummary) -> None:
         config = (trial.model, trial.cli)

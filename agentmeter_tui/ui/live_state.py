@@ -189,6 +189,19 @@ class LiveState:
             trial.meter, trial.received = meter, ts
         summary.changed.add(trial_id)
 
+    def settle(self, final: dict[int, tuple[str, str | None]]) -> TickSummary:
+        """Trials the store has final (``final``: id -> status, reason) that the feed left
+        running here: they end now, as if their finished meter had come."""
+        summary = TickSummary()
+        for trial_id, (status, reason) in final.items():
+            trial = self.trials.get(trial_id)
+            if trial is not None and not trial.finished:
+                meter = cast(Meter, {**trial.meter, "status": status, "reason": reason, "elapsed": None})
+                trial.meter = meter
+                summary.changed.add(trial_id)
+                summary.finished.append(meter)
+        return summary
+
     # -- views ---------------------------------------------------------------------------------
 
     def running(self) -> list[TrialLive]:

@@ -28,8 +28,11 @@ def app_commands(app: AgentMeterApp, screen: Screen) -> Iterable[SystemCommand]:
     yield SystemCommand("Report", "Table 2, rubric winrates and charts", lambda: app.action_mode("report"))
     if app.session.live_mode:
         paused = app.session.live.progress.get("paused")
-        yield SystemCommand("Resume the schedule" if paused else "Pause the schedule",
-                            "Start no new trials until resumed (running ones go on)", app.action_pause)
+        if paused:
+            yield SystemCommand("Resume the schedule", "Start queued trials again", app.action_pause)
+        else:
+            yield SystemCommand("Pause the schedule", "Start no new trials until resumed (running ones go on)",
+                                app.action_pause)
     yield SystemCommand("Toggle light / dark theme", "Switch between the agentmeter themes", app.action_toggle_dark)
     yield SystemCommand("Help: all keys", "Every key of every screen, with binding ids", app.action_help)
     if isinstance(screen, LiveScreen):

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from ..core.run.control import ControlError, FeedMessage, encode, open_async
+from ..core.vocab import FINAL_STATUSES
 from .data import StoreThread, SuiteOverview, grid_rows, latest_scores, overview
 from .grid_state import GridState
 from .live_state import LiveState, TickSummary
@@ -114,14 +115,33 @@ class Session:
         summary = self.live.apply(message)
         kind = message.get("type")
         if kind == "snapshot":
+            # ``done``: trials this run finished before we subscribed, perhaps after we read the store
+            self.grid.apply_meters(message.get("done") or [])
             self.grid.apply_meters(message.get("running") or [])
         elif kind == "tick":
             self.grid.apply_meters(message.get("meters") or [])
             self.grid.apply_meters(message.get("finished") or [])
         return summary
 
+    async def refresh(self) -> TickSummary:
+        """Re-read the suite's trials and scores from the store, whose final rows win over the
+        feed's meters (on attach, and after the run ends, when nothing more will come to
+        correct a missed message); returns what changed for the live screen."""
+        if self.suite_id is None:
+            return TickSummary()
+        rows = await self.store.call(grid_rows, self.suite_id)
+        self.scores = await self.store.call(latest_scores, self.suite_id)
+        followed = set() if self.live.ended else {t.id for t in self.live.trials.values()}
+        self.grid.reconcile(rows, followed)
+        return self.live.settle({row["id"]: (row["status"], row.get("reason")) for row in rows
+                                 if row["status"] in FINAL_STATUSES})
+
     async def request(self, op: str, **fields: Any) -> dict[str, Any]:
         return await control_request(self.db, op, **fields)
+
+    async def hold_budget(self, trial_id: int, seconds: float) -> dict[str, Any]:
+        """Hold (``seconds`` > 0) or release (0) a trial's budget kill while its budget dialog is open."""
+        return await control_request(self.db, "hold", trial=trial_id, seconds=seconds)
 
     def close(self) -> None:
         self.store.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from agentmeter_tui.core.store import Store, utcnow
 from tests.conftest import FIXTURES, agentmeter
+from tests.core.runaway_support import gated_runaway
 from tests.waiting import wait_for
 
 RUNAWAY = FIXTURES / "suites" / "runaway"
@@ -40,17 +41,9 @@ def test_pause_holds_new_trials_and_resume_finishes(db, tmp_path):
 
 
 def test_raise_a_running_trials_budget_then_kill_it(db, tmp_path):
-    suite = tmp_path / "runaway"
-    shutil.copytree(RUNAWAY, suite)
     # The burner waits at a gate in its workspace before it burns, so the raise lands first
     # however slow the machine is: the test opens the gate once the runner has answered.
-    burner_file = suite / "scenarios" / "burner.toml"
-    burner_file.write_text('[[turns]]\nshell = "until [ -e gate ]; do sleep 0.05; done"\n'
-                           'usage = { uncached_input = 100, output = 10 }\n' + burner_file.read_text()
-                           .replace('description = "leaves a setsid background job behind, then burns tokens forever"',
-                                    ""))
-    (suite / "suite.toml").write_text((suite / "suite.toml").read_text().replace("wall_seconds = 20",
-                                                                                 "wall_seconds = 3600"))
+    suite = gated_runaway(tmp_path)
     agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
     store = Store(db)
     burner = wait_for(lambda: store.trials("runaway", "model = 'burner' and status = 'running'"), "the burner")[0]

@@ -159,6 +159,10 @@ async def test_a_finished_trial_lingers_then_gives_its_slot_away(sample_db):
 
 
 async def test_a_pane_opened_mid_trial_reads_its_history_from_the_store(sample_db):
+    import sqlite3
+
+    with sqlite3.connect(sample_db) as conn:  # the store agrees that trial 1 still runs
+        conn.execute("update trials set status = 'running' where id = 1")
     app = make_app(sample_db, screen="live", live=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -10,7 +10,8 @@ noticing beyond that.
 
 Ops: ``hello``, ``status``, ``subscribe``, ``kill`` {trial, reason?}, ``pause`` and ``resume``
 {model?, cli?}, ``budget`` {trial? | model?, cli?; wall_seconds?, tokens?, usd?}, ``cap`` {scope:
-run|provider|model, name?, usd?, tokens?}, ``stop``. Each request is checked
+run|provider|model, name?, usd?, tokens?}, ``hold`` {trial, seconds?: 0..30, 0 releases}
+(holds a trial's budget kill while the operator types a raise; a raise ends it), ``stop``. Each request is checked
 whole (``requests``): an unknown op or field, a wrong type, a budget that is not finite and
 positive is refused with ``{"ok": false, "error": ...}`` and changes nothing. The socket
 answers as soon as the runner has the store, before the first trial: while it prepares
@@ -64,6 +65,7 @@ class Meter(TypedDict):
     metered_by: Literal["proxy", "cli"]
     reported_tokens: dict[str, int] | None  # the CLI's own figures, behind the proxy
     node: str | None  # the fleet node it runs on (swarm sandbox), once placed; None elsewhere
+    budget_hold: float | None  # seconds left of the operator's hold on its budget kill (op ``hold``)
 
 
 class Progress(TypedDict, total=False):

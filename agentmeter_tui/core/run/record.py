@@ -114,6 +114,7 @@ def meter(trial: TrialRun) -> Meter:
             "reported_cost_usd": num(trial.parser.reported_cost_usd), "turns": trial.turns,
             "tool_calls": trial.tool_calls, "flags": sorted(trial.flags), "elapsed": elapsed,
             "budget": trial.budget.model_dump(), "events": trial.seq, "node": trial.node,
+            "budget_hold": trial.hold.remaining(),
             # behind the proxy, "tokens" are the proxy's and the CLI's own figures come beside them
             "metered_by": "proxy" if trial.proxy_route else "cli",
             "reported_tokens": trial.parser.usage.as_dict() if trial.proxy_route else None}

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
+from .budget_hold import HOLD_MAX
 
 MAX_REASON = 200  # characters of an operator's kill reason kept
 
@@ -116,6 +117,15 @@ class CapChange(Request):
         return self
 
 
+class Hold(Request):
+    """The TUI's budget dialog: hold one running trial's budget kill for ``seconds`` (at most
+    ``HOLD_MAX``; 0 releases) while the operator types a raise; a raise ends the hold."""
+
+    op: Literal["hold"]
+    trial: int
+    seconds: float = Field(HOLD_MAX, ge=0, le=HOLD_MAX, allow_inf_nan=False)
+
+
 RERUNNABLE = Literal["infra-invalid", "errored", "killed", "failed", "passed"]
 
 
@@ -132,7 +142,7 @@ class Rerun(Request):
 
 REQUESTS: dict[str, type[Request]] = {model.model_fields["op"].annotation.__args__[0]: model  # type: ignore[union-attr]
                                       for model in (Hello, Status, Pause, Resume, Stop, Subscribe, Kill, BudgetChange,
-                                                    CapChange, Rerun)}
+                                                    CapChange, Hold, Rerun)}
 
 
 def parse_request(data: Any) -> Request:

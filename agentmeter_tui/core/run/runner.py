@@ -38,7 +38,8 @@ from .clients import MAX_REQUEST, ControlDoor, refuse
 from .feed import Feed
 from .forecast import RunForecast
 from .liveops import handle_scoped
-from .requests import BudgetChange, Hello, Kill, Pause, RequestError, Rerun, Resume, Status, Stop, parse_request
+from .requests import (BudgetChange, Hello, Hold, Kill, Pause, RequestError, Rerun, Resume, Status, Stop,
+                       parse_request)
 from .rerun import rerun_live, rerun_plans
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
 
@@ -333,6 +334,12 @@ class Runner:
             for trial in scheduler.running.values():
                 trial.raise_budget(**limits)
             return {"ok": True, "budget": limits}
+        if isinstance(parsed, Hold):  # the TUI's budget dialog: hold this trial's budget kill while a raise is typed
+            trial = scheduler.trial(parsed.trial)
+            if trial is None:
+                return {"ok": False, "error": f"trial {parsed.trial} is not running"}
+            trial.hold_budget(parsed.seconds)
+            return {"ok": True, "trial": trial.id, "held": trial.hold.remaining()}
         return {"ok": False, "error": f"{parsed.op} is not answered here"}  # subscribe turns a connection into a feed
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,6 +30,7 @@ from ..usage import TokenUsage
 from ..verifiers import VERIFIERS
 from ..vocab import EventKind, KillReason, ParsedEvent, TrialStatus
 from . import record
+from .budget_hold import BudgetHold, BudgetChecks
 from .control import Meter
 from .provider_errors import ProviderErrors
 
@@ -51,7 +52,7 @@ class TrialPlan:
         return (self.task.id, self.config.key, self.trial_index)
 
 
-class TrialRun:
+class TrialRun(BudgetChecks):
     def __init__(self, ctx: RunContext, plan: TrialPlan):
         self.ctx, self.plan = ctx, plan
         self.adapter = get_adapter(plan.config.cli.adapter)
@@ -80,10 +81,15 @@ class TrialRun:
         self.pid: int | None = None
         self._reserved: dict[int, list] = {}  # proxy call number -> the capped scopes it counts in
         self._session_usage = False  # usage came from the session files while the CLI ran
+        self.hold = BudgetHold(self._hold_ended)  # the operator's hold on its budget kill (TUI dialog)
+        self._wall_from: float | None = None  # monotonic time the agent started (the time budget's zero)
+        self._wall_timer: asyncio.TimerHandle | None = None
 
     # -- control -----------------------------------------------------------------------------
 
     def request_kill(self, reason: KillReason) -> None:
+        if self.hold.defer(reason):
+            return
         if self.kill_reason is None and not self.status.is_final:
             self.kill_reason = reason
             self._kill.set()
@@ -92,6 +98,7 @@ class TrialRun:
         from ..suites import Budget
 
         self.budget = self.budget.merged(Budget(**{k: v for k, v in limits.items() if v is not None}))
+        self.hold.end()  # the raise the hold waited for; budgets are checked against it now
 
     def meter(self) -> Meter:
         return record.meter(self)
@@ -157,25 +164,12 @@ class TrialRun:
             self.cost += cost
         self.ctx.caps.add(self.plan.config.model, usage, cost)
 
-    def _over_budget(self) -> KillReason | None:
-        budget = self.budget
-        if budget.tokens is not None and self.usage.raw >= budget.tokens:
-            return KillReason("budget:tokens", f"{self.usage.raw} >= {budget.tokens}")
-        if budget.usd is not None and self.cost is not None and self.cost >= Decimal(str(budget.usd)):
-            return KillReason("budget:usd", f"${self.cost:.4f} >= ${budget.usd}")
-        return self.ctx.caps.reached(self.plan.config.model)  # the run's, provider's or model's cap
-
-    def _check_budgets(self) -> None:
-        reason = self._over_budget()
-        if reason is not None:
-            self.request_kill(reason)
-
     # -- the metering proxy's calls (on the event loop; see proxy.calls.CallSink) ---------------
 
     def admit_call(self) -> str | None:
         if self.kill_reason is not None:
             return f"the trial is being stopped: {self.kill_reason}"
-        reason = self._over_budget()
+        reason = None if self.hold.active else self._over_budget()  # held: the raise is being typed
         if reason is not None:  # e.g. a cap that another trial's call reached: this trial ends too
             self.request_kill(reason)
         return None if reason is None else f"the trial is over its budget: {reason}"
@@ -259,15 +253,13 @@ class TrialRun:
                          node=self.node, workspace=session.workspace)
         wait_task = asyncio.ensure_future(agent.wait())
         kill_task = asyncio.ensure_future(self._kill.wait())
-        wall = self.budget.wall_seconds
-        timer = asyncio.get_running_loop().call_later(
-            wall, self.request_kill, KillReason("budget:time", f"{wall:g} s")) if wall else None
+        self._wall_from = time.monotonic()
+        self._wall_due()
         poll = self.adapter.live_session_poll if self.proxy_route is None else None  # the proxy sees every call
         watcher = asyncio.ensure_future(self._watch_sessions(session, poll)) \
             if poll and self.adapter.session_globs else None
         await asyncio.wait({wait_task, kill_task}, return_when=asyncio.FIRST_COMPLETED)
-        if timer:
-            timer.cancel()
+        self._wall_from = None  # the agent ended: no time budget left to enforce
         if watcher:
             watcher.cancel()
         killed = self.kill_reason is not None

@@ -1,48 +1,100 @@
 """Provides the modal dialogs: confirm (kill), a note, a budget raise.
 
 Each is a ``ModalScreen[T]`` that dismisses with its typed answer (``None`` = cancelled),
-so callers read ``await push_screen_wait(...)`` or pass a callback.
+so callers read ``await push_screen_wait(...)`` or pass a callback. A dialog about one trial
+(kill, raise its budget) is bound to it: it follows the feed, and once that trial has ended
+it says so and its action does nothing (no "trial is not running" from the runner).
 """
 
 from __future__ import annotations
 
 import math
+import time
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
+from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from ...core.vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
+from ...core.vocab import FINAL_STATUSES, MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
 
 BUDGET_MOST = {"tokens": MAX_BUDGET_TOKENS, "usd": MAX_BUDGET_USD, "wall_seconds": MAX_BUDGET_WALL}
 
 
-class ConfirmDialog(ModalScreen[bool]):
+class TrialBound:
+    """Part of a dialog about trial ``trial_id``: ``ended`` says how it ended once it has."""
+
+    trial_id: int | None = None
+    ended: str | None = None
+
+    def watch_trial(self) -> None:
+        if self.trial_id is not None:
+            self.app.feed_signal.subscribe(self, self._check_trial, immediate=True)  # type: ignore[attr-defined]
+            self._check_trial(None)
+
+    def _check_trial(self, _summary: object) -> None:
+        if self.ended is not None:
+            return
+        session = self.app.session  # type: ignore[attr-defined]
+        live = session.live.trials.get(self.trial_id)
+        meter = live.meter if live is not None else None
+        stored = session.grid.trials.get(self.trial_id)
+        if meter is not None and meter.get("status") in FINAL_STATUSES:
+            status, reason = meter["status"], meter.get("reason")
+        elif meter is None and stored is not None and stored.status in FINAL_STATUSES:
+            status, reason = stored.status, stored.reason
+        elif session.live.ended:
+            status, reason = f"the run {session.live.ended}", None
+        else:
+            return
+        self.ended = status + (f" ({reason})" if reason else "")
+        self.trial_ended()
+
+    def trial_ended(self) -> None:
+        """Show that the trial has ended (override)."""
+
+
+class ConfirmDialog(TrialBound, ModalScreen[bool]):
     BINDINGS = [Binding("y", "answer(True)", "Yes", id="confirm-yes"),
                 Binding("n,escape", "answer(False)", "No", id="confirm-no")]
 
-    def __init__(self, question: str, detail: str = "", yes: str = "Yes", danger: bool = True) -> None:
+    def __init__(self, question: str, detail: str = "", yes: str = "Yes", danger: bool = True,
+                 trial_id: int | None = None) -> None:
         super().__init__(classes="dialog")
         self.question, self.detail, self.yes, self.danger = question, detail, yes, danger
+        self.trial_id = trial_id  # the trial it asks about: a yes after it ended does nothing
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
             yield Label(self.question, classes="dialog-title")
             if self.detail:
                 yield Static(self.detail, classes="dialog-detail")
+            ended = Static("", id="dialog-ended", classes="dialog-error")
+            ended.display = False  # shown only if its trial ends while the question is open
+            yield ended
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self.yes} (y)", id="yes", variant="error" if self.danger else "primary")
                 yield Button("Cancel (n)", id="no")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
+        self.watch_trial()
+
+    def trial_ended(self) -> None:
+        ended = self.query_one("#dialog-ended", Static)
+        ended.update(f"Trial #{self.trial_id} has ended: {self.ended}. Nothing left to do here.")
+        ended.display = True
+        self.query_one("#yes", Button).disabled = True
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+        self.action_answer(event.button.id == "yes")
 
     def action_answer(self, value: bool) -> None:
+        if value and self.ended is not None:
+            self.notify(f"Trial #{self.trial_id} had already ended: {self.ended}.", severity="warning")
+            value = False
         self.dismiss(value)
 
 
@@ -71,14 +123,20 @@ class NoteDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class BudgetDialog(ModalScreen[dict | None]):
-    """New limits for one trial (or every running trial); blank fields keep their value."""
+class BudgetDialog(TrialBound, ModalScreen[dict | None]):
+    """New limits for one trial (or every running trial); blank fields keep their value.
+
+    For one trial, its opener asks the runner to hold that trial's budget kill while the
+    figure is typed (``hold_for`` shows for how long); a raise or a cancel ends the hold."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="budget-cancel")]
 
-    def __init__(self, title: str, budget: dict) -> None:
+    def __init__(self, title: str, budget: dict, trial_id: int | None = None) -> None:
         super().__init__(classes="dialog")
         self.title_text, self.budget = title, budget
+        self.trial_id = trial_id
+        self._held_until: float | None = None  # monotonic end of the runner's hold on its budget kill
+        self._hold_error: str | None = None  # why the runner did not hold it
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
@@ -89,6 +147,7 @@ class BudgetDialog(ModalScreen[dict | None]):
                     current = self.budget.get(key)
                     yield Input(placeholder="no limit" if current is None else f"now {current:g}",
                                 id=f"budget-{key}", type="number")
+            yield Static("", id="budget-hold", classes="dialog-hint")
             yield Static("", id="budget-error", classes="dialog-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Raise (enter)", id="apply", variant="primary")
@@ -96,6 +155,40 @@ class BudgetDialog(ModalScreen[dict | None]):
 
     def on_mount(self) -> None:
         self.query_one("#budget-tokens", Input).focus()
+        self.watch_trial()
+        if self.trial_id is not None:
+            self._show_hold()
+            self.set_interval(1.0, self._show_hold)
+
+    def hold_for(self, seconds: float | None, error: str | None = None) -> None:
+        """The runner's answer to the hold (it can come before the dialog is drawn): held
+        ``seconds``, or not (``error``)."""
+        if seconds:
+            self._held_until = time.monotonic() + seconds
+        else:
+            self._hold_error = error or "the runner did not hold it"
+        if self.is_mounted:
+            self._show_hold()
+
+    def _show_hold(self) -> None:
+        if self.ended is not None:
+            return
+        if self._hold_error is not None:
+            text = f"[$warning]Its budget kill is not held ({escape(self._hold_error)}): be quick.[/]"
+        elif self._held_until is None:
+            text = "Asking the runner to hold its budget kill…"
+        else:
+            left = max(0, round(self._held_until - time.monotonic()))
+            text = (f"Its budget kill is held for {left} s while you type" if left
+                    else "[$warning]The hold is over: its budgets apply again.[/]")
+        self.query_one("#budget-hold", Static).update(text)
+
+    def trial_ended(self) -> None:
+        self._held_until = None
+        self.query_one("#budget-hold", Static).update("")
+        self.query_one("#budget-error", Static).update(f"Trial #{self.trial_id} has ended: {self.ended}. "
+                                                       "There is no budget left to raise.")
+        self.query_one("#apply", Button).disabled = True
 
     def _collect(self) -> dict | None:
         limits = {}
@@ -115,6 +208,9 @@ class BudgetDialog(ModalScreen[dict | None]):
         return limits
 
     def _submit(self) -> None:
+        if self.ended is not None:
+            self.dismiss(None)
+            return
         limits = self._collect()
         if limits is not None:
             self.dismiss(limits or None)

@@ -30,7 +30,8 @@ AMS_EVERY = 3.0  # seconds between AMS recomputations while trials finish
 PREVIEW_EVERY = 1.0  # seconds between redraws of the highlighted cell's trial list while its trials run
 
 LEGEND = ("[$status-running]▶[/] running  [$status-passed]✓[/] passed  [$status-killed]☠[/] killed  "
-          "[$status-errored]![/] errored  [$flag-thrash]↻[/] thrashing  [$status-invalid]⊘[/] infra-invalid")
+          "[$status-errored]![/] errored  [$flag-thrash]↻[/] thrashing  [$status-invalid]⊘[/] infra-invalid  "
+          "⇣ imported  +? some cost unpriced")
 
 
 class GridScreen(SessionScreen):
@@ -74,6 +75,9 @@ class GridScreen(SessionScreen):
             with self.app.batch_update():
                 table.update_cells(grid, dirty)
         self.query_one(RunBar).show(session)
+        note = table.overflow_note()  # columns out of view are said, never silently missing
+        if note != (table.border_subtitle or ""):
+            table.border_subtitle = note
         # The list's figures follow its trials once a second: with a thousand trials running,
         # redrawing it on every flush was most of what a key press on this screen waited behind.
         self._preview_stale = self._preview_stale or self._preview in dirty
@@ -86,12 +90,21 @@ class GridScreen(SessionScreen):
         table = self.query_one(GridTable)
         width, side = layout_for(self.size.width or 160, self.session.grid)
         self.query_one("#grid-side").display = side
+        self._fit_height()
         cursor = table.cursor_coordinate if table.row_count else None
         table.set_shape(self.session.grid, width)
         if cursor is not None and cursor.row < table.row_count and cursor.column < len(table.columns):
             table.move_cursor(row=cursor.row, column=cursor.column)
 
+    def _fit_height(self) -> None:
+        """Every model row, when the screen has them: three lines each, the header, the border and
+        a scrollbar; the trial list below keeps 6 lines. (62 % of a short screen clipped a row.)"""
+        height = self.size.height or 48
+        needed = 3 * len(self.session.grid.models) + 4
+        self.query_one("#grid-area").styles.max_height = max(int(height * 0.62), min(needed, height - 10))
+
     def on_resize(self) -> None:
+        self._fit_height()
         table = self.query_one(GridTable)
         if getattr(table, "cell_width", None) != layout_for(self.size.width or 160, self.session.grid)[0]:
             self._reshape()

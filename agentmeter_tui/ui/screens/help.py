@@ -43,8 +43,9 @@ class HelpScreen(ModalScreen[None]):
                     continue
                 keys = self.keymap.get(binding.id or "", binding.key)
                 shown = ", ".join(self.app.get_key_display(Binding(k.strip(), "")) for k in keys.split(","))
-                table.add_row(Text(section, style="bold"), shown, binding.tooltip or binding.description,
-                              Text(binding.id or "", style="dim"))
+                # height None: a long description wraps in its column instead of being cut
+                table.add_row(Text(section, style="bold"), shown, Text(binding.tooltip or binding.description),
+                              Text(binding.id or "", style="dim"), height=None)
         table.focus()
 
     async def action_dismiss(self, result: None = None) -> None:

@@ -20,6 +20,7 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.widgets import DataTable, Static
 
+from ...core.run.budget_hold import HOLD_MAX
 from .. import format as fmt
 from ..data import tail_events
 from ..live_state import TickSummary
@@ -284,7 +285,12 @@ class LiveScreen(SessionScreen):
         """The selected trial if it still runs; else say what to do and return None."""
         trial_id = self.selected_trial()
         trial = self.session.live.trials.get(trial_id) if trial_id is not None else None
-        if trial is None or trial.finished:
+        if trial is not None and trial.finished:  # its pane lingers a moment after it ends
+            reason = trial.meter.get("reason")
+            self.notify(f"Trial #{trial.id} has already ended: {trial.meter.get('status')}"
+                        + (f" ({reason})." if reason else "."), severity="warning")
+            return None
+        if trial is None:
             self.notify("First pick a running trial's pane (arrow keys).", severity="warning")
             return None
         return trial
@@ -300,13 +306,16 @@ class LiveScreen(SessionScreen):
 
         self.app.push_screen(ConfirmDialog(f"Kill trial #{trial.id}?", fmt.trial_title(trial.meter) +
                                            "\nIts transcript, tokens and cost so far are kept; the reason "
-                                           "recorded is 'operator'.", yes="Kill"), answered)
+                                           "recorded is 'operator'.", yes="Kill", trial_id=trial.id), answered)
 
     async def _kill(self, trial_id: int) -> None:
         try:
             await self.session.request("kill", trial=trial_id, reason="operator")
         except Exception as exc:
-            self.notify(f"Kill failed: {exc}", severity="error")
+            if "not running" in str(exc):  # it ended between the yes and the runner: not a failure
+                self.notify(f"Trial #{trial_id} had already ended; nothing was killed.", severity="warning")
+            else:
+                self.notify(f"Kill failed: {exc}", severity="error")
         else:
             self.notify(f"Killing trial #{trial_id}…")
 
@@ -317,10 +326,26 @@ class LiveScreen(SessionScreen):
 
         def answered(limits: dict | None) -> None:
             if limits:
-                self.run_worker(self._raise(trial.id, limits), exit_on_error=False)
+                self.run_worker(self._raise(trial.id, limits), exit_on_error=False)  # a raise ends the hold
+            elif dialog.ended is None:
+                self.run_worker(self._hold(dialog, 0), exit_on_error=False)  # cancelled: release it now
 
-        self.app.push_screen(BudgetDialog(f"Raise the budget of trial #{trial.id}", trial.meter.get("budget") or {}),
-                             answered)
+        dialog = BudgetDialog(f"Raise the budget of trial #{trial.id}", trial.meter.get("budget") or {},
+                              trial_id=trial.id)
+        self.app.push_screen(dialog, answered)
+        # Hold its budget kill while the figure is typed: a trial at 98 % must not die meanwhile.
+        self.run_worker(self._hold(dialog, HOLD_MAX), exit_on_error=False)
+
+    async def _hold(self, dialog: BudgetDialog, seconds: float) -> None:
+        assert dialog.trial_id is not None
+        try:
+            reply = await self.session.hold_budget(dialog.trial_id, seconds)
+        except Exception as exc:
+            if seconds and dialog.is_attached:
+                dialog.hold_for(None, str(exc))
+            return
+        if seconds and dialog.is_attached:
+            dialog.hold_for(reply.get("held"))
 
     def action_budget_all(self) -> None:
         def answered(limits: dict | None) -> None:

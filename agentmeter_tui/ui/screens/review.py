@@ -145,6 +145,8 @@ class ReviewScreen(ReviewTranscript, ReviewModes, SessionScreen):
         doc = await self._read_transcript(trial_id)
         view = self.query_one(TranscriptView)
         self.trial_id, self.detail, self.saving = trial_id, detail, None
+        # Blind, the hidden usage lines and notes would show as gaps in the event numbers.
+        view.numbered = not blind
         view.load(doc)
         self._show_detail()
 
@@ -176,7 +178,7 @@ class ReviewScreen(ReviewTranscript, ReviewModes, SessionScreen):
             return
         self.query_one("#review-title", Static).update(
             f"[b]Review[/] {escape(fmt.trial_title(detail.row))} [$text-muted]│[/] "
-            f"{position or '?'} of {len(self.queue)} finished · {scored} scored [$text-muted]│ reviewer[/] "
+            f"#{position or '?'} of {len(self.queue)} in the queue · {scored} scored [$text-muted]│ reviewer[/] "
             f"{escape(self.session.reviewer)}")
 
     def _show_detail(self) -> None:
@@ -190,7 +192,9 @@ class ReviewScreen(ReviewTranscript, ReviewModes, SessionScreen):
         self.query_one("#reviews-panel").display = self.adjudicating
         for widget in ("#usage-panel", "#cell-title", "#siblings"):
             self.query_one(widget).display = not blind
-        self.query_one("#score-panel", Static).update(score_markup(self._own(detail), self.saving))
+        self.query_one("#score-panel", Static).update(score_markup(
+            self._own(detail), self.saving,
+            unscored="no final score yet · 0 1 2 3 sets it" if self.adjudicating else "not scored yet · press 0 1 2 3"))
         self.query_one("#verdict-panel", Static).update(verdict_renderable(detail))
         if self.adjudicating:
             self.query_one("#reviews-panel", Static).update(reviews_markup(reviewer_scores(detail.scores),

@@ -134,6 +134,8 @@ class ReviewTranscript:
         after = doc.seq_at(view.cursor) if len(doc) else 0
         seq = await self.session.store.call(search_events, self.trial_id, needle, after, direction < 0)
         if seq is None:
-            self.notify(f"No more matches for '{needle}'.")
+            anywhere = await self.session.store.call(search_events, self.trial_id, needle, 0, False)
+            self.notify(f"No more matches for '{needle}' that way." if anywhere is not None
+                        else f"No match for '{needle}' in this transcript.")
             return
         await self._goto_seq(seq)

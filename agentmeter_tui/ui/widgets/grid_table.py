@@ -111,6 +111,31 @@ class GridTable(CellUpdates, ComponentStyles, DataTable):
                 text.append(f" {glyph}{count}", style(name))
         return text
 
+    def shown_clis(self) -> tuple[int, int]:
+        """(first, last) CLI columns in view, 1-based, given the horizontal scroll."""
+        if self._model is None or not self._model.clis:
+            return 0, 0
+        widths = [column.get_render_width(self) for column in self.ordered_columns]
+        room = self.scrollable_content_region.width - widths[0]  # the model column stays put
+        first = last = 0
+        x = 0
+        for number, width in enumerate(widths[1:], 1):
+            if x + width > self.scroll_x and not first:
+                first = number
+            if x + width <= self.scroll_x + room:
+                last = number
+            x += width
+        return first or 1, max(last, first or 1)
+
+    def overflow_note(self) -> str:
+        """The border's note when some CLI columns are out of view: which are shown, and how to see more."""
+        total = len(self._model.clis) if self._model is not None else 0
+        first, last = self.shown_clis()
+        if not total or (first <= 1 and last >= total):
+            return ""
+        arrows = ("← " if first > 1 else "") + ("→ " if last < total else "")
+        return f"CLIs {first}-{last} of {total} · {arrows}for more"
+
     @property
     def current_config(self) -> Config | None:
         if self._model is None or not self.row_count:

@@ -36,9 +36,9 @@ def cost_markup(meter: Meter, burn: tuple[float | None, float | None]) -> str:
     return text
 
 
-def bar_markup(label: str, fraction: float | None, width: int, var: str) -> str:
-    if fraction is None:
-        return f"[$text-muted]{label} no limit[/]"
+def bar_markup(label: str, fraction: float | None, width: int, var: str, limited: bool = False) -> str:
+    if fraction is None:  # no figure to measure yet (not started, ended, unpriced) is not "no limit"
+        return f"[$text-muted]{label} {'—' if limited else 'no limit'}[/]"
     colour = "$error" if fraction >= 0.95 else "$warning" if fraction >= 0.8 else f"${var}"
     return (f"[$text-muted]{label}[/] [{colour} on $meter-track]{fmt.bar(fraction, width)}[/]"
             f" {fmt.percent(fraction):>4}")
@@ -58,10 +58,12 @@ def budget_fractions(meter: Meter, elapsed: float | None) -> dict[str, float | N
 def budget_markup(meter: Meter, elapsed: float | None, width: int) -> str:
     """Three bars in ``width`` cells: tokens, USD and time against the trial's budget."""
     fractions = budget_fractions(meter, elapsed)
+    budget = meter.get("budget") or {}
     bar_width = max(4, (width - 3 * 11) // 3)
-    return "  ".join((bar_markup("tok", fractions["tokens"], bar_width, "meter-uncached"),
-                      bar_markup("usd", fractions["usd"], bar_width, "meter-usd"),
-                      bar_markup("time", fractions["time"], bar_width, "meter-time")))
+    return "  ".join(bar_markup(label, fractions[key], bar_width, var, budget.get(limit) is not None)
+                     for label, key, limit, var in (("tok", "tokens", "tokens", "meter-uncached"),
+                                                    ("usd", "usd", "usd", "meter-usd"),
+                                                    ("time", "time", "wall_seconds", "meter-time")))
 
 
 class TrialMeter(Static):

@@ -30,7 +30,8 @@ VERIFIER_LINES = 40
 FAILING_CASES = 6
 
 
-def score_markup(detail: TrialDetail | None, saving: int | None = None) -> str:
+def score_markup(detail: TrialDetail | None, saving: int | None = None,
+                 unscored: str = "not scored yet · press 0 1 2 3") -> str:
     if detail is None:
         return "[$text-muted]no trial[/]"
     lines = []
@@ -38,7 +39,7 @@ def score_markup(detail: TrialDetail | None, saving: int | None = None) -> str:
     if saving is not None:
         lines.append(f"[b $score-{saving}]{saving}[/]  [$text-muted]saving…[/]")
     elif current is None:
-        lines.append("[$text-muted]not scored yet · press 0 1 2 3[/]")
+        lines.append(f"[$text-muted]{unscored}[/]")  # adjudicating: the reviewers' scores sit beside it
     else:
         lines.append(f"[b $background on $score-{current.score}] {current.score} [/] [b]{RUBRIC[current.score]}[/]")
         lines.append(f"[$status-passed]✓ saved[/] [$text-muted]by[/] {escape(current.reviewer)} "

@@ -8,6 +8,7 @@ cadence, and only when the text changed.
 
 from __future__ import annotations
 
+from textual.content import Content
 from textual.markup import escape
 from textual.widgets import Static
 
@@ -42,21 +43,27 @@ def run_bar_markup(session: Session, width: int) -> str:
     total = progress.get("total", totals.total) if session.live_mode and progress else totals.total
     running = progress.get("running", totals.running) if progress else totals.running
     name = session.overview.name or session.suite_id or "no suite"
-    parts = [f"[b $accent]agentmeter[/] [b]{escape(str(name))}[/]"
-             + (f" [$text-muted]run {session.live.run_id}[/]" if session.live.run_id else ""),
-             connection_markup(session)]
     fraction = done / total if total else None
-    parts.append(f"[b]{done}[/]/{total} [$status-passed on $meter-track]{fmt.bar(fraction, 12)}[/]"
-                 f" [$status-running]▶ {running}[/]"
-                 + (f" [$text-muted]· {progress.get('queued')} queued[/]" if progress.get("queued") else ""))
-    parts.append(f"{fmt.tokens(totals.raw)} tok · [$meter-usd]{fmt.usd(totals.usd)}[/]")
+    # (markup, rank): on a narrow terminal the parts of highest rank go first, so the line
+    # never runs off the edge; what it keeps longest is the suite, the connection and progress.
+    parts = [(f"[b $accent]agentmeter[/] [b]{escape(str(name))}[/]"
+              + (f" [$text-muted]run {session.live.run_id}[/]" if session.live.run_id else ""), 0),
+             (connection_markup(session), 0),
+             (f"[b]{done}[/]/{total} [$status-passed on $meter-track]{fmt.bar(fraction, 12)}[/]"
+              f" [$status-running]▶ {running}[/]"
+              + (f" [$text-muted]· {progress.get('queued')} queued[/]" if progress.get("queued") else ""), 0),
+             (f"{fmt.tokens(totals.raw)} tok · [$meter-usd]{fmt.usd(totals.usd)}[/]", 2)]
     if session.live_mode and not session.live.ended:
         burn = session.live.totals()
-        parts.append(f"[$text-muted]burn[/] {fmt.tokens(burn['tokens_per_min'])} tok/min · "
-                     f"{fmt.usd(burn['usd_per_min'])}/min")
-    if width >= 150:
-        parts.append(f"[$text-muted]reviewer[/] {escape(session.reviewer)}")
-    return " [$text-muted]│[/] ".join(parts)
+        parts.append((f"[$text-muted]burn[/] {fmt.tokens(burn['tokens_per_min'])} tok/min · "
+                      f"{fmt.usd(burn['usd_per_min'])}/min", 3))
+    parts.append((f"[$text-muted]reviewer[/] {escape(session.reviewer)}", 4))
+    for rank in (4, 3, 2):
+        markup = " [$text-muted]│[/] ".join(text for text, _ in parts)
+        if Content.from_markup(markup).cell_length <= width:
+            return markup
+        parts = [(text, r) for text, r in parts if r != rank]
+    return " [$text-muted]│[/] ".join(text for text, _ in parts)
 
 
 class RunBar(Static):

@@ -64,11 +64,13 @@ class TranscriptView(ScrollView, can_focus=True):
         self._needle_re: re.Pattern | None = None
         self._all_folded = False
         self._pending_show: tuple[int, bool] | None = None  # a show_event waiting for its chunk
+        self.numbered = True  # event numbers in the gutter (off in blind review)
 
     # -- content --------------------------------------------------------------------------------
 
     def load(self, doc: TranscriptDoc) -> None:
         self.doc = doc
+        self.refresh()  # ``numbered`` may have changed with the doc
         self._all_folded = False
         self._pending_show = None
         width = self.size.width - GUTTER - 1
@@ -205,7 +207,8 @@ class TranscriptView(ScrollView, can_focus=True):
         index, line = located
         if not doc.loaded(index):
             self._need(index)
-            return Strip([Segment(f"{doc.seq_at(index):>7} ⋯ reading…", self.get_component_rich_style("tv--gutter"))]
+            return Strip([Segment(f"{self._number(doc.seq_at(index))} ⋯ reading…",
+                                  self.get_component_rich_style("tv--gutter"))]
                          ).crop_extend(0, width, self.rich_style)
         kind = doc.index.kinds[index]
         failed = index in doc.index.failures
@@ -217,12 +220,16 @@ class TranscriptView(ScrollView, can_focus=True):
             style, gutter = style + Style(bgcolor=cursor.bgcolor), gutter + cursor
         if line == 0:
             fold = "▸" if not doc.is_open(index) and kind != "assistant" else KIND_GLYPH.get(kind, " ")
-            head = f"{doc.index.seqs[index]:>7} {fold} "
+            head = f"{self._number(doc.index.seqs[index])} {fold} "
         else:
             head = " " * (GUTTER - 2) + "│ "
         segments = [Segment(head, gutter + Style(color=style.color) if line == 0 else gutter)]
         segments.extend(self._highlight(doc.lines(index)[line], style))
         return Strip(segments).crop_extend(0, width, style if index == self.cursor else self.rich_style)
+
+    def _number(self, seq: int) -> str:
+        """The gutter's event number (blank when ``numbered`` is off: blind review)."""
+        return f"{seq:>7}" if self.numbered else " " * 7
 
     def _highlight(self, text: str, style: Style) -> list[Segment]:
         if self._needle_re is None or not text:

@@ -48,6 +48,7 @@ class TrialPane(Vertical, can_focus=False):
         self.shown_seq = 0
         self.seeding = False  # history is being read from the store; live events wait until it is in
         self._status: str | None = None
+        self._held: float | None = None
         self._subtitle = ""
 
     def compose(self) -> ComposeResult:
@@ -69,16 +70,18 @@ class TrialPane(Vertical, can_focus=False):
         if new:
             self.query_one(TranscriptTail).write_events(new)
             self.shown_seq = new[-1][0]
-        status = meter.get("status")
-        if not meters and status == self._status:
-            return
-        self._status = status
+        status, held = meter.get("status"), meter.get("budget_hold")
+        if not meters and status == self._status and held == self._held:
+            return  # a hold that starts or ends shows at once, like a status change
+        self._status, self._held = status, held
         self.border_title = escape(fmt.trial_title(meter))
         elapsed = trial.elapsed(now)
         self.query_one(TrialMeter).show(meter, elapsed, trial.burn())
         wall = (meter.get("budget") or {}).get("wall_seconds")
         clock = fmt.duration(elapsed) + (f" / {fmt.duration(wall)}" if wall else "")
         parts = [status_markup(meter.get("status", "?"), meter.get("reason")), f"[$text-muted]{clock}[/]"]
+        if held and not trial.finished:  # the operator's budget dialog holds its budget kill
+            parts.append(f"[b $warning]⏸ budget kill held {max(0, held - (now - trial.received)):.0f} s[/]")
         flags = flags_markup([f for f in meter.get("flags") or [] if f != "unpriced"])
         if flags:
             parts.append(flags)
