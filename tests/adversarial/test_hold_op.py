@@ -7,18 +7,21 @@ from types import SimpleNamespace
 
 import pytest
 
-from agentmeter_tui.core.run.budget_hold import HOLD_MAX, hold_seconds
+from agentmeter_tui.core.run.budget_hold import HOLD_MAX
+from agentmeter_tui.core.run.requests import RequestError, parse_request
 from agentmeter_tui.core.suites import Budget
 from tests.core.test_budget_hold import running_trial
 
 
 @pytest.mark.parametrize("seconds", [31, -1, float("nan"), float("inf"), "10", True, None])
 def test_the_socket_refuses_holds_that_are_not_0_to_30_seconds(seconds):
-    assert isinstance(hold_seconds({"seconds": seconds}), str)
+    with pytest.raises(RequestError, match="hold: seconds"):
+        parse_request({"op": "hold", "trial": 21, "seconds": seconds})
 
 
 def test_a_hold_request_without_seconds_holds_the_most():
-    assert hold_seconds({}) == HOLD_MAX and hold_seconds({"seconds": 0}) == 0
+    assert parse_request({"op": "hold", "trial": 21}).seconds == HOLD_MAX
+    assert parse_request({"op": "hold", "trial": 21, "seconds": 0}).seconds == 0
 
 
 async def test_the_runner_answers_hold_for_its_running_trial_only():
@@ -26,6 +29,7 @@ async def test_the_runner_answers_hold_for_its_running_trial_only():
 
     trial = running_trial(Budget(tokens=1000))
     runner = Runner.__new__(Runner)  # only the socket's dispatch is under test
+    runner.suite = runner.caps = None  # a hold names neither a cap nor a model
     runner.scheduler = SimpleNamespace(trial=lambda trial_id: trial if trial_id == 21 else None)
     reply = runner.handle("hold", {"op": "hold", "trial": 21, "seconds": 20})
     assert reply["ok"] and reply["trial"] == 21 and 0 < reply["held"] <= 20 and trial.hold.active

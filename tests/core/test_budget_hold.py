@@ -21,7 +21,8 @@ from tests.waiting import eventually
 def running_trial(budget: Budget) -> TrialRun:
     changed: list = []
     ctx = SimpleNamespace(suite=SimpleNamespace(budget_for=lambda task: budget),
-                          sink=SimpleNamespace(trial_changed=changed.append))
+                          sink=SimpleNamespace(trial_changed=changed.append),
+                          caps=SimpleNamespace(reached=lambda model: None, add=lambda *spent: None))  # no run cap
     plan = SimpleNamespace(task=SimpleNamespace(id="t"), trial_index=1,
                            config=SimpleNamespace(cli=SimpleNamespace(adapter="reference", label="reference"),
                                                   model=SimpleNamespace(id="m")))
