@@ -61,6 +61,12 @@ class Runner:
         self.caps = CapLedger(suite)  # changeable from the socket's first answer on
         self.forecast = RunForecast()  # the bill and finish time projected from this run's finished trials
 
+    def _preparing(self, text: str) -> None:
+        """What the sandbox is preparing (an image built step by step, pushed to a fleet's
+        registry): told to the clients and kept in the log. Called from any thread."""
+        self.log(f"preparing: {text}")
+        self._loop.call_soon_threadsafe(self.feed.prepare, text)
+
     def log(self, text: str) -> None:
         try:
             print(f"[{utcnow()}] {text}", file=sys.stderr, flush=True)
@@ -214,8 +220,7 @@ class Runner:
         sandbox_cls = SANDBOXES.get(suite.spec.sandbox.kind)
         sandbox = sandbox_cls(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
         self._sandbox = sandbox
-        # what the sandbox is preparing (an image build, step by step), told from any thread
-        sandbox.on_progress = lambda text: self._loop.call_soon_threadsafe(self.feed.prepare, text)
+        sandbox.on_progress = self._preparing
         await sandbox.preflight()
         if removed := getattr(sandbox, "removed", None):
             self.log(f"removed {len(removed)} trial folder(s) of runners that are gone")
