@@ -232,3 +232,26 @@ def test_read_only_store_as_a_user_who_cannot_write_it(kind, good_store):
     finally:
         folder.chmod(0o755)
         shutil.rmtree(tmp_path)
+
+
+def test_a_store_open_in_this_process_is_never_reopened_by_the_check(tmp_path, monkeypatch):
+    """Closing any descriptor of a file drops every POSIX lock the process holds on it, SQLite's
+    included: the store check must not read the header of a store this process has open (a
+    second Store on it, as the runner's writer and readers are), or another process may write
+    under a live connection ("database disk image is malformed", seen in a stop-and-rerun test)."""
+    import builtins
+
+    from agentmeter_tui.core.store import Store
+
+    db = tmp_path / "s.db"
+    first = Store(db)
+    real_open = builtins.open
+
+    def guarded(file, *args, **kwargs):
+        assert Path(file) != db, "the check opened a store this process holds open"
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", guarded)
+    second = Store(db)
+    second.close()
+    first.close()

@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 from ..paths import DEFAULT_DB, owner_only
 from . import quick
-from .check import StoreError, check_file, damage
+from .check import StoreError, check_file, damage, opened
 from .imports import ImportQueries
 from .lazydb import Database
 from .migrations import migrate
@@ -101,6 +101,7 @@ class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries
         check_file(self.path, create=not readonly, write=not readonly)
         try:
             self.db = connect(self.path, readonly=readonly)
+            opened(self.path)
             if not readonly:
                 if check and (found := damage(self.db.conn)):
                     self.db.conn.close()

@@ -16,6 +16,16 @@ from pathlib import Path
 HEADER = b"SQLite format 3\x00"
 
 
+# (device, inode) of every store this process has opened through SQLite: never reopened by hand.
+_OPENED: set[tuple[int, int]] = set()
+
+
+def opened(path: Path) -> None:
+    """``path`` is open through SQLite in this process from now on (see :func:`check_file`)."""
+    status = path.stat()
+    _OPENED.add((status.st_dev, status.st_ino))
+
+
 class StoreError(Exception):
     """A ``--db`` that is not a store we can use; the message names the file and why."""
 
@@ -41,6 +51,15 @@ def check_file(path: Path, *, create: bool, write: bool) -> bool:
         return False
     if not path.is_file():
         raise StoreError(path, "not a regular file")
+    status = path.stat()
+    if (status.st_dev, status.st_ino) in _OPENED:
+        # This process has the store open already (checked then): reading its header again would
+        # open and close a descriptor of it, and closing any descriptor of a file drops every
+        # POSIX lock the process holds on it, SQLite's included (see paths.owner_only): another
+        # process could then write under a live connection and damage the store.
+        if write and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+            raise StoreError(path, "read-only (this command writes to the store)")
+        return True
     try:
         with open(path, "rb") as handle:
             head = handle.read(100)
