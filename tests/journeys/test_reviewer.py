@@ -55,6 +55,7 @@ def test_review_score_note_blind_export_merge(tmp_path):
         ana.keys("n")
         ana.wait_for(f"Note on trial #{opened}")
         typed(ana, NOTE)
+        ana.wait_for("otherwise")  # every character in the note's field before it is saved
         ana.keys("C-s")
         ana.wait_for("Note saved.")
         ana.keys("]")  # the next unscored trial
