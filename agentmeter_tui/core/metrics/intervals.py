@@ -20,9 +20,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads with the first interval: a screen that shows none never pays for it
+    import numpy as np
 
 from .ams import DEFAULT_ALPHA, TierBudget
 from .runs import TIERS, Config, Run
@@ -70,6 +71,8 @@ class Intervals:
     distribution: np.ndarray = field(repr=False)  # (statistic, configuration, resample)
 
     def compare(self, a: Config, b: Config) -> Comparison:
+        import numpy as np
+
         ams = self.distribution[STATISTICS.index("ams")]
         i, j = self.configs.index(a), self.configs.index(b)
         diff = ams[i] - ams[j]
@@ -102,6 +105,8 @@ class TaskTable:
 def task_table(configs: Sequence[Config], attempts: Mapping[Config, Iterable[Run]],
                selected: Mapping[Config, Mapping[str, Run]], task_tiers: Mapping[str, str | None],
                budgets: Mapping[str, TierBudget], alpha: float = DEFAULT_ALPHA) -> TaskTable:
+    import numpy as np
+
     tasks = list(task_tiers)
     column = {t: n for n, t in enumerate(tasks)}
     shape = (len(configs), len(tasks))
@@ -133,6 +138,8 @@ def task_table(configs: Sequence[Config], attempts: Mapping[Config, Iterable[Run
 def statistics(table: TaskTable, *indices: np.ndarray) -> np.ndarray:
     """(statistic, configuration, resample) for resampled task columns, one index array per stratum
     (each of shape (resamples, stratum size)); the original table with ``np.arange`` indices."""
+    import numpy as np
+
     def total(values: np.ndarray) -> np.ndarray:
         return sum(values[:, i].sum(axis=-1) for i in indices)
 
@@ -151,6 +158,8 @@ def statistics(table: TaskTable, *indices: np.ndarray) -> np.ndarray:
 
 def bootstrap(configs: Sequence[Config], table: TaskTable, resamples: int = DEFAULT_RESAMPLES,
               seed: int = DEFAULT_SEED, level: float = LEVEL) -> Intervals:
+    import numpy as np
+
     from scipy.stats import bootstrap as scipy_bootstrap
 
     configs = list(configs)
@@ -185,6 +194,8 @@ def bootstrap(configs: Sequence[Config], table: TaskTable, resamples: int = DEFA
 def rank_shares(ams: np.ndarray) -> tuple[list[float], list[float]]:
     """Per configuration, the share of resamples in which it is first (ties: first for every tied
     one, as winrates count them) and in which at most two others are strictly ahead of it."""
+    import numpy as np
+
     if not ams.size:
         return [], []
     ams = np.nan_to_num(ams, nan=-np.inf)
@@ -194,6 +205,8 @@ def rank_shares(ams: np.ndarray) -> tuple[list[float], list[float]]:
 
 
 def _interval(low: float, high: float) -> Interval:
+    import numpy as np
+
     def value(v: float) -> float | None:
         return None if not np.isfinite(v) else float(v)
     return Interval(value(low), value(high))

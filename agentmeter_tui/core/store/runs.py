@@ -89,7 +89,7 @@ class RunQueries:
         return {r["key"]: r["id"] for r in self.db.query("select key, id from configurations where suite_id = ?",
                                                          [suite_id])}
 
-    def cell_trials(self, suite_id: str) -> list[dict[str, Any]]:
+    def trial_outcomes(self, suite_id: str) -> list[dict[str, Any]]:
         """``id, task_id, config_id, trial_index, status`` of every trial of a suite, oldest first."""
         return list(self.db.query("select id, task_id, config_id, trial_index, status from trials "
                                   "where suite_id = ? order by id", [suite_id]))
