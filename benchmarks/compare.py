@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 import psutil
 
-from agentmeter_tui.core.compare import compare_trials, open_comparison
+from agentmeter_tui.core.review.compare import compare_trials, open_comparison
 from agentmeter_tui.core.store import Store
 from tests.sample_data import _insert_events, build_sample_store, transcript
 

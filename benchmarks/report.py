@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.core.records import import_records, write_records
+from agentmeter_tui.core.reporting.records import import_records, write_records
 from agentmeter_tui.core.reporting import render_json, report_from_store
 from agentmeter_tui.core.reporting.synthetic import synthetic_records
 from agentmeter_tui.core.store import Store

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.core.records import import_records  # noqa: E402
+from agentmeter_tui.core.reporting.records import import_records  # noqa: E402
 from agentmeter_tui.core.reporting import report_from_store  # noqa: E402
 from agentmeter_tui.core.reporting.site import build_site  # noqa: E402
 from agentmeter_tui.core.reporting.synthetic import synthetic_records  # noqa: E402

@@ -95,7 +95,8 @@ def _gen(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from ..core.difftest import render_text
-    from ..core.suites import Task, TaskFile, load_task
+    from ..core.suites.suite import Task, load_task
+    from ..core.suites.taskfolders import TaskFile
     from ..core.verifiers.differential import DifferentialVerifier
 
     overrides = {"cases": args.cases, "oracle": args.oracle, "run": args.run_command, "install": args.install,
@@ -132,7 +133,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from ..core.difftest.summary import funnel_markdown, funnel_rows
-    from ..core.records import RecordError, load_records, records_from_store
+    from ..core.reporting.records import RecordError, load_records, records_from_store
     from ..core.store import Store
 
     try:

@@ -1,7 +1,7 @@
 """``agentmeter install-clis [--only PKG@VER] [--dir DIR]``: install every registered adapter's
 pinned agent CLI into the project-local folder (npm packages with one ``npm install``, each
 PyPI package in its own venv); what is already there at its version is left alone. Then the
-runtime bundle that runs them inside any glibc image is assembled (``core/clisbundle.py``).
+runtime bundle that runs them inside any glibc image is assembled (``core/install/clisbundle.py``).
 Exit 0 when every CLI asked for is in place, 1 when an install failed, 2 on bad input.
 """
 
@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..core import clisbundle, installer
+from ..core.install import clisbundle, installer
 from ..core.paths import default_clis_root
 
 

@@ -107,7 +107,7 @@ def meter_command(args: argparse.Namespace) -> int:
 
 def keep_as_trial(db: Path, command: list[str], run: MeterRun, totals: dict, started: str) -> int:
     """The run as one imported trial of suite ``meter``: task = the program, cli = its name."""
-    from ..core.records import TrialRecord, import_records
+    from ..core.reporting.records import TrialRecord, import_records
     from ..core.store import Store
 
     models = [c.model for c in run.meter.calls if c.model]

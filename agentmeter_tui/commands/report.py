@@ -106,7 +106,7 @@ def report_command(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     if args.charts:
-        from ..core.charts import write_charts
+        from ..core.reporting.charts import write_charts
 
         for path in write_charts(report, Path(args.charts)):
             print(f"wrote {path}", file=sys.stderr)

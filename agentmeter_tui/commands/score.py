@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def score_command(args: argparse.Namespace) -> int:
-    from ..core.reviewing import default_reviewer
+    from ..core.review.reviewing import default_reviewer
 
     db = Path(args.db)
     if not db.is_file():

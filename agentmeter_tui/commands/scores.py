@@ -52,7 +52,7 @@ def _store(path: str, readonly: bool = False):
 
 def export_command(args: argparse.Namespace) -> int:
     from ..core.reporting.files import write_text_atomically
-    from ..core.scores_io import export_csv
+    from ..core.review.scores_io import export_csv
 
     store = _store(args.db, readonly=True)
     if store is None:
@@ -70,7 +70,7 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def import_command(args: argparse.Namespace) -> int:
-    from ..core.scores_io import import_csv_all
+    from ..core.review.scores_io import import_csv_all
     from ..core.store import utcnow
     from ..core.tomlerrors import InputError
 
@@ -89,7 +89,7 @@ def import_command(args: argparse.Namespace) -> int:
 
 
 def merge_command(args: argparse.Namespace) -> int:
-    from ..core.scores_io import merge_store
+    from ..core.review.scores_io import merge_store
 
     store = _store(args.db)
     if store is None:

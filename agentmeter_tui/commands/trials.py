@@ -7,7 +7,13 @@ import io
 import sys
 from pathlib import Path
 
-from ..core.records import RecordError, import_records, read_records_each, records_from_store, write_records
+from ..core.reporting.records import (
+    RecordError,
+    import_records,
+    read_records_each,
+    records_from_store,
+    write_records,
+)
 from ..core.store import Store
 from . import add_db_argument
 

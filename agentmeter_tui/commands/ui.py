@@ -146,7 +146,7 @@ def review_command(args: argparse.Namespace) -> int:
 
 
 def _set_plan(db: Path, args: argparse.Namespace) -> int:
-    from ..core.reviewing import default_reviewer
+    from ..core.review.reviewing import default_reviewer
     from ..core.store import Store
 
     if args.reviews is not None and not 1 <= args.reviews <= 20:

@@ -29,7 +29,7 @@ from .usage import TokenUsage
 from .wire import fold
 
 if TYPE_CHECKING:
-    from .suites import Suite
+    from .suites.suite import Suite
 
 ONE_TURN = """description = "agentmeter doctor: one text answer, no tool call"
 [[turns]]

@@ -115,8 +115,8 @@ def grid_rows(store: Store, suite_id: str) -> list[dict[str, Any]]:
 
 
 def latest_scores(store: Store, suite_id: str | None) -> dict[int, float]:
-    """Each scored trial's agreed score: adjudicated, else the median of its reviewers (core.reviewing)."""
-    from ..core.reviewing import agreed_scores
+    """Each scored trial's agreed score: adjudicated, else the median of its reviewers (core.review.reviewing)."""
+    from ..core.review.reviewing import agreed_scores
 
     return {t: int(v) if v == int(v) else v for t, v in agreed_scores(store, suite_id).items()}
 

@@ -2,7 +2,7 @@
 queue with each reviewer's score, and the compare screen's aligned steps.
 
 Functions take a ``Store`` (run on the UI's store thread) and call the core's reviewer workflow
-(``core/reviewing.py``) and the store's named queries; no SQL here.
+(``core/review/reviewing.py``) and the store's named queries; no SQL here.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.compare import Comparison, ComparisonReader, open_comparison
-from ..core.reviewing import Masker, adjudication_queue, blind_queue, masker_for, review_plan
+from ..core.review.compare import Comparison, ComparisonReader, open_comparison
+from ..core.review.reviewing import Masker, adjudication_queue, blind_queue, masker_for, review_plan
 from ..core.store import ScoreRow, Store
 from .data import EventIndex, event_index, event_text
 

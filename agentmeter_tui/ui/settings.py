@@ -46,7 +46,7 @@ def load_settings(path: Path | None = None) -> tuple[UiSettings, str | None]:
 
 
 def reviewer_name(settings: UiSettings) -> str:
-    from ..core.reviewing import default_reviewer
+    from ..core.review.reviewing import default_reviewer
 
     if settings.reviewer and not os.environ.get("AGENTMETER_REVIEWER", "").strip():
         return settings.reviewer

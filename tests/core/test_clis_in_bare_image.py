@@ -1,6 +1,6 @@
 """Every real agent CLI inside a task's own bare image: busybox, bash and its libraries, no
 node and no Python (``bare_image.py``). The CLIs come read-only from ``.clis/`` with the
-runtime bundle that ``install-clis`` assembles (``core/clisbundle.py``); the model is the
+runtime bundle that ``install-clis`` assembles (``core/install/clisbundle.py``); the model is the
 scripted server, reached through the isolated network's relay. Per CLI: (a) the grid dry
 run's tasks pass with the tokens the server served, (b) a runaway is killed by its token
 budget with no process and no container of the trial left."""
@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from agentmeter_tui.core import clisbundle
+from agentmeter_tui.core.install import clisbundle
 from agentmeter_tui.core.harnesses import ADAPTERS
 from agentmeter_tui.core.paths import default_clis_root
 from agentmeter_tui.core.sandboxes.docker.engine import TRIAL

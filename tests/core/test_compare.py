@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 
-from agentmeter_tui.core.compare import build_steps, compare_trials, first_divergence, read_path
+from agentmeter_tui.core.review.compare import build_steps, compare_trials, first_divergence, read_path
 from tests.sample_data import _insert_events, build_sample_store
 
 
@@ -90,7 +90,7 @@ def test_reading_in_ranges_gives_the_steps_of_one_pass(tmp_path):
     same steps, tokens, totals, repeats and divergence as reading each trial whole. The trials
     mix messages streamed over several events, errors, failed results, re-reads and usage rows
     before the first event and after the last (they count in the first and last step)."""
-    from agentmeter_tui.core.compare import open_comparison
+    from agentmeter_tui.core.review.compare import open_comparison
     from tests.sample_data import transcript
 
     store = build_sample_store(tmp_path / "r.db", events_per_trial=2, scores=False)
@@ -127,7 +127,7 @@ def test_reading_in_ranges_gives_the_steps_of_one_pass(tmp_path):
 
 
 def test_the_first_range_shows_before_the_rest_is_read(tmp_path):
-    from agentmeter_tui.core.compare import open_comparison
+    from agentmeter_tui.core.review.compare import open_comparison
     from tests.sample_data import transcript
 
     store = build_sample_store(tmp_path / "f.db", events_per_trial=2, scores=False)

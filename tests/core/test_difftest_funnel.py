@@ -162,7 +162,7 @@ def test_details_are_json_able_and_text_names_failing_cases():
 
 
 def record(model, task, status, scores=None, attempt=0, trial=1, ratio=None):
-    from agentmeter_tui.core.records import TrialRecord
+    from agentmeter_tui.core.reporting.records import TrialRecord
     from agentmeter_tui.core.usage import TokenUsage
 
     extra = {"attempt": attempt} if attempt else {}
@@ -201,7 +201,7 @@ def test_funnel_per_configuration_from_trial_records():
 
 def test_difftest_report_command_reads_records(tmp_path, capsys):
     from agentmeter_tui.cli import main
-    from agentmeter_tui.core.records import write_records
+    from agentmeter_tui.core.reporting.records import write_records
 
     path = tmp_path / "records.jsonl"
     full = {"build": 1.0, "exec": 1.0, "side_effects": 0.5, "exact": 0.5, "fuzzy": 0.5, "semantic": None}

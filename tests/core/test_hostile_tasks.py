@@ -13,8 +13,8 @@ import tarfile
 import pytest
 
 from agentmeter_tui.core.sandboxes.archive import extract
-from agentmeter_tui.core.suites import load_suite
-from agentmeter_tui.core.taskfiles import MAX_FILE_BYTES, MAX_TESTS_BYTES
+from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.taskfiles import MAX_FILE_BYTES, MAX_TESTS_BYTES
 from agentmeter_tui.core.tomlerrors import InputError
 from tests.conftest import ROOT, agentmeter
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmeter_tui.core import installer
+from agentmeter_tui.core.install import installer
 from agentmeter_tui.core.harnesses import ADAPTERS
 from tests.conftest import agentmeter
 

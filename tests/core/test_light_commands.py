@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from agentmeter_tui import cli
-from agentmeter_tui.core.records import import_records, read_records
+from agentmeter_tui.core.reporting.records import import_records, read_records
 from agentmeter_tui.core.store import Store
 
 HEAVY = ("textual", "rich.console", "rich.live", "numpy", "scipy", "matplotlib", "docker", "asyncssh",

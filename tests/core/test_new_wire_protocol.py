@@ -11,7 +11,7 @@ import pytest
 
 from agentmeter_tui.core.proxy.meter import child_environment, kinds, real_keys
 from agentmeter_tui.core.proxy.server import MeteringProxy
-from agentmeter_tui.core.suitefile import Provider
+from agentmeter_tui.core.suites.suitefile import Provider
 from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.wire import MERGED, PROTOCOLS, READERS, fold, get_protocol, protocol_for
 from tests.core.mockllm_support import SHELL_SCHEMA, TWO_TURNS, register, start_server, write_scenario

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from agentmeter_tui.core.metrics import Run
-from agentmeter_tui.core.records import import_records
+from agentmeter_tui.core.reporting.records import import_records
 from agentmeter_tui.core.reporting import (
     build_report,
     read_task_list,
@@ -21,7 +21,7 @@ from agentmeter_tui.core.reporting import (
 )
 from agentmeter_tui.core.reporting.synthetic import synthetic_records
 from agentmeter_tui.core.store import Store
-from agentmeter_tui.core.suites import Scoring
+from agentmeter_tui.core.suites.suitefile import Scoring
 from agentmeter_tui.core.tomlerrors import InputError
 
 TIERS = {"e1": "easy", "e2": "easy", "m1": "medium", "h1": "hard"}

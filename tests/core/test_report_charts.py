@@ -5,9 +5,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from agentmeter_tui.cli import main
-from agentmeter_tui.core.charts import heatmap_data, scatter_data, tier_profile_data, write_charts
+from agentmeter_tui.core.reporting.charts import heatmap_data, scatter_data, tier_profile_data, write_charts
 from agentmeter_tui.core.metrics import Run
-from agentmeter_tui.core.records import import_records
+from agentmeter_tui.core.reporting.records import import_records
 from agentmeter_tui.core.reporting import build_report, report_from_records
 from agentmeter_tui.core.reporting.synthetic import synthetic_records
 from agentmeter_tui.core.store import Store

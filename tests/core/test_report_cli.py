@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from agentmeter_tui.cli import main
-from agentmeter_tui.core.records import import_records, write_records
+from agentmeter_tui.core.reporting.records import import_records, write_records
 from agentmeter_tui.core.reporting.synthetic import synthetic_records
 from agentmeter_tui.core.store import Store
 

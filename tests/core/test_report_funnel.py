@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from agentmeter_tui.core.records import import_records, read_records
+from agentmeter_tui.core.reporting.records import import_records, read_records
 from agentmeter_tui.core.reporting import render, report_from_store
 from agentmeter_tui.core.store import Store
 

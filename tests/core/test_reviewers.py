@@ -16,7 +16,7 @@ from sklearn.metrics import cohen_kappa_score
 from agentmeter_tui.cli import main
 from agentmeter_tui.core.metrics.agreement import agreement
 from agentmeter_tui.core.reporting import report_from_store
-from agentmeter_tui.core.reviewing import (
+from agentmeter_tui.core.review.reviewing import (
     Masker,
     adjudication_queue,
     agreed_scores,
@@ -24,7 +24,7 @@ from agentmeter_tui.core.reviewing import (
     blind_order,
     blind_queue,
 )
-from agentmeter_tui.core.scores_io import export_csv, import_csv, merge_store
+from agentmeter_tui.core.review.scores_io import export_csv, import_csv, merge_store
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.tomlerrors import InputError
 from tests.sample_data import build_sample_store
@@ -230,7 +230,7 @@ def test_scores_commands(tmp_path, capsys):
 
 
 def test_review_plan_from_suite_toml_and_store(store, tmp_path):
-    from agentmeter_tui.core.reviewing import review_plan
+    from agentmeter_tui.core.review.reviewing import review_plan
 
     folder = tmp_path / "suite"
     folder.mkdir()

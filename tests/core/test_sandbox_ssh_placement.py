@@ -7,7 +7,7 @@ import asyncio
 from types import SimpleNamespace
 
 from agentmeter_tui.core.run.placement import Host, Placement
-from agentmeter_tui.core.taskfolders import EnvironmentSection
+from agentmeter_tui.core.suites.taskfolders import EnvironmentSection
 from tests.waiting import settle
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentmeter_tui.core import installer
+from agentmeter_tui.core.install import installer
 from agentmeter_tui.core.harnesses import ADAPTERS, get_adapter
 from agentmeter_tui.core.harnesses.summary import summarize
 from agentmeter_tui.core.interop.harbor import cli_name

@@ -11,7 +11,7 @@ import pytest
 from agentmeter_tui.core.harnesses.reference import ReferenceParser, chat_usage
 from agentmeter_tui.core.lines import TRUNCATION_MARKER, LineSplitter
 from agentmeter_tui.core.pricing import PriceSnapshot, draft_snapshot
-from agentmeter_tui.core.records import (
+from agentmeter_tui.core.reporting.records import (
     RecordError,
     import_records,
     read_records,
@@ -162,7 +162,7 @@ def test_migrations_are_idempotent(tmp_path):
 def test_calibrated_tiers_in_the_suite_override_task_tiers(tmp_path):
     import shutil
 
-    from agentmeter_tui.core.suites import load_suite
+    from agentmeter_tui.core.suites.suite import load_suite
     from tests.conftest import ROOT
 
     suite = tmp_path / "smoke"

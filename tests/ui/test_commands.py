@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 
 from agentmeter_tui.commands.ui import demo_clis, demo_suite
-from agentmeter_tui.core.records import import_records, parse_record
+from agentmeter_tui.core.reporting.records import import_records, parse_record
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.ui.screens.review import ReviewScreen
 from agentmeter_tui.ui.widgets.transcript_view import TranscriptView

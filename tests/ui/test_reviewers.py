@@ -142,7 +142,7 @@ async def test_adjudication_sets_the_final_score(sample_db):
     with closing(Store(sample_db)) as store:
         assert store.adjudications("sample")[5].score == 1 and store.adjudications("sample")[5].reviewer == "alice"
         from agentmeter_tui.core.reporting import report_from_store
-        from agentmeter_tui.core.reviewing import agreed_scores
+        from agentmeter_tui.core.review.reviewing import agreed_scores
 
         assert agreed_scores(store, "sample")[5] == 1.0
         report = report_from_store(store, "sample", rubric=True)

@@ -24,10 +24,10 @@ from ..registry import load
 from ..tomlerrors import InputError
 from ..wire import find_key, get_protocol, protocol_for, protocols
 from .scenario import Scenario, load_scenario
-from .session import Session, Sessions, finish_entry, log_entry
+from .session import ScriptedSession, ScriptedSessions, finish_entry, log_entry
 from .wire import DEFAULT_MODELS, ScriptedProtocol, WireRequest
 
-SESSIONS = web.AppKey("sessions", Sessions)
+SESSIONS = web.AppKey("sessions", ScriptedSessions)
 NO_SESSION = ("no scripted session for this API key: register it with POST /_scripted/sessions "
               "(key, scenario) or start the server with --scenario FILE")
 _SCRIPTED: dict[str, ScriptedProtocol] = {}
@@ -59,7 +59,7 @@ class _Call:
     def __init__(self, request: web.Request, protocol: str | None, raw: bytes):
         self.sessions = request.app[SESSIONS]
         self.entry = log_entry(request, raw, protocol, time.time())
-        self.session: Session | None = self.sessions.lookup(find_key(request.headers, request.query))
+        self.session: ScriptedSession | None = self.sessions.lookup(find_key(request.headers, request.query))
         if self.session is not None:
             self.session.requests_seen += 1
         self.status, self.answer, self.outcome, self.first_byte = 0, None, "completed", None
@@ -205,7 +205,7 @@ async def register(request: web.Request) -> web.Response:
     return json_body({"label": session.label, "scenario": path, "turns": len(scenario.turns)})
 
 
-def _session_or_404(request: web.Request) -> Session | web.Response:
+def _session_or_404(request: web.Request) -> ScriptedSession | web.Response:
     session = request.app[SESSIONS].by_key.get(request.match_info["key"])
     return session if session is not None else json_body({"error": "no session with this key"}, 404)
 
@@ -236,7 +236,7 @@ def create_app(scenario: str | Path | None = None, log_dir: str | Path | None = 
     """The server; ``scenario`` plays for keys nobody registered (else they get 401)."""
     default: Scenario | None = load_scenario(scenario) if scenario else None
     app = web.Application(client_max_size=64 * 1024 * 1024)
-    app[SESSIONS] = Sessions(default, str(scenario) if scenario else None, Path(log_dir) if log_dir else None)
+    app[SESSIONS] = ScriptedSessions(default, str(scenario) if scenario else None, Path(log_dir) if log_dir else None)
     add = app.router.add_route
     add("GET", "/_scripted/health", health)
     add("POST", "/_scripted/sessions", register)

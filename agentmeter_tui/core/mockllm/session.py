@@ -1,4 +1,4 @@
-"""Sessions of the scripted model server: one per API key, each with its scenario, turn
+"""ScriptedSessions of the scripted model server: one per API key, each with its scenario, turn
 cursor, the usage it served and its request log.
 
 Concurrent trials share one server by using different API keys. All state changes happen on
@@ -56,7 +56,7 @@ class ServedCall:
 
 
 @dataclass
-class Session:
+class ScriptedSession:
     key: str
     scenario: Scenario
     scenario_path: str | None
@@ -115,24 +115,24 @@ class Session:
         }
 
 
-class Sessions:
+class ScriptedSessions:
     """Key -> session, with a default scenario for keys nobody registered."""
 
     def __init__(self, default: Scenario | None = None, default_path: str | None = None,
                  log_dir: Path | None = None):
         self.default, self.default_path = default, default_path
         self.log_dir = log_dir
-        self.by_key: dict[str, Session] = {}
+        self.by_key: dict[str, ScriptedSession] = {}
         self.unmatched: deque = deque(maxlen=LOG_LIMIT)  # requests that found no session
         if log_dir is not None:
             log_dir.mkdir(parents=True, exist_ok=True)
 
-    def register(self, key: str, scenario: Scenario, path: str | None, label: str | None = None) -> Session:
-        session = Session(key, scenario, path, label=label or "")
+    def register(self, key: str, scenario: Scenario, path: str | None, label: str | None = None) -> ScriptedSession:
+        session = ScriptedSession(key, scenario, path, label=label or "")
         self.by_key[key] = session
         return session
 
-    def lookup(self, key: str | None) -> Session | None:
+    def lookup(self, key: str | None) -> ScriptedSession | None:
         if key is None:
             return None
         session = self.by_key.get(key)
@@ -140,7 +140,7 @@ class Sessions:
             session = self.register(key, self.default, self.default_path)
         return session
 
-    def record(self, session: Session | None, entry: dict[str, Any]) -> None:
+    def record(self, session: ScriptedSession | None, entry: dict[str, Any]) -> None:
         """Keep a finished request's log entry in memory and, with ``--log``, in a JSONL file."""
         target = session.log if session is not None else self.unmatched
         target.append(entry)

@@ -3,7 +3,7 @@ format (md, csv, json: :mod:`.formats`).
 
 ``report_from_store(store, suite_id, selection=..., rubric=..., subset=...)`` is what
 ``agentmeter report`` and the TUI's report screen call; ``report_from_records`` and
-``build_report`` serve exported records and tests. Charts are in ``core.charts``.
+``build_report`` serve exported records and tests. Charts are in ``core.reporting.charts``.
 """
 
 from .build import (

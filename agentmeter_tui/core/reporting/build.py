@@ -18,7 +18,7 @@ from ..metrics.intervals import DEFAULT_SEED, bootstrap, task_table
 from ..metrics.rubric import cell_medians, honesty_gate, standings, task_winners
 from ..metrics.runs import TIERS, Config, Run, Selection, select_runs
 from ..metrics.validation import rank_validation
-from ..records import STATUSES, TrialRecord
+from .records import STATUSES, TrialRecord
 from ..tomlerrors import InputError, read_input
 from .report import Report, RubricTable
 
@@ -188,7 +188,7 @@ def cost_notes(checks: Mapping[str, Any]) -> list[str]:
 
 def suite_settings(row: Mapping[str, Any]) -> tuple[Any | None, str | None, Path | None]:
     """(Scoring, own, suite.toml path) for a store's suite row; Scoring None when unknown."""
-    from ..suites import Scoring
+    from ..suites.suitefile import Scoring
     from ..tomlerrors import load_toml, validate
 
     own = row.get("own")
@@ -223,7 +223,7 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
     runs = runs_from_store(store, suite_id)
     scores = None
     if rubric:
-        from ..reviewing import agreed_scores
+        from ..review.reviewing import agreed_scores
 
         # Several reviewers: a trial's score is its adjudicated one, else the median of its reviewers.
         scores = agreed_scores(store, suite_id)
@@ -236,12 +236,12 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
     if set(sources) - {"agentmeter"}:  # imported trials: say how many of each source the report counts
         report.notes.append("trials by source: " + ", ".join(f"{name} {n}" for name, n in sources.items()))
     if agreement:
-        from ..reviewing import agreement_from_store
+        from ..review.reviewing import agreement_from_store
 
         report.agreement = agreement_from_store(store, suite_id)
     if store.has_differential(suite_id):
         from ..difftest.summary import funnel_rows
-        from ..records import records_from_store
+        from .records import records_from_store
 
         report.funnel = [r.as_dict() for r in funnel_rows(records_from_store(store, suite_id))]
     return report

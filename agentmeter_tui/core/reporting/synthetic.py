@@ -12,7 +12,7 @@ import math
 import random
 from collections.abc import Iterator
 
-from ..records import TrialRecord
+from .records import TrialRecord
 from ..usage import TokenUsage
 
 CLIS = ("claude-code", "codex", "qwen-code", "kimi", "gemini", "opencode")

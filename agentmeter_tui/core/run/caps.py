@@ -27,14 +27,14 @@ from collections import defaultdict
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from ..suitefile import Cap
-from ..taskfolders import Budget
+from ..suites.suitefile import Cap
+from ..suites.taskfolders import Budget
 from ..usage import TokenUsage
 from ..vocab import KillReason
 
 if TYPE_CHECKING:
-    from ..suitefile import ModelEntry
-    from ..suites import Suite
+    from ..suites.suitefile import ModelEntry
+    from ..suites.suite import Suite
 
 Scope = tuple[str, str]  # ("run", ""), ("provider", name), ("model", id)
 RUN: Scope = ("run", "")

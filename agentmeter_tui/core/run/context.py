@@ -26,7 +26,8 @@ from .caps import CapLedger
 if TYPE_CHECKING:
     from ..proxy.server import MeteringProxy
     from ..sandboxes.base import Sandbox, SandboxSession
-    from ..suites import ModelEntry, Suite
+    from ..suites.suitefile import ModelEntry
+    from ..suites.suite import Suite
     from .modelserver import ScriptedServer
     from .trial import TrialRun
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .requests import BudgetChange, CapChange, Pause, Request, Resume
 
 if TYPE_CHECKING:
-    from ..suites import Suite
+    from ..suites.suite import Suite
     from .caps import CapLedger
     from .scheduler import Scheduler
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..suites import Suite
+    from ..suites.suite import Suite
     from .trial import TrialPlan
 
 

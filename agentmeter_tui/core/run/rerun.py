@@ -11,7 +11,7 @@ from .requests import Rerun
 from .trial import TrialPlan
 
 if TYPE_CHECKING:
-    from ..suites import Suite
+    from ..suites.suite import Suite
 
 Cell = tuple[str, int, int]  # task id, configuration id, trial index
 

@@ -28,7 +28,7 @@ from .placement import Placement, Slot
 from .trial import TrialPlan, TrialRun
 
 if TYPE_CHECKING:
-    from ..suites import Suite
+    from ..suites.suite import Suite
 
 
 def plan_cells(suite: Suite, config_ids: dict[str, int]) -> list[TrialPlan]:

@@ -36,7 +36,8 @@ from .provider_errors import ProviderErrors
 
 if TYPE_CHECKING:
     from ..proxy.calls import ProxyCall, Route
-    from ..suites import Budget, Configuration, Task
+    from ..suites.taskfolders import Budget
+    from ..suites.suite import Configuration, Task
     from .context import RunContext
 
 @dataclass
@@ -95,7 +96,7 @@ class TrialRun(BudgetChecks):
             self._kill.set()
 
     def raise_budget(self, **limits: float | None) -> None:
-        from ..suites import Budget
+        from ..suites.taskfolders import Budget
 
         self.budget = self.budget.merged(Budget(**{k: v for k, v in limits.items() if v is not None}))
         self.hold.end()  # the raise the hold waited for; budgets are checked against it now

@@ -20,7 +20,7 @@ from ..registry import load
 if TYPE_CHECKING:
     import asyncio
 
-    from ..suites import Suite, Task
+    from ..suites.suite import Suite, Task
     from .hostcheck import HostCheck
 
 # (stream name, complete lines without their newline). Called on the runner's event loop.

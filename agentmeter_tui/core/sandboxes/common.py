@@ -23,7 +23,7 @@ from ..tomlerrors import InputError, load_toml, validate
 
 if TYPE_CHECKING:
     from ..run.placement import Placement
-    from ..suites import Suite
+    from ..suites.suite import Suite
     from .base import OutputCallback
 
 M = TypeVar("M", bound=BaseModel)

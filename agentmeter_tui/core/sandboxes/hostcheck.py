@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..suites import Suite
+    from ..suites.suite import Suite
 
 MIN_FREE_GB = 2.0
 

@@ -36,7 +36,7 @@ from .base import (
 from .hostcheck import HostCheck
 
 if TYPE_CHECKING:
-    from ..suites import Task
+    from ..suites.suite import Task
 
 _STREAMS = {1: "stdout", 2: "stderr"}
 OWNER = re.compile(r"t\d+-r(\d+-\d+)-")  # the runner in a trial folder's name

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..sandboxes.base import SandboxSession
-    from ..suites import Task
+    from ..suites.suite import Task
 
 
 @dataclass

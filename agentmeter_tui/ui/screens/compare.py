@@ -14,7 +14,7 @@ from textual.containers import Horizontal
 from textual.markup import escape
 from textual.widgets import Static
 
-from ...core.compare import Comparison, TrialSteps
+from ...core.review.compare import Comparison, TrialSteps
 from ...core.inert import inert
 from .. import format as fmt
 from ..review_data import compare, compare_more

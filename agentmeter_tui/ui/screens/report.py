@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
-from ...core.charts import heatmap_data, scatter_data, tier_profile_data
+from ...core.reporting.charts import heatmap_data, scatter_data, tier_profile_data
 from ...core.metrics.runs import TIERS
 from ...core.reporting.render import MAIN_COLUMNS
 from ...core.reporting.render import fmt_median, fmt_score

@@ -1,4 +1,4 @@
-"""Provides the report's charts drawn in the terminal, from ``core.charts`` data.
+"""Provides the report's charts drawn in the terminal, from ``core.reporting.charts`` data.
 
 - :class:`AmsHeatmap`: AMS over the model x CLI grid, each cell shaded between the theme's
   ``heat-low`` and ``heat-high``, each model's best CLI marked;
@@ -17,7 +17,7 @@ from textual.markup import escape
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from ...core.charts import ScatterData
+from ...core.reporting.charts import ScatterData
 from ...core.metrics.runs import TIERS
 from ..themes import APP_VARIABLES, heat_colour
 

@@ -16,7 +16,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...core.compare import Comparison, Step
+from ...core.review.compare import Comparison, Step
 from ...core.inert import inert
 from .. import format as fmt
 

@@ -45,7 +45,7 @@ class SessionSource:
 
 
 @dataclass
-class Session:
+class CliSession:
     """One session as read: its transcript and what it says about itself."""
 
     events: list[ImportedEvent] = field(default_factory=list)
@@ -144,14 +144,14 @@ class SessionReader(ABC):
     def sources(self, root: Path) -> Iterator[SessionSource]: ...
 
     @abstractmethod
-    def read(self, source: SessionSource) -> Session: ...
+    def read(self, source: SessionSource) -> CliSession: ...
 
     def file_bytes(self, source: SessionSource) -> dict[str, bytes]:
         """The session's files as the adapter's ``recover`` takes them (name -> bytes)."""
         return {str(p.relative_to(source.root)): source.data[p] if p in source.data else p.read_bytes()
                 for p in source.files}
 
-    def totals(self, source: SessionSource, session: Session) -> tuple[TokenUsage, int]:
+    def totals(self, source: SessionSource, session: CliSession) -> tuple[TokenUsage, int]:
         recovery = get_adapter(self.cli).recover(self.file_bytes(source))
         return (recovery.usage, recovery.turns) if recovery is not None else (TokenUsage(), 0)
 

@@ -12,7 +12,7 @@ from ...harnesses.claude_code import SYNTHETIC, ClaudeCodeParser, block_events, 
 from ...vocab import EventKind
 from ...wire.anthropic import from_anthropic
 from ..cli_logs import imported
-from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
+from .base import CliSession, SessionReader, SessionSource, parse_ts, read_lines
 
 
 class ClaudeSessions(SessionReader):
@@ -25,8 +25,8 @@ class ClaudeSessions(SessionReader):
             subagents = sorted((path.parent / path.stem / "subagents").glob("*.jsonl"))
             yield SessionSource(path.stem, [path, *subagents], root)
 
-    def read(self, source: SessionSource) -> Session:
-        session = Session()
+    def read(self, source: SessionSource) -> CliSession:
+        session = CliSession()
         counter = ClaudeCodeParser()  # counts tool calls for block_events
         last_usage: dict[str, dict] = {}  # message id -> the usage record last read (copies repeat it)
         for path in source.files:

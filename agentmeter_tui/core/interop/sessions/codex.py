@@ -14,7 +14,7 @@ import orjson
 from ...harnesses.codex import codex_usage
 from ...harnesses.jsonl import content_text, tool_arguments, tool_text
 from ...vocab import EventKind
-from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
+from .base import CliSession, SessionReader, SessionSource, parse_ts, read_lines
 
 
 class CodexSessions(SessionReader):
@@ -34,8 +34,8 @@ class CodexSessions(SessionReader):
             # The file name ends with the session id (a UUID of five dash-separated groups).
             yield SessionSource("-".join(path.stem.split("-")[-5:]), [path], root)
 
-    def read(self, source: SessionSource) -> Session:
-        session = Session()
+    def read(self, source: SessionSource) -> CliSession:
+        session = CliSession()
         model = None
         for _number, line, obj in read_lines(source.files[0], source.data):
             if obj is None:
@@ -60,7 +60,7 @@ class CodexSessions(SessionReader):
                 session.errors.append(str(payload.get("message") or "error")[:200])
         return session
 
-    def _item(self, session: Session, item: dict, ts: float | None, model: str | None) -> None:
+    def _item(self, session: CliSession, item: dict, ts: float | None, model: str | None) -> None:
         kind = item.get("type")
         if kind == "message":
             text = content_text([{"text": p.get("text")} for p in item.get("content") or [] if isinstance(p, dict)])

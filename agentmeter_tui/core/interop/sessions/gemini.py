@@ -15,7 +15,7 @@ from ...harnesses.gemini_cli import record_usage
 from ...harnesses.jsonl import tool_text
 from ...vocab import EventKind
 from ..walls import read_under
-from .base import BadSession, Session, SessionReader, SessionSource, parse_ts, read_lines
+from .base import BadSession, CliSession, SessionReader, SessionSource, parse_ts, read_lines
 from .qwen import parts_events
 
 
@@ -52,8 +52,8 @@ class GeminiSessions(SessionReader):
             elif obj is None or "type" in obj:
                 yield obj, line
 
-    def read(self, source: SessionSource) -> Session:
-        session = Session()
+    def read(self, source: SessionSource) -> CliSession:
+        session = CliSession()
         path = source.files[0]
         session.project = self._projects(source.root).get(path.parent.parent.name, path.parent.parent.name)
         records: dict[str, dict | str] = {}  # id -> last copy, in first-seen order; a raw line as text
@@ -72,7 +72,7 @@ class GeminiSessions(SessionReader):
                 self._record(session, key, record)
         return session
 
-    def _record(self, session: Session, key: str, record: dict) -> None:
+    def _record(self, session: CliSession, key: str, record: dict) -> None:
         kind, ts = record.get("type"), parse_ts(record.get("timestamp"))
         session.seen(ts)
         if kind == "user":

@@ -18,7 +18,7 @@ from ...harnesses.jsonl import tool_arguments, tool_text
 from ...harnesses.kimi_cli import wire_usage
 from ...vocab import EventKind
 from ..walls import read_under
-from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
+from .base import CliSession, SessionReader, SessionSource, parse_ts, read_lines
 
 
 class KimiSessions(SessionReader):
@@ -49,10 +49,10 @@ class KimiSessions(SessionReader):
             pass
         return dirs, model
 
-    def read(self, source: SessionSource) -> Session:
+    def read(self, source: SessionSource) -> CliSession:
         dirs, model = self._home_facts(source.root)
         path = source.files[0]
-        session = Session(project=dirs.get(path.parent.parent.name), model=model)
+        session = CliSession(project=dirs.get(path.parent.parent.name), model=model)
         for _number, line, obj in read_lines(path, source.data):
             message = obj.get("message") if obj is not None and isinstance(obj.get("message"), dict) else None
             if message is None:  # not JSON (kept raw), or the protocol header line
@@ -64,7 +64,7 @@ class KimiSessions(SessionReader):
             self._message(session, str(message.get("type")), message.get("payload"), ts, model)
         return session
 
-    def _message(self, session: Session, kind: str, payload: object, ts: float | None, model: str | None) -> None:
+    def _message(self, session: CliSession, kind: str, payload: object, ts: float | None, model: str | None) -> None:
         payload = payload if isinstance(payload, dict) else {}
         if kind == "TurnBegin":
             user = payload.get("user_input")

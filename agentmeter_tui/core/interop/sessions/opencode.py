@@ -19,7 +19,7 @@ from ...harnesses.opencode import step_usage
 from ...usage import TokenUsage
 from ...vocab import EventKind
 from ..walls import Refused, check
-from .base import BadSession, Session, SessionReader, SessionSource, parse_ts
+from .base import BadSession, CliSession, SessionReader, SessionSource, parse_ts
 
 DB = "opencode.db"
 
@@ -56,14 +56,14 @@ class OpencodeSessions(SessionReader):
         except sqlite3.DatabaseError as exc:
             raise BadSession(str(db), f"not a readable opencode store ({exc})") from None
 
-    def totals(self, source: SessionSource, session: Session) -> tuple[TokenUsage, int]:
+    def totals(self, source: SessionSource, session: CliSession) -> tuple[TokenUsage, int]:
         calls = [e.usage for e in session.events if e.usage is not None]
         # A step cut off by a kill is stored with zeros: not a call whose usage anyone recorded.
         return sum(calls, TokenUsage()), sum(1 for usage in calls if usage)
 
-    def read(self, source: SessionSource) -> Session:
+    def read(self, source: SessionSource) -> CliSession:
         row = self._rows.pop(source.id)
-        session = Session(project=row.get("directory"), version=row.get("version"))
+        session = CliSession(project=row.get("directory"), version=row.get("version"))
         session.seen(parse_ts(row.get("time_created")))
         session.seen(parse_ts(row.get("time_updated")))
         parts: dict[str, list[dict]] = {}
@@ -89,7 +89,7 @@ class OpencodeSessions(SessionReader):
         session.cost_usd = cost or None
         return session
 
-    def _part(self, session: Session, part: dict, ts: float | None, model: str | None, user: bool) -> None:
+    def _part(self, session: CliSession, part: dict, ts: float | None, model: str | None, user: bool) -> None:
         kind = part.get("type")
         if kind == "text":
             text = str(part.get("text") or "")

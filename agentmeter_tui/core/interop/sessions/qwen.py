@@ -14,10 +14,10 @@ import orjson
 from ...harnesses.jsonl import as_int, tool_arguments, tool_text
 from ...usage import TokenUsage
 from ...vocab import EventKind
-from .base import Session, SessionReader, SessionSource, parse_ts, read_lines
+from .base import CliSession, SessionReader, SessionSource, parse_ts, read_lines
 
 
-def parts_events(session: Session, parts: object, ts: float | None, model: str | None, user: bool) -> None:
+def parts_events(session: CliSession, parts: object, ts: float | None, model: str | None, user: bool) -> None:
     for part in parts if isinstance(parts, list) else []:
         if not isinstance(part, dict):
             continue
@@ -50,8 +50,8 @@ class QwenSessions(SessionReader):
         for path in sorted(root.glob("*/chats/*.jsonl")):
             yield SessionSource(path.stem, [path], root)
 
-    def read(self, source: SessionSource) -> Session:
-        session = Session()
+    def read(self, source: SessionSource) -> CliSession:
+        session = CliSession()
         for path in source.files:
             for _number, line, obj in read_lines(path, source.data):
                 if obj is None:

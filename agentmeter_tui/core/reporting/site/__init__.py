@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ...charts import heatmap_data, scatter_data
+from ..charts import heatmap_data, scatter_data
 from ...metrics.runs import TIERS
 from ...usage import TOKEN_CLASSES
 from ..formats import FolderFormat
@@ -67,7 +67,7 @@ def _extra(trial: dict[str, Any]) -> dict[str, Any]:
 
 def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) -> SiteSummary:
     """Write the site of ``report`` (built from ``store``) into ``out``."""
-    from ...reviewing import masker_for
+    from ...review.reviewing import masker_for
 
     suite_id = report.suite
     suite_row = store.suite_row(suite_id) or {"id": suite_id}

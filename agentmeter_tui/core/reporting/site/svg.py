@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
-from ...charts import HeatmapData, ScatterData
+from ..charts import HeatmapData, ScatterData
 
 CELL_W, CELL_H, LABEL_W, HEAD_H = 96, 30, 170, 34
 

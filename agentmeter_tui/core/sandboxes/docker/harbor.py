@@ -18,7 +18,7 @@ from ..common import SYSTEM_PATH
 from .containers import ISOLATED_NETWORK, ContainerShape, DockerSettings
 
 if TYPE_CHECKING:
-    from ...suites import Task
+    from ...suites.suite import Task
     from .engine import Engine
 
 

@@ -28,7 +28,7 @@ from ..archive import TarWriter
 from .rootfs import PATH, build_rootfs, host_fingerprint
 
 if TYPE_CHECKING:
-    from ...suites import Task
+    from ...suites.suite import Task
 
 HOST_IMAGE = "agentmeter/host"
 # Images built from this machine's files, by name: rootfs options. ``host-bash`` adds bash, which

@@ -16,7 +16,7 @@ from ..base import Sandbox
 from ..hostcheck import HostCheck
 
 if TYPE_CHECKING:
-    from ...suites import Suite
+    from ...suites.suite import Suite
 
 # (url, key, known_hosts) of one engine; (None, None, None) is the environment's own engine.
 EngineTarget = tuple[str | None, str | None, str | None]

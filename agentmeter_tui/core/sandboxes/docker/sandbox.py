@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...clisbundle import Manifest, load_manifest
+from ...install.clisbundle import Manifest, load_manifest
 from ...paths import default_clis_root
 from ...run.placement import Host, Placement
 from ..base import TrialSlot
@@ -44,7 +44,7 @@ from .session import ContainerSession, check_bundle, chown_tree
 from .users import with_agent_user
 
 if TYPE_CHECKING:
-    from ...suites import Task
+    from ...suites.suite import Task
 
 class DockerSandbox(EngineSandbox):
     name = "docker"

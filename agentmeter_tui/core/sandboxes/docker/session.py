@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...clisbundle import Manifest, container_argv
+from ...install.clisbundle import Manifest, container_argv
 from ..archive import TarWriter, extract
 from ..base import ExecResult, KillPolicy, LaunchSpec, OutputCallback, SandboxSession, TrialSlot
 from ..common import map_argv, shipped_files, trial_env
@@ -30,7 +30,7 @@ from .exec import RECORD_PID, DockerAgent, ExecStream, end_agent, run_exec, run_
 from .harbor import ImageContract, agent_env, harbor_home
 
 if TYPE_CHECKING:
-    from ...suites import Suite, Task
+    from ...suites.suite import Suite, Task
 
 
 class ContainerSession(SandboxSession):

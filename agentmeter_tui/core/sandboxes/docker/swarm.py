@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
-from ...clisbundle import Manifest, load_manifest
+from ...install.clisbundle import Manifest, load_manifest
 from ...paths import default_clis_root
 from ...run.placement import Host, Placement
 from ..archive import TarWriter, extract
@@ -59,7 +59,7 @@ from .swarmharbor import SwarmHarborSession
 from .swarmjob import ROOT, Job
 
 if TYPE_CHECKING:
-    from ...suites import Task
+    from ...suites.suite import Task
 
 class SwarmSettings(Settings):
     engine: str | None = None  # a manager's URL; default DOCKER_HOST or the local socket

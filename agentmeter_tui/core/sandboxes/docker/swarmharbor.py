@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...clisbundle import Manifest
+from ...install.clisbundle import Manifest
 from ...paths import default_clis_root
 from ..base import TrialSlot
 from ..relay import is_loopback
@@ -36,7 +36,7 @@ from .harbor import EngineLimits, ImageContract, open_network, run_as, unenforce
 from .session import ContainerSession
 
 if TYPE_CHECKING:
-    from ...suites import Task
+    from ...suites.suite import Task
     from .swarm import SwarmSandbox
 
 FAILED = {"complete", "failed", "rejected", "shutdown", "orphaned", "remove"}

@@ -44,7 +44,7 @@ from .conn import HostConnection, HostKeyError, connect
 from .hosts import SshHost, SshSettings, containment, kill_script, launch_command, q, sweep_script
 
 if TYPE_CHECKING:
-    from ...suites import Task
+    from ...suites.suite import Task
 
 
 class HostLost(ConnectionError):

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .tomlerrors import InputError, read_input
+from ..tomlerrors import InputError, read_input
 
 CSV_COLUMNS = ("trial", "reviewer", "score", "note", "time", "role")
 REQUIRED = ("trial", "reviewer", "score")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .taskfolders import Budget, Strict, Tier
-from .vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD
-from .wire import provider_kinds
+from ..vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD
+from ..wire import provider_kinds
 
 
 class Cap(Strict):

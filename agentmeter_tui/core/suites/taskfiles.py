@@ -29,8 +29,8 @@ import os
 import stat
 from pathlib import Path
 
-from .sandboxes.hostfs import kind_of
-from .tomlerrors import InputError
+from ..sandboxes.hostfs import kind_of
+from ..tomlerrors import InputError
 
 MAX_FILE_BYTES = 1 << 30  # 1 GiB
 MAX_TESTS_BYTES = 64 << 20  # 64 MiB

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .wire import provider_kinds
-from .vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
+from ..wire import provider_kinds
+from ..vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
 
 HARBOR = "harbor"
 Tier = Literal["easy", "medium", "hard"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .metrics.agreement import DEFAULT_DISAGREEMENT, Agreement, agreed_score, agreement, disagreements
+from ..metrics.agreement import DEFAULT_DISAGREEMENT, Agreement, agreed_score, agreement, disagreements
 
 MASK = "[hidden]"
 
@@ -34,8 +34,8 @@ def review_plan(store: Any, suite_id: str) -> ReviewPlan:
     row = store.suite_row(suite_id)
     folder = row.get("path") if row else None
     if folder and (Path(folder) / "suite.toml").is_file():
-        from .suites import ReviewSection
-        from .tomlerrors import load_toml, validate
+        from ..suites.suitefile import ReviewSection
+        from ..tomlerrors import load_toml, validate
 
         path = Path(folder) / "suite.toml"
         data, text = load_toml(path)

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .sandboxes.docker.rootfs import shared_libraries, stdlib_dir, stdlib_files
+from ..sandboxes.docker.rootfs import shared_libraries, stdlib_dir, stdlib_files
 
 FORMAT = 1
 BUNDLE = "runtime"

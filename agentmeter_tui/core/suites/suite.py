@@ -38,7 +38,7 @@ from .taskfolders import (  # noqa: F401 - task.toml's models, imported from her
     is_harbor,
     task_folders,
 )
-from .tomlerrors import InputError, load_toml, validate
+from ..tomlerrors import InputError, load_toml, validate
 
 TIERS: tuple[str, ...] = ("easy", "medium", "hard")
 
@@ -176,8 +176,8 @@ def load_task(folder: Path) -> Task:
 
 
 def _check_kind_settings(spec: TaskFile, path: Path, text: str) -> None:
-    from .registry import UnknownName
-    from .verifiers import VERIFIERS
+    from ..registry import UnknownName
+    from ..verifiers import VERIFIERS
 
     try:
         verifier_cls = VERIFIERS.get(spec.verifier.kind)
@@ -189,7 +189,7 @@ def _check_kind_settings(spec: TaskFile, path: Path, text: str) -> None:
 
 
 def _line(text: str, loc: tuple) -> int | None:
-    from .tomlerrors import locate
+    from ..tomlerrors import locate
 
     return locate(text, loc)
 
@@ -222,7 +222,7 @@ def load_suite(folder: str | Path) -> Suite:
             task.tier = calibrated[task.id]
     harbor = next((t for t in tasks if t.contract == HARBOR), None)
     if harbor is not None and not _harbor_sandbox(spec.sandbox.kind):
-        from .sandboxes import harbor_kinds, kind_choice
+        from ..sandboxes import harbor_kinds, kind_choice
 
         raise InputError(toml_path, _line(text, ("sandbox", "kind")), "sandbox.kind",
                          f"task '{harbor.id}' follows Harbor's contract (its tests write /logs/verifier/reward.*), "
@@ -278,15 +278,15 @@ def _load_tasks(folder: Path, section: SuiteSection, toml_path: Path, text: str)
 
 def _any_needs_model(spec: SuiteFile) -> bool:
     """Whether some CLI of the suite talks to a model (the oracle does not)."""
-    from .harnesses import ADAPTERS
+    from ..harnesses import ADAPTERS
 
     return any(getattr(ADAPTERS.get(c.adapter), "needs_model", True) for c in spec.clis)
 
 
 def _check_sandbox(spec: SuiteFile, path: Path, text: str) -> None:
     """The ``[sandbox]`` keys beyond ``kind`` are the sandbox kind's own ``Settings`` model."""
-    from .registry import UnknownName
-    from .sandboxes import SANDBOXES
+    from ..registry import UnknownName
+    from ..sandboxes import SANDBOXES
 
     try:
         sandbox_cls = SANDBOXES.get(spec.sandbox.kind)
@@ -299,13 +299,13 @@ def _check_sandbox(spec: SuiteFile, path: Path, text: str) -> None:
 
 
 def _harbor_sandbox(kind: str) -> bool:
-    from .sandboxes import SANDBOXES
+    from ..sandboxes import SANDBOXES
 
     return SANDBOXES.get(kind).harbor_contract
 
 
 def _check_adapters(spec: SuiteFile, path: Path, text: str) -> None:
-    from .harnesses import ADAPTERS
+    from ..harnesses import ADAPTERS
 
     seen: dict[str, int] = {}
     for index, cli in enumerate(spec.clis):

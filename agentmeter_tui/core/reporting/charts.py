@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .metrics.runs import TIERS
-from .reporting.report import Report
+from ..metrics.runs import TIERS
+from .report import Report
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

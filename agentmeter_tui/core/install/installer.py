@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .harnesses import ADAPTERS, InstallSpec
+from ..harnesses import ADAPTERS, InstallSpec
 
 class InstallError(RuntimeError):
     """Something the user must fix (a bad ``--only``, no npm, no suitable Python, a failed install)."""

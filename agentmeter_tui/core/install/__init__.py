@@ -1,0 +1,2 @@
+"""Installing the agent CLIs (installer.py) and the runtime bundle that runs them in any
+glibc image (clisbundle.py)."""
