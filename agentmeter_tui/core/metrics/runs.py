@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-TIERS: tuple[str, ...] = ("easy", "medium", "hard")
-INFRA_INVALID = "infra-invalid"
+from ..vocab import TIERS, TrialStatus  # TIERS: imported from here by reporting and the UI
+
 # Statuses whose verifier verdict stands: the agent ran to the end and was judged.
-JUDGED = frozenset({"passed", "failed"})
+JUDGED = frozenset({TrialStatus.PASSED, TrialStatus.FAILED})
 
 Config = tuple[str, str]  # (model, cli): the deployed unit
 Selection = Literal["latest", "median"]
@@ -51,7 +51,7 @@ class Run:
     @property
     def valid(self) -> bool:
         """Attributable to the configuration: infra-invalid attempts are our side's failure."""
-        return self.status != INFRA_INVALID
+        return self.status != TrialStatus.INFRA_INVALID
 
     @property
     def success(self) -> bool:

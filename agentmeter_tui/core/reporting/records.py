@@ -19,9 +19,8 @@ import orjson
 from ... import __version__
 from ..inert import inert_json_bytes
 from ..usage import TOKEN_CLASSES, TokenUsage, count_problem
-from ..vocab import TrialStatus
+from ..vocab import TIERS, TrialStatus
 
-TIERS = ("easy", "medium", "hard")
 STATUSES = {s.value for s in TrialStatus if s.is_final}
 
 

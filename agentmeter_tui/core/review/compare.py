@@ -22,9 +22,10 @@ from typing import Any
 
 import orjson
 
+from ..usage import TOKEN_CLASSES
+
 LABEL_CHARS = 160
 CHUNK = 16_384  # events of each trial read per range: the first is what the screen opens on
-TOKEN_KEYS = ("uncached_input", "cached_input", "cache_write", "output", "reasoning")
 # Shell commands that read a file, and the path they read (options skipped).
 SHELL_READ = re.compile(r"^\s*(?:cat|head|tail|less|more|nl|bat|sed\s+-n\s+\S+)\s+(?:-\S+\s+(?:\d+\s+)?)*([^\s|;&<>]+)")
 READ_TOOLS = ("read", "view", "open")
@@ -190,7 +191,7 @@ class StepBuilder:
         if through is None:
             side = self.side
             side.total_tokens = self._running if self._had_usage else sum(int(side.trial.get(k) or 0)
-                                                                          for k in TOKEN_KEYS)
+                                                                          for k in TOKEN_CLASSES)
             side.complete = True
 
     def _place_usage(self, bound: int | None) -> None:

@@ -33,6 +33,7 @@ from .base import (
     SandboxSession,
     TrialSlot,
 )
+from .common import SYSTEM_PATH
 from .hostcheck import HostCheck
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 _STREAMS = {1: "stdout", 2: "stderr"}
 OWNER = re.compile(r"t\d+-r(\d+-\d+)-")  # the runner in a trial folder's name
 BASES = ("home", "workspace", "scratch")  # the folders under a trial's root that files go to and come from
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 class _Protocol(asyncio.SubprocessProtocol):

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .migrations import is_current
 from .reviews import ADJUDICATION, SCORE_COLUMNS, ScoreRow
-
-
-def utcnow() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+from .tx import utcnow
 
 
 def open_current(path: str | Path) -> sqlite3.Connection | None:

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..vocab import FINAL_STATUSES
 from .tx import immediate, utcnow
 
-FINAL_STATUSES = ("passed", "failed", "killed", "errored", "infra-invalid")
 ADJUDICATION = "adjudication"
 SCORE_COLUMNS = "id, trial_id, score, note, reviewer, created_at, role, blind"
 

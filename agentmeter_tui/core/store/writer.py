@@ -38,12 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from . import Store
+from .imports import EVENT_SQL
 from .tx import immediate
 
 FLUSH_SECONDS = 0.1
 INDEX_BELOW = 2000  # events in a tick's flush (20k events/s) under which the tick also indexes a chunk
 MAX_BACKLOG = 50_000  # events waiting for the writer before agents' output is held back (~15 MB)
-EVENT_SQL = "insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, ?, ?, ?, ?, ?)"
 USAGE_SQL = ("insert into usage (trial_id, seq, source, model, uncached_input, cached_input, cache_write, output, "
              "reasoning, cost_usd, reported_cost_usd, cache_write_1h) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 

@@ -3,12 +3,11 @@ Loading, task folders and the checks across tables are in :mod:`.suites`."""
 
 from __future__ import annotations
 
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .taskfolders import Budget, Strict, Tier
-from ..vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD
+from ..vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, Tier
 from ..wire import provider_kinds
+from .taskfolders import Budget, Strict
 
 
 class Cap(Strict):

@@ -25,10 +25,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..wire import provider_kinds
-from ..vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
+from ..vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL, Tier
 
 HARBOR = "harbor"
-Tier = Literal["easy", "medium", "hard"]
 
 
 class Open(BaseModel):

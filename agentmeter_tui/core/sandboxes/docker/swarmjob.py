@@ -20,11 +20,11 @@ from ..base import OutputCallback
 from ..common import ThreadOutput
 from . import engine as engines
 from . import fleet
+from .containers import ROOT
 
 if TYPE_CHECKING:
     from .swarm import SwarmSession
 
-ROOT = "/agentmeter"
 CONFIG_LIMIT = 500 * 1024
 TERMINAL = {"complete", "failed", "rejected", "shutdown", "orphaned", "remove"}
 # $1: marker; the rest: the command. Unpack, run, report the exit code, send the files back.
