@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from agentmeter_tui.core.sandboxes import SANDBOXES
 from agentmeter_tui.core.sandboxes.base import KillPolicy, LaunchSpec
-from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.load import load_suite
 from agentmeter_tui.core.verifiers import VERIFIERS
 
 SUITE = """

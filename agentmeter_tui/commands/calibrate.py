@@ -45,7 +45,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     from ..core.reporting import runs_from_store
     from ..core.reporting.scoring_file import scoring_snippet, write_scoring
     from ..core.store import Store
-    from ..core.suites.suite import load_suite
+    from ..core.suites.load import load_suite
     from ..core.tomlerrors import InputError
     from .run import resolve_suite_path
 

@@ -95,7 +95,8 @@ def _gen(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from ..core.difftest import render_text
-    from ..core.suites.suite import Task, load_task
+    from ..core.suites.suite import Task
+    from ..core.suites.load import load_task
     from ..core.suites.taskfolders import TaskFile
     from ..core.verifiers.differential import DifferentialVerifier
 

@@ -43,7 +43,7 @@ def doctor_command(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     suite = None
     if args.suite:
-        from ..core.suites.suite import load_suite
+        from ..core.suites.load import load_suite
         from ..core.tomlerrors import InputError
         from .run import resolve_suite_path
 

@@ -58,7 +58,7 @@ def accept_command(args: argparse.Namespace) -> int:
 
 def check_command(args: argparse.Namespace) -> int:
     from ..core.sandboxes.hostcheck import check_suite_hosts
-    from ..core.suites.suite import load_suite
+    from ..core.suites.load import load_suite
     from ..core.tomlerrors import InputError
     from .run import resolve_suite_path
 

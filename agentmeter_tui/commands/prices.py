@@ -30,7 +30,7 @@ def draft_command(args: argparse.Namespace) -> int:
         return 2
     refs = list(args.models)
     if args.suite:
-        from ..core.suites.suite import load_suite
+        from ..core.suites.load import load_suite
         from ..core.tomlerrors import InputError
 
         try:

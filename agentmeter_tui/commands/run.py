@@ -19,7 +19,7 @@ from ..core.paths import owner_only, runner_log_path, socket_path, suites_root
 from ..core.run.control import ControlClient, ControlError
 from ..core.store import SeedHashChanged, Store
 from ..core.store.check import check_file
-from ..core.suites.suite import load_suite
+from ..core.suites.load import load_suite
 from ..core.tomlerrors import InputError
 from . import add_db_argument
 

@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def new_command(args: argparse.Namespace) -> int:
-    from ..core.suites.suite import load_suite
+    from ..core.suites.load import load_suite
     from ..core.suites.taskfolders import is_harbor, suite_toml, task_folders, tasks_dir_for
     from ..core.tomlerrors import InputError, load_toml
 

@@ -104,7 +104,7 @@ def test_a_sandbox_that_fails_its_preflight_stops_the_run_with_exit_6(suite, db)
 
 
 def test_two_columns_of_one_adapter_need_variant_names(tmp_path):
-    from agentmeter_tui.core.suites.suite import load_suite
+    from agentmeter_tui.core.suites.load import load_suite
     from agentmeter_tui.core.tomlerrors import InputError
 
     suite = tmp_path / "s"

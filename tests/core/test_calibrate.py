@@ -10,7 +10,7 @@ from agentmeter_tui.cli import main
 from agentmeter_tui.core.reporting.records import import_records
 from agentmeter_tui.core.reporting.synthetic import synthetic_records
 from agentmeter_tui.core.store import Store
-from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.load import load_suite
 
 SUITE_TOML = """\
 # A hand-written suite: comments and layout must survive calibrate --write.

@@ -23,7 +23,7 @@ from agentmeter_tui.core.difftest.oracle import clear_oracle_cache
 from agentmeter_tui.core.sandboxes.docker.engine import Engine
 from agentmeter_tui.core.sandboxes.docker.images import ensure_host_image
 from agentmeter_tui.core.store import Store
-from agentmeter_tui.core.suites.suite import load_task
+from agentmeter_tui.core.suites.load import load_task
 from agentmeter_tui.core.verifiers.differential import DifferentialVerifier
 from tests.conftest import agentmeter
 from tests.core.sandbox_support import docker_engine_fixture, leftovers, swarm_client, unique_id  # noqa: F401

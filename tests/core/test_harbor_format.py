@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentmeter_tui.core.store import Store
-from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.load import load_suite
 from agentmeter_tui.core.tomlerrors import InputError
 from agentmeter_tui.core.verifiers.harbor import RewardError, headline, read_rewards
 from tests.conftest import FIXTURES, ROOT, agentmeter

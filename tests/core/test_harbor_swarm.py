@@ -50,7 +50,7 @@ def test_oracle_and_broken_tasks_in_swarm(tmp_path, db, swarm):
 
 async def test_a_harbor_service_has_the_task_limits_and_says_what_it_cannot_apply(tmp_path, swarm):
     from agentmeter_tui.core.sandboxes.docker.swarm import SwarmSandbox
-    from agentmeter_tui.core.suites.suite import load_suite
+    from agentmeter_tui.core.suites.load import load_suite
 
     suite_dir, suite_id = swarm_suite(tmp_path, "agents")
     suite = load_suite(suite_dir)

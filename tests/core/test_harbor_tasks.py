@@ -66,7 +66,7 @@ def test_broken_tasks_are_named_and_the_run_goes_on(tmp_path, db, docker_engine)
 
 async def test_no_internet_narrows_a_suite_network_that_has_a_route_out(tmp_path, docker_engine):
     from agentmeter_tui.core.sandboxes.docker.sandbox import DockerSandbox
-    from agentmeter_tui.core.suites.suite import load_suite
+    from agentmeter_tui.core.suites.load import load_suite
 
     suite_dir, _ = harbor_suite(tmp_path, "agents")
     toml = suite_dir / "suite.toml"
@@ -119,7 +119,7 @@ async def test_the_suite_threshold_decides_the_pass(tmp_path, docker_engine):
     ``pass_threshold = 0.5``; the quality is 0.5 either way (the real verifier in a real container)."""
     from agentmeter_tui.core.sandboxes.base import LaunchSpec
     from agentmeter_tui.core.sandboxes.docker.sandbox import DockerSandbox
-    from agentmeter_tui.core.suites.suite import load_suite
+    from agentmeter_tui.core.suites.load import load_suite
     from agentmeter_tui.core.verifiers.harbor import HarborVerifier
 
     suite_dir, _ = harbor_suite(tmp_path, "agents")

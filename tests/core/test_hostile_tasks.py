@@ -13,7 +13,7 @@ import tarfile
 import pytest
 
 from agentmeter_tui.core.sandboxes.archive import extract
-from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.load import load_suite
 from agentmeter_tui.core.suites.taskfiles import MAX_FILE_BYTES, MAX_TESTS_BYTES
 from agentmeter_tui.core.tomlerrors import InputError
 from tests.conftest import ROOT, agentmeter

@@ -15,7 +15,7 @@ from agentmeter_tui.core.paths import runner_log_path
 from agentmeter_tui.core.run.context import RunContext
 from agentmeter_tui.core.run.trial import TrialRun
 from agentmeter_tui.core.store import Store
-from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.load import load_suite
 from agentmeter_tui.core.usage import TokenUsage
 from tests.conftest import agentmeter
 from tests.e2e.harness import run_scenario

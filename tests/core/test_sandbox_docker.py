@@ -15,7 +15,7 @@ from agentmeter_tui.core.sandboxes.docker.engine import MANAGED, RUNNER, clean_l
 from agentmeter_tui.core.sandboxes.docker.images import ImageError
 from agentmeter_tui.core.sandboxes.docker.sandbox import DockerSandbox
 from agentmeter_tui.core.store import Store
-from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.load import load_suite
 from tests.conftest import FIXTURES, agentmeter
 from tests.core.sandbox_support import (  # noqa: F401 - docker_engine_fixture is a fixture
     RUNAWAY,

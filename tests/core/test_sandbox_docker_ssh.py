@@ -9,7 +9,7 @@ import pytest
 from agentmeter_tui.core.sandboxes.docker.engine import EngineError
 from agentmeter_tui.core.sandboxes.docker.sandbox import DockerSandbox
 from agentmeter_tui.core.store import Store
-from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.load import load_suite
 from tests.conftest import agentmeter, need
 from tests.core.sandbox_support import (  # noqa: F401
     SMOKE,

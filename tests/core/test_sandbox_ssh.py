@@ -16,7 +16,7 @@ from agentmeter_tui.core import procs
 from agentmeter_tui.core.sandboxes.ssh.conn import HostKeyError, SshTarget, accept_host_key
 from agentmeter_tui.core.sandboxes.ssh.sandbox import SshSandbox
 from agentmeter_tui.core.store import Store
-from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.load import load_suite
 from tests.conftest import FIXTURES, agentmeter, need
 from tests.core.sandbox_support import (
     RUNAWAY,

@@ -55,7 +55,7 @@ async def test_closing_the_sandbox_sweeps_what_a_lost_engine_kept(tmp_path, swar
     from agentmeter_tui.core.sandboxes.docker.engine import runner_label, trial_labels
     from agentmeter_tui.core.sandboxes.docker.images import ensure_host_image
     from agentmeter_tui.core.sandboxes.docker.swarm import SwarmSandbox
-    from agentmeter_tui.core.suites.suite import load_suite
+    from agentmeter_tui.core.suites.load import load_suite
 
     suite_id = unique_id("swarm-sweep")
     suite = load_suite(suite_copy(SMOKE, tmp_path / "suite", 'kind = "swarm"', suite_id=suite_id))

@@ -162,7 +162,7 @@ def test_migrations_are_idempotent(tmp_path):
 def test_calibrated_tiers_in_the_suite_override_task_tiers(tmp_path):
     import shutil
 
-    from agentmeter_tui.core.suites.suite import load_suite
+    from agentmeter_tui.core.suites.load import load_suite
     from tests.conftest import ROOT
 
     suite = tmp_path / "smoke"

@@ -13,7 +13,7 @@ import pytest
 from agentmeter_tui.core.harnesses import ADAPTERS
 from agentmeter_tui.core.paths import default_clis_root
 from agentmeter_tui.core.store import Store
-from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.load import load_suite
 from agentmeter_tui.core.usage import TOKEN_CLASSES, TokenUsage
 from agentmeter_tui.core.wire import fold
 from tests.conftest import ROOT, agentmeter, need

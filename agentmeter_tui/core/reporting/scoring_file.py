@@ -50,7 +50,7 @@ def scoring_snippet(calibration: Calibration, *, write_tiers: bool = True) -> st
 def write_scoring(suite_folder: str | Path, calibration: Calibration, *, write_tiers: bool = True) -> Path:
     """Replace the calibrated parts of ``[scoring]`` in the suite's suite.toml; return its path."""
     from ..suites.suitefile import SuiteFile
-    from ..suites.suite import load_suite
+    from ..suites.load import load_suite
     from ..tomlerrors import validate
 
     folder = Path(suite_folder)

@@ -29,7 +29,8 @@ from ..procs import BACKGROUND, SWEEPER, become_subreaper, reap_orphans
 from ..sandboxes import SANDBOXES, Sandbox
 from ..store import SeedHashChanged, Store, utcnow
 from ..store.writer import StoreWriter
-from ..suites.suite import Suite, load_suite
+from ..suites.suite import Suite
+from ..suites.load import load_suite
 from ..tomlerrors import InputError
 from ..vocab import COUNTABLE_STATUSES, KillReason
 from .context import RunContext

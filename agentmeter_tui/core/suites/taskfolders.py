@@ -20,7 +20,7 @@ import os
 import re
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
