@@ -7,17 +7,32 @@ screenshot, quit). Screen-specific entries appear only on the screen where they 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from textual.app import SystemCommand
 
 if TYPE_CHECKING:
     from textual.screen import Screen
 
-    from .app import AgentMeterApp
+    from .session import Session
 
 
-def app_commands(app: AgentMeterApp, screen: Screen) -> Iterable[SystemCommand]:
+class PaletteHost(Protocol):
+    """What the palette calls on the app (:class:`~.app.AgentMeterApp`); named here so that
+    this module does not import the one that imports it."""
+
+    session: Session
+
+    async def action_mode(self, mode: str) -> None: ...
+
+    async def action_pause(self) -> None: ...
+
+    def action_toggle_dark(self) -> None: ...
+
+    def action_help(self) -> None: ...
+
+
+def app_commands(app: PaletteHost, screen: Screen) -> Iterable[SystemCommand]:
     from .screens.live import LiveScreen
     from .screens.report import ReportScreen
     from .screens.review import ReviewScreen

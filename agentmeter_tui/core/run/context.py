@@ -29,32 +29,32 @@ if TYPE_CHECKING:
     from ..suites.suitefile import ModelEntry
     from ..suites.suite import Suite
     from .modelserver import ScriptedServer
-    from .trial import TrialRun
+    from .trialview import TrialView
 
 
 
 class RunSink(Protocol):
     """Hears every trial of a run. Called on the event loop; must not block."""
 
-    def trial_changed(self, trial: TrialRun) -> None:
+    def trial_changed(self, trial: TrialView) -> None:
         """Its status or meter changed."""
 
-    def trial_events(self, trial: TrialRun, rows: list[tuple]) -> None:
+    def trial_events(self, trial: TrialView, rows: list[tuple]) -> None:
         """New events, as the rows handed to the store writer: ``(trial_id, seq, ts, kind,
         stream, text, data)``."""
 
-    def trial_finished(self, trial: TrialRun) -> None:
+    def trial_finished(self, trial: TrialView) -> None:
         """Its final row is committed."""
 
 
 class _NullSink:
-    def trial_changed(self, trial: TrialRun) -> None:
+    def trial_changed(self, trial: TrialView) -> None:
         pass
 
-    def trial_events(self, trial: TrialRun, rows: list[tuple]) -> None:
+    def trial_events(self, trial: TrialView, rows: list[tuple]) -> None:
         pass
 
-    def trial_finished(self, trial: TrialRun) -> None:
+    def trial_finished(self, trial: TrialView) -> None:
         pass
 
 
@@ -94,13 +94,13 @@ class RunContext:
     def price(self, model: ModelEntry, usage: TokenUsage) -> Decimal | None:
         return self.prices.cost_usd(model.price_ref, usage)
 
-    def scripted_lost(self, trial: TrialRun) -> str | None:
+    def scripted_lost(self, trial: TrialView) -> str | None:
         """Why the scripted model server this trial talked to is gone (None: it is not)."""
         if self.scripted is None:
             return None
         return self.scripted.died(getattr(trial, "scripted_url", None))
 
-    async def scripted_served(self, trial: TrialRun) -> dict[str, Any] | None:
+    async def scripted_served(self, trial: TrialView) -> dict[str, Any] | None:
         """What the scripted model server served this trial: the ground truth a dry run checks
         the adapter's accounting against. The session is forgotten afterwards."""
         key = getattr(trial, "scripted_key", None)
@@ -120,7 +120,7 @@ class RunContext:
 
     # -- launch -------------------------------------------------------------------------------
 
-    async def launch_context(self, trial: TrialRun, session: SandboxSession,
+    async def launch_context(self, trial: TrialView, session: SandboxSession,
                              solution_dir: str = "") -> LaunchContext:
         plan = trial.plan
         model = plan.config.model
@@ -167,7 +167,7 @@ class RunContext:
             if price else None,
         )
 
-    def _route(self, trial: TrialRun, kind: str, upstream: str, key: str, provider_name: str) -> tuple[str, str]:
+    def _route(self, trial: TrialView, kind: str, upstream: str, key: str, provider_name: str) -> tuple[str, str]:
         """Send the trial's model calls through the metering proxy: the CLI gets the proxy's URL
         and a key of its own; the real key stays in the proxy's memory. A provider with
         ``calls_per_minute`` gets one limiter that all its trials' routes share."""
@@ -183,7 +183,7 @@ class RunContext:
         trial.proxy_route = self.proxy.route(upstream, key, trial, f"trial {trial.id}", limiter=limiter)
         return self.proxy.base_url, trial.proxy_route.key
 
-    async def release_proxy(self, trial: TrialRun) -> None:
+    async def release_proxy(self, trial: TrialView) -> None:
         if self.proxy is not None and trial.proxy_route is not None:
             await self.proxy.release(trial.proxy_route)
 

@@ -30,15 +30,18 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .caps import against_forecast
 from .control import LIVE_TEXT, Finished, LiveEvent, Meter, NodeState, Progress, Snapshot, Tick, encode
 from .requests import RequestError, parse_request
 
 if TYPE_CHECKING:
-    from .runner import Runner
-    from .trial import TrialRun
+    from pathlib import Path
+
+    from ..suites.suite import Suite
+    from .scheduler import Scheduler
+    from .trialview import TrialView
 
 # A tick's content: events and how many were left out, per trial id; meters; finished trials.
 Collected = tuple[dict[int, list[LiveEvent]], dict[int, int], list[Meter], list[Meter]]
@@ -90,28 +93,40 @@ class Tail:
                 self.dropped + self.count - len(rows))
 
 
+class FeedSource(Protocol):
+    """What the feed reads of the run it reports (the :class:`~.runner.Runner`)."""
+
+    scheduler: Scheduler | None
+    run_id: int | None
+    suite: Suite
+    db: Path
+    started: float
+
+    def log(self, text: str) -> None: ...
+
+
 class Feed:
-    def __init__(self, runner: Runner):
+    def __init__(self, runner: FeedSource):
         self.runner = runner
         self.subscribers: dict[asyncio.StreamWriter, FeedOptions] = {}
-        self._changed: dict[int, TrialRun] = {}
+        self._changed: dict[int, TrialView] = {}
         self._finished: list[Meter] = []
         self._done: list[Meter] = []  # every trial finished in this run, for clients that attach late
-        self._live: dict[TrialRun, Tail] = {}  # events not yet sent, per running trial
+        self._live: dict[TrialView, Tail] = {}  # events not yet sent, per running trial
         self._final_events: dict[int, list[LiveEvent]] = {}  # the last events of trials that just finished
         self._final_dropped: dict[int, int] = {}
-        self._meter_due: dict[TrialRun, None] = {}  # printed since their last meter went out (ordered set)
-        self._meter_sent: dict[TrialRun, float] = {}  # monotonic time of each running trial's last meter
+        self._meter_due: dict[TrialView, None] = {}  # printed since their last meter went out (ordered set)
+        self._meter_sent: dict[TrialView, float] = {}  # monotonic time of each running trial's last meter
         self.live_enabled = True  # whether any subscriber wants events (else no live copies are kept)
         self.done_before = 0
         self.preparing: str | None = None  # what the runner does before the first trial (builds...)
 
     # -- the run's sink: hooks from the scheduler and trials -------------------------------
 
-    def trial_changed(self, trial: TrialRun) -> None:
+    def trial_changed(self, trial: TrialView) -> None:
         self._changed[id(trial)] = trial
 
-    def trial_events(self, trial: TrialRun, rows: list[tuple]) -> None:
+    def trial_events(self, trial: TrialView, rows: list[tuple]) -> None:
         if not self.live_enabled or not rows:
             return
         tail = self._live.get(trial)
@@ -119,7 +134,7 @@ class Feed:
             tail = self._live[trial] = Tail()
         tail.add(rows)
 
-    def trial_finished(self, trial: TrialRun) -> None:
+    def trial_finished(self, trial: TrialView) -> None:
         self.runner.forecast.finished(trial)
         meter = trial.meter()
         self._finished.append(meter)

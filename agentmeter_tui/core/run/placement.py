@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..suites.suite import Suite
-    from .trial import TrialPlan
+    from .trialview import TrialPlan
 
 
 @dataclass

@@ -14,7 +14,7 @@ from ..vocab import KillReason, TrialStatus
 
 if TYPE_CHECKING:
     from .control import Meter
-    from .trial import TrialRun
+    from .trialview import TrialView
 
 DIVERGENCE = Decimal("0.05")  # reported vs comparable cost: flag beyond 5 %
 
@@ -26,7 +26,7 @@ def killed_outcome(reason: KillReason) -> tuple[TrialStatus, str, None]:
     return (TrialStatus.KILLED, reason.code, None) if infra is None else (TrialStatus.INFRA_INVALID, infra, None)
 
 
-def final_fields(trial: TrialRun, status: TrialStatus, reason: str | None, verdict: Any,
+def final_fields(trial: TrialView, status: TrialStatus, reason: str | None, verdict: Any,
                  served: Any) -> dict[str, Any]:
     """The final row's outcome fields: status, verdict, the cost columns and the extras
     (verifier details, the proxy's summary beside what the CLI reported, what was served)."""
@@ -50,7 +50,7 @@ def final_fields(trial: TrialRun, status: TrialStatus, reason: str | None, verdi
             "extra": orjson.dumps(extra, default=str).decode() if extra else None, **costs}
 
 
-def cost_fields(trial: TrialRun) -> dict[str, Any]:
+def cost_fields(trial: TrialView) -> dict[str, Any]:
     """Comparable and actual cost with their sources (SPEC section 4).
 
     The CLI's own figure is comparable only where it bills its own provider's prices
@@ -87,7 +87,7 @@ def cost_fields(trial: TrialRun) -> dict[str, Any]:
             "flags": orjson.dumps(sorted(trial.flags)).decode() if trial.flags else None}
 
 
-def trial_row(trial: TrialRun, **fields: Any) -> dict[str, Any]:
+def trial_row(trial: TrialView, **fields: Any) -> dict[str, Any]:
     """The trial's row: its cell, its attempt and its counters so far, then ``fields``."""
     plan = trial.plan
     row = {"run_id": trial.ctx.run_id, "suite_id": trial.ctx.suite.id, "task_id": plan.task.id,
@@ -103,7 +103,7 @@ def trial_row(trial: TrialRun, **fields: Any) -> dict[str, Any]:
     return row
 
 
-def meter(trial: TrialRun) -> Meter:
+def meter(trial: TrialView) -> Meter:
     """The trial as the live feed describes it."""
     elapsed = (time.monotonic() - trial.started) if trial.status in (TrialStatus.RUNNING, TrialStatus.STARTING,
                                                                      TrialStatus.VERIFYING) else None

@@ -25,7 +25,8 @@ from ..usage import TokenUsage
 from ..vocab import ACTIVE_STATUSES, COUNTABLE_STATUSES, INTERRUPTED, INTERRUPTED_LOST, TrialStatus
 from .context import RunContext
 from .placement import Placement, Slot
-from .trial import TrialPlan, TrialRun
+from .trial import TrialRun
+from .trialview import TrialPlan
 
 if TYPE_CHECKING:
     from ..suites.suite import Suite

@@ -17,7 +17,6 @@ import secrets
 import time
 import traceback
 from collections import Counter
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -33,25 +32,12 @@ from . import record
 from .budget_hold import BudgetHold, BudgetChecks
 from .control import Meter
 from .provider_errors import ProviderErrors
+from .trialview import TrialPlan
 
 if TYPE_CHECKING:
     from ..proxy.calls import ProxyCall, Route
     from ..suites.taskfolders import Budget
-    from ..suites.suite import Configuration, Task
     from .context import RunContext
-
-@dataclass
-class TrialPlan:
-    task: Task
-    config: Configuration
-    config_id: int
-    trial_index: int
-    attempt: int = 0
-
-    @property
-    def cell(self) -> tuple[str, str, int]:
-        return (self.task.id, self.config.key, self.trial_index)
-
 
 class TrialRun(BudgetChecks):
     def __init__(self, ctx: RunContext, plan: TrialPlan):

@@ -24,7 +24,7 @@ proxy listens, the one thing the agent reaches, as in the docker sandbox.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...install.clisbundle import Manifest
 from ...paths import default_clis_root
@@ -34,12 +34,13 @@ from . import engine as engines
 from .containers import KEEPALIVE
 from .harbor import EngineLimits, ImageContract, open_network, run_as, unenforced
 from .session import ContainerSession
+from .swarmjob import TERMINAL
 
 if TYPE_CHECKING:
-    from ...suites.suite import Task
-    from .swarm import SwarmSandbox
-
-FAILED = {"complete", "failed", "rejected", "shutdown", "orphaned", "remove"}
+    from ...suites.suite import Suite, Task
+    from ..common import HostWatch
+    from ..relay import RelayPool
+    from .harbor import ContractCache
 CLOSED_NETWORK = "agentmeter-isolated-swarm"
 
 
@@ -62,8 +63,24 @@ def closed_network(client: Any) -> str:
     return CLOSED_NETWORK
 
 
+class HarborHost(Protocol):
+    """What a Harbor task's session reads of its sandbox (:class:`~.swarm.SwarmSandbox`); named
+    here so that this module does not import the one that imports it."""
+
+    config: Any  # the swarm sandbox's Settings
+    suite: Suite
+    host_name: str
+    relays: RelayPool
+    watch: HostWatch
+    contracts: ContractCache
+
+    def bundle(self) -> Manifest | None: ...
+
+    def translate_url(self, url: str) -> str: ...
+
+
 class SwarmHarborSession(ContainerSession):
-    def __init__(self, sandbox: SwarmSandbox, engine: engines.Engine, image: str, trial_id: int, token: str):
+    def __init__(self, sandbox: HarborHost, engine: engines.Engine, image: str, trial_id: int, token: str):
         config = sandbox.config
         super().__init__(engine, token, trial_id, python=config.python, clis_root=config.clis_root, uid=0,
                          slot=TrialSlot("swarm", sandbox.host_name, node=engine.info.get("Name")))
@@ -144,7 +161,7 @@ class SwarmHarborSession(ContainerSession):
                 container = (status.get("ContainerStatus") or {}).get("ContainerID")
                 if status["State"] == "running" and container:
                     return container
-                if status["State"] in FAILED:
+                if status["State"] in TERMINAL:
                     raise engines.EngineError(f"the trial's swarm service did not start ({status['State']}): "
                                               f"{status.get('Err') or status.get('Message')}")
             if time.monotonic() - started > self.config.start_timeout:

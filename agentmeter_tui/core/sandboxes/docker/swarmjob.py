@@ -13,7 +13,7 @@ import base64
 import contextlib
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...lines import LineSplitter
 from ..base import OutputCallback
@@ -23,7 +23,7 @@ from . import fleet
 from .containers import ROOT
 
 if TYPE_CHECKING:
-    from .swarm import SwarmSession
+    from ...suites.suite import Suite
 
 CONFIG_LIMIT = 500 * 1024
 TERMINAL = {"complete", "failed", "rejected", "shutdown", "orphaned", "remove"}
@@ -43,6 +43,24 @@ echo "$m-exit $rc"
 (cd /agentmeter && tar -czf - workspace home scratch | base64)
 echo "$m-end"
 """
+
+
+class _JobSandbox(Protocol):
+    suite: Suite
+
+
+class JobSession(Protocol):
+    """What a job reads of its trial's session (:class:`~.swarm.SwarmSession`); named here so
+    that this module does not import the one that imports it."""
+
+    engine: engines.Engine
+    config: Any  # the swarm sandbox's Settings
+    sandbox: _JobSandbox
+    trial_id: int
+    token: str
+    image: str
+    user: str
+    jobs: int
 
 
 class JobStream(threading.Thread):
@@ -99,7 +117,7 @@ class JobStream(threading.Thread):
 class Job:
     """One service: created from a config of files, followed, and removed."""
 
-    def __init__(self, session: SwarmSession, argv: list[str], env: dict[str, str], cwd: str,
+    def __init__(self, session: JobSession, argv: list[str], env: dict[str, str], cwd: str,
                  on_output: OutputCallback | None):
         self.session, self.engine = session, session.engine
         self.argv, self.env, self.cwd = argv, env, cwd

@@ -1,0 +1,62 @@
+"""What the rest of the run engine knows of a trial: its plan (:class:`TrialPlan`) and the
+face a running trial shows the sink, the run context and the final row (:class:`TrialView`).
+
+A leaf: :mod:`.trial` implements the view; :mod:`.context`, :mod:`.feed`, :mod:`.record`,
+:mod:`.placement` and :mod:`.scheduler` name it without importing the trial's machinery, so no
+module of the engine imports one that imports it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..harnesses.base import HarnessAdapter, StreamParser
+    from ..proxy.calls import Route
+    from ..suites.suite import Configuration, Suite, Task
+    from ..usage import TokenUsage
+
+
+@dataclass
+class TrialPlan:
+    task: Task
+    config: Configuration
+    config_id: int
+    trial_index: int
+    attempt: int = 0
+
+    @property
+    def cell(self) -> tuple[str, str, int]:
+        return (self.task.id, self.config.key, self.trial_index)
+
+
+class RunFacts(Protocol):
+    """What a trial's final row needs of its run."""
+
+    run_id: int | None
+    suite: Suite
+
+
+class TrialView(Protocol):
+    """A trial as the sink, the run context and the final row read it (:class:`~.trial.TrialRun`)."""
+
+    id: int | None
+    ctx: RunFacts
+    plan: TrialPlan
+    adapter: HarnessAdapter
+    parser: StreamParser
+    token: str
+    usage: TokenUsage
+    cost: Decimal | None
+    turns: int
+    tool_calls: int
+    flags: set[str]
+    scripted_key: str | None
+    scripted_url: str | None
+    proxy_route: Route | None
+
+    def meter(self) -> dict[str, Any]:
+        """A :class:`~.control.Meter` (not named here: sandboxes import this module through
+        placement, and the control socket is none of theirs)."""
