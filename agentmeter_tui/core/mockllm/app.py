@@ -236,7 +236,8 @@ def create_app(scenario: str | Path | None = None, log_dir: str | Path | None = 
     """The server; ``scenario`` plays for keys nobody registered (else they get 401)."""
     default: Scenario | None = load_scenario(scenario) if scenario else None
     app = web.Application(client_max_size=64 * 1024 * 1024)
-    app[SESSIONS] = ScriptedSessions(default, str(scenario) if scenario else None, Path(log_dir) if log_dir else None)
+    app[SESSIONS] = ScriptedSessions(default, str(scenario) if scenario else None,
+                                     Path(log_dir) if log_dir else None)
     add = app.router.add_route
     add("GET", "/_scripted/health", health)
     add("POST", "/_scripted/sessions", register)

@@ -127,7 +127,8 @@ class ScriptedSessions:
         if log_dir is not None:
             log_dir.mkdir(parents=True, exist_ok=True)
 
-    def register(self, key: str, scenario: Scenario, path: str | None, label: str | None = None) -> ScriptedSession:
+    def register(self, key: str, scenario: Scenario, path: str | None,
+                 label: str | None = None) -> ScriptedSession:
         session = ScriptedSession(key, scenario, path, label=label or "")
         self.by_key[key] = session
         return session

@@ -64,7 +64,8 @@ class KimiSessions(SessionReader):
             self._message(session, str(message.get("type")), message.get("payload"), ts, model)
         return session
 
-    def _message(self, session: CliSession, kind: str, payload: object, ts: float | None, model: str | None) -> None:
+    def _message(self, session: CliSession, kind: str, payload: object, ts: float | None,
+                 model: str | None) -> None:
         payload = payload if isinstance(payload, dict) else {}
         if kind == "TurnBegin":
             user = payload.get("user_input")
