@@ -18,7 +18,8 @@ from tests.conftest import ROOT
 
 CORE_MODULES = [
     "agentmeter_tui.core", "agentmeter_tui.core.run.runner", "agentmeter_tui.core.run.scheduler",
-    "agentmeter_tui.core.store", "agentmeter_tui.core.suites.suite", "agentmeter_tui.core.run.trial",
+    "agentmeter_tui.core.store", "agentmeter_tui.core.suites.suite", "agentmeter_tui.core.suites.load",
+    "agentmeter_tui.core.run.trial",
     "agentmeter_tui.core.pricing", "agentmeter_tui.core.reporting.records", "agentmeter_tui.core.harnesses",
     "agentmeter_tui.core.harnesses.reference", "agentmeter_tui.core.sandboxes",
     "agentmeter_tui.core.sandboxes.local", "agentmeter_tui.core.run.control",
