@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 def one_round(suite: Path, folder: Path) -> dict[str, float]:
     started = time.monotonic()
     from agentmeter_tui.commands.run import spawn_runner
-    from agentmeter_tui.core.suites.suite import load_suite
+    from agentmeter_tui.core.suites.load import load_suite
 
     imported = time.monotonic()
     load_suite(suite)

@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def build_command(args: argparse.Namespace) -> int:
     from ..core.sandboxes import SANDBOXES
-    from ..core.suites.suite import load_suite
+    from ..core.suites.load import load_suite
     from ..core.tomlerrors import InputError
 
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.load import load_suite
 from tests.core.test_hostile_tasks import SMOKE, suite  # noqa: F401 - suite is a fixture
 from tests.core.test_hostile_tasks import refused as refused_run
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from agentmeter_tui.core.sandboxes.base import LaunchSpec, SandboxSession
-from agentmeter_tui.core.suites.suite import Suite, load_suite
+from agentmeter_tui.core.suites.suite import Suite
+from agentmeter_tui.core.suites.load import load_suite
 from tests.conftest import need
 from tests.core.sandbox_support import SMOKE, docker_client, suite_copy, swarm_client, unique_id
 from tests.core.sshd_support import SshdInstance, sshd_available

@@ -11,7 +11,7 @@ import pytest
 
 from agentmeter_tui.core.sandboxes.base import LaunchSpec
 from agentmeter_tui.core.sandboxes.docker.sandbox import DockerSandbox
-from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.load import load_suite
 from tests.conftest import FIXTURES
 from tests.core.sandbox_support import docker_engine_fixture, unique_id  # noqa: F401 - a fixture
 

@@ -110,7 +110,7 @@ def test_clean_asks_each_kind_and_cleans_each_engine_once(tmp_path, monkeypatch,
     kind cleans its engines, and this machine's engine is cleaned once when the suite has none."""
     from agentmeter_tui.core import doctor
     from agentmeter_tui.core.sandboxes.docker import leftovers
-    from agentmeter_tui.core.suites.suite import load_suite
+    from agentmeter_tui.core.suites.load import load_suite
 
     cleaned: list = []
     monkeypatch.setattr(leftovers, "clean_engines", lambda targets: cleaned.extend(targets) or [])

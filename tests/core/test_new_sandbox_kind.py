@@ -19,7 +19,7 @@ import pytest
 from agentmeter_tui.core.difftest.cases import CaseFile, load_cases, save_cases
 from agentmeter_tui.core.sandboxes import SANDBOXES
 from agentmeter_tui.core.store import Store
-from agentmeter_tui.core.suites.suite import load_suite
+from agentmeter_tui.core.suites.load import load_suite
 from tests.conftest import ROOT, agentmeter
 
 KIND = '''

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from .requests import Rerun
-from .trial import TrialPlan
+from .trialview import TrialPlan
 
 if TYPE_CHECKING:
     from ..suites.suite import Suite
