@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from ..suites.suite import Suite, Task
-    from .hostcheck import HostCheck
+    from .checks import HostCheck
 
 # (stream name, complete lines without their newline). Called on the runner's event loop.
 # Returns None, or a future that the sandbox waits for before it reads more of the agent's

@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from .checks import HostCheck
 
 if TYPE_CHECKING:
     from ..suites.suite import Suite
@@ -19,12 +20,6 @@ if TYPE_CHECKING:
 MIN_FREE_GB = 2.0
 
 
-@dataclass
-class HostCheck:
-    subject: str
-    ok: bool | None
-    detail: str
-    fix: str = ""
 
 
 def _disk(subject: str, free_bytes: int | None, where: str) -> HostCheck:

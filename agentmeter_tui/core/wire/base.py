@@ -13,14 +13,25 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from decimal import Decimal
+from typing import Any, ClassVar, Protocol
 
 import orjson
 
 from ..usage import TokenUsage
 
-if TYPE_CHECKING:
-    from ..proxy.scan import UsageScanner
+
+
+class UsageScanner(Protocol):
+    """What a protocol reads usage into (``proxy.scan.UsageScanner`` is the one there is):
+    named here, not imported, so the wire knows nothing of the proxy."""
+
+    charged: Decimal | None
+    memo: dict[str, Any]
+
+    def set_final(self, usage: TokenUsage) -> None: ...
+
+    def set_partial(self, usage: TokenUsage) -> None: ...
 
 
 def as_int(value: Any) -> int:
