@@ -158,8 +158,24 @@ async def _settle(pilot) -> None:
     await pilot.pause()
 
 
+def mid_run(db: Path, feed: list[dict]) -> Path:
+    """A copy of the store in which the feed's live trials are still running. The screens trust
+    the store over the feed for a trial the store has as final (after a run ends, on attach), so
+    the live and grid shots need a store that agrees with the feed they are shown."""
+    import sqlite3
+
+    copy = Path(tempfile.mkdtemp(prefix="agentmeter-shots-live-")) / "demo.db"
+    with sqlite3.connect(db) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+        running = [meter["id"] for meter in feed[-1]["meters"]]
+        target.execute(f"update trials set status = 'running', reason = null, finished_at = null "
+                       f"where id in ({', '.join('?' * len(running))})", running)
+    return copy
+
+
 async def main_async(db: Path, out: Path) -> list[Path]:
     feed, clock = live_feed(db)
+    live_db = mid_run(db, feed)
     store = Store(db)
     review_trial = next(store.db.query("select id from trials where model = 'parrot' and trial_index = 1 "
                                        "order by id limit 1"))["id"]
@@ -171,13 +187,13 @@ async def main_async(db: Path, out: Path) -> list[Path]:
     store.close()
     made = []
     for theme in THEMES:
-        made.append(await shoot(db, out, "grid", theme, feed=feed, clock=clock))
-        made.append(await shoot(db, out, "live", theme, feed=feed, clock=clock))
+        made.append(await shoot(live_db, out, "grid", theme, feed=feed, clock=clock))
+        made.append(await shoot(live_db, out, "live", theme, feed=feed, clock=clock))
         made.append(await shoot(db, out, "review", theme, trial=review_trial, name="review"))
         made.append(await shoot(db, out, "report", theme))
-    made.append(await shoot(db, out, "grid", THEMES[0], feed=feed, clock=clock, keys=("down", "right", "enter"),
+    made.append(await shoot(live_db, out, "grid", THEMES[0], feed=feed, clock=clock, keys=("down", "right", "enter"),
                             name="cell"))
-    made.append(await shoot(db, out, "live", THEMES[0], feed=feed, clock=clock, keys=("k",), name="kill"))
+    made.append(await shoot(live_db, out, "live", THEMES[0], feed=feed, clock=clock, keys=("k",), name="kill"))
     made.append(await shoot(db, out, "grid", THEMES[0], keys=("question_mark",), name="help"))
     made.append(await shoot(db, out, "review", THEMES[0], blind=True, reviewer="third-reviewer", name="review-blind"))
     made.append(await shoot(db, out, "adjudicate", THEMES[0], name="adjudicate"))
