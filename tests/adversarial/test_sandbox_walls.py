@@ -72,6 +72,9 @@ async def test_a_hard_link_to_a_host_file_is_never_written_into_or_read(tmp_path
         await agent_does(session, f"mkdir tests && ln {other} tests/test.sh && ln {secret} reward.txt")
         result = await CommandVerifier(suite.task("count-lines")).verify(session)
         assert SECRET not in result.output
+        # The verifier reads a folder drawn after the agent stopped; the planted name, read
+        # directly, is refused by the wall and named.
+        assert await session.fetch_files("scratch", ["reward.txt", "tests/test.sh"]) == {}
         assert "reward.txt (a hard link: 2 names share it)" in _notes(session)
     assert other.read_text() == "untouched" and secret.read_text() == SECRET
 
@@ -152,7 +155,10 @@ def test_a_whole_run_keeps_the_walls_and_says_so_in_the_transcript(tmp_path, db,
     assert trial["status"] == "failed" and trial["quality"] == 0.0, trial
     assert list(folder.iterdir()) == [] and secret.read_text() == SECRET
     assert SECRET not in stored
-    assert any(f"(a symbolic link to {folder})" in line for line in runner_lines), runner_lines
+    # The verifier's files now go to a folder drawn after the agent stopped (issue 23, item 2), so
+    # the planted names are never even opened; had they been, the walls would refuse and say so
+    # (test_planted_links_lead_the_verifier_nowhere, test_a_hard_link_...).
+    assert not any(str(folder) in line and "written" in line for line in runner_lines), runner_lines
 
 
 async def test_a_deep_tree_the_agent_leaves_is_removed_with_its_trial(tmp_path):

@@ -24,7 +24,7 @@ MODULE = '''
 its session files (~/.seventh/sessions/ID.jsonl) hold {"cwd": ...} and the same running totals."""
 from agentmeter_tui.core.harnesses.base import HarnessAdapter, InstallSpec, LaunchContext, Recovery, StreamParser
 from agentmeter_tui.core.harnesses.jsonl import load_object
-from agentmeter_tui.core.interop.sessions.base import Session, SessionReader, SessionSource, read_lines
+from agentmeter_tui.core.interop.sessions.base import CliSession, SessionReader, SessionSource, read_lines
 from agentmeter_tui.core.vocab import EventKind, ParsedEvent
 from agentmeter_tui.core.usage import TokenUsage
 
@@ -75,7 +75,7 @@ class SeventhSessions(SessionReader):
             yield SessionSource(path.stem, [path], root)
 
     def read(self, source):
-        session = Session()
+        session = CliSession()
         for _number, _line, obj in read_lines(source.files[0], source.data):
             session.project = session.project or (obj or {}).get("cwd")
         return session
