@@ -40,10 +40,21 @@ def score_command(args: argparse.Namespace) -> int:
     if trial is None:
         print(f"agentmeter score: no trial {args.trial_id} in {db}", file=sys.stderr)
         return 1
-    was = f" (was {history[-1].score} by {history[-1].reviewer})" if history else ""
+    was = _before(history, reviewer)
     print(f"trial {row.trial_id} [{trial['task_id']} {trial['model']}/{trial['cli']} #{trial['trial_index']}, "
           f"{trial['status']}]: {'final score' if args.final else 'score'} {row.score} by {row.reviewer}{was}")
     return 0
+
+
+def _before(history: list, reviewer: str) -> str:
+    """What the new score stands beside: this reviewer's own earlier score (which it replaces),
+    else the others' (kept: each reviewer's latest score counts). "was 1 by root" after another
+    reviewer's score read as if it had been overwritten."""
+    own = [row for row in history if row.reviewer == reviewer]
+    if own:
+        return f" (was {own[-1].score})"
+    others = {row.reviewer: row.score for row in history}
+    return f" (also scored by {', '.join(f'{who}: {score}' for who, score in others.items())})" if others else ""
 
 
 def _record(db: Path, trial_id: int, score: int, reviewer: str, note: str | None, *, role: str | None):

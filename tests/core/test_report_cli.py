@@ -141,7 +141,8 @@ def test_score_command(tmp_path, capsys, monkeypatch):
     assert main(["score", str(trial_id), "2", "--note", "one retry", "--db", str(db)]) == 0
     assert main(["score", str(trial_id), "3", "--by", "dave", "--db", str(db)]) == 0
     out = capsys.readouterr().out
-    assert "score 2 by carol" in out and "score 3 by dave (was 2 by carol)" in out
+    # dave's score stands beside carol's (both kept); it replaces only dave's own (issue 24 item 13)
+    assert "score 2 by carol" in out and "score 3 by dave (also scored by carol: 2)" in out
     store = Store(db)
     history = store.score_history(trial_id)
     assert [(s.score, s.reviewer, s.note) for s in history] == [(2, "carol", "one retry"), (3, "dave", None)]
@@ -151,3 +152,19 @@ def test_score_command(tmp_path, capsys, monkeypatch):
     assert "no trial 9999" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["score", str(trial_id), "4", "--db", str(db)])
+
+
+def test_a_reviewers_second_score_says_what_it_replaced(tmp_path, capsys):
+    """Issue 24 item 13: "(was 1 by root)" after another reviewer's score read as an overwrite;
+    a reviewer's own earlier score is what a new one replaces."""
+    db = tmp_path / "r.db"
+    store = Store(db)
+    import_records(store, list(synthetic_records(models=1, clis=1, tasks=1, trials=1, infra_rate=0.0)))
+    trial_id = store.trials()[0]["id"]
+    store.close()
+    assert main(["score", str(trial_id), "1", "--by", "root", "--db", str(db)]) == 0
+    assert main(["score", str(trial_id), "1", "--by", "ana", "--db", str(db)]) == 0
+    assert main(["score", str(trial_id), "2", "--by", "ana", "--db", str(db)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].endswith("score 1 by ana (also scored by root: 1)") and "was" not in out[1]
+    assert out[2].endswith("score 2 by ana (was 1)")
