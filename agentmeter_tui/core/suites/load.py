@@ -39,16 +39,24 @@ def load_task(folder: Path) -> Task:
 
 
 def _check_kind_settings(spec: TaskFile, path: Path, text: str) -> None:
-    from ..registry import UnknownName
     from ..verifiers import VERIFIERS
 
+    _check_settings(VERIFIERS, "verifier", spec.verifier.kind, spec.verifier.model_dump(), path, text)
+
+
+def _check_settings(registry, table: str, kind: str, values: dict, path: Path, text: str,
+                    context: dict | None = None) -> None:
+    """A ``[verifier]`` or ``[sandbox]`` table's keys beyond ``kind`` are its kind's own
+    ``Settings`` model (when the kind has one)."""
+    from ..registry import UnknownName
+
     try:
-        verifier_cls = VERIFIERS.get(spec.verifier.kind)
+        kind_cls = registry.get(kind)
     except UnknownName as exc:
-        raise InputError(path, _line(text, ("verifier", "kind")), "verifier.kind", str(exc)) from None
-    settings_model = getattr(verifier_cls, "Settings", None)
+        raise InputError(path, _line(text, (table, "kind")), f"{table}.kind", str(exc)) from None
+    settings_model = getattr(kind_cls, "Settings", None)
     if settings_model is not None:
-        validate(settings_model, spec.verifier.model_dump(), path, text, prefix=("verifier",))
+        validate(settings_model, values, path, text, prefix=(table,), context=context)
 
 
 def _line(text: str, loc: tuple) -> int | None:
@@ -148,17 +156,10 @@ def _any_needs_model(spec: SuiteFile) -> bool:
 
 def _check_sandbox(spec: SuiteFile, path: Path, text: str) -> None:
     """The ``[sandbox]`` keys beyond ``kind`` are the sandbox kind's own ``Settings`` model."""
-    from ..registry import UnknownName
     from ..sandboxes import SANDBOXES
 
-    try:
-        sandbox_cls = SANDBOXES.get(spec.sandbox.kind)
-    except UnknownName as exc:
-        raise InputError(path, _line(text, ("sandbox", "kind")), "sandbox.kind", str(exc)) from None
-    settings_model = getattr(sandbox_cls, "Settings", None)
-    if settings_model is not None:
-        validate(settings_model, spec.sandbox.model_dump(exclude={"kind"}), path, text, prefix=("sandbox",),
-                 context={"base": path.parent})
+    _check_settings(SANDBOXES, "sandbox", spec.sandbox.kind, spec.sandbox.model_dump(exclude={"kind"}), path, text,
+                    context={"base": path.parent})
 
 
 def _harbor_sandbox(kind: str) -> bool:
