@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.core.reporting.records import import_records  # noqa: E402
 from agentmeter_tui.core.reporting import report_from_store  # noqa: E402
+from agentmeter_tui.core.reporting.records import import_records  # noqa: E402
 from agentmeter_tui.core.reporting.site import build_site  # noqa: E402
 from agentmeter_tui.core.reporting.synthetic import synthetic_records  # noqa: E402
 from agentmeter_tui.core.store import Store  # noqa: E402
@@ -55,7 +55,8 @@ def bootstrap_figure() -> tuple[float, float]:
 
     from agentmeter_tui.core.metrics.ams import TABLE1
     from agentmeter_tui.core.metrics.intervals import bootstrap, task_table
-    from agentmeter_tui.core.metrics.runs import TIERS, Run, select_runs
+    from agentmeter_tui.core.metrics.runs import Run, select_runs
+    from agentmeter_tui.core.vocab import TIERS
 
     rng = np.random.default_rng(1)
     configs = [(f"m{i}", f"c{j}") for i in range(6) for j in range(4)]

@@ -91,7 +91,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
 
 def _summary(suite_id: str, runs: list, current: dict, result, *, show_tasks: bool) -> str:
-    from ..core.metrics.runs import TIERS
+    from ..core.vocab import TIERS
 
     valid = sum(r.valid for r in runs)
     lines = [f"Calibration of suite '{suite_id}' from {valid} valid trial(s) ({len(runs) - valid} infra-invalid "

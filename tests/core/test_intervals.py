@@ -11,9 +11,10 @@ import orjson
 import pytest
 
 from agentmeter_tui.core.metrics.ams import TABLE1, agentmeter_score, tier_stats
-from agentmeter_tui.core.metrics.runs import TIERS, Run, select_runs
+from agentmeter_tui.core.metrics.runs import Run, select_runs
 from agentmeter_tui.core.reporting import build_report
 from agentmeter_tui.core.reporting.render import render_csv, render_json, render_markdown
+from agentmeter_tui.core.vocab import TIERS
 
 CONFIGS = [("m1", "a"), ("m1", "b"), ("m2", "a"), ("m2", "b")]
 TASKS = {f"{tier[0]}{n}": tier for tier in TIERS for n in range(4)}

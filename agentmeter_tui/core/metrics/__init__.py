@@ -9,6 +9,7 @@
 Definitions and the choices where the seeds are silent: ``docs/metrics.md``.
 """
 
+from ..vocab import TIERS
 from .ams import (
                   DEFAULT_ALPHA,
                   TABLE1,
@@ -26,7 +27,7 @@ from .ams import (
                   tier_score,
                   tier_stats,
 )
-from .runs import SELECTIONS, TIERS, Config, Run, group_cells, select_run, select_runs
+from .runs import SELECTIONS, Config, Run, group_cells, select_run, select_runs
 
 __all__ = [
     "DEFAULT_ALPHA", "SELECTIONS", "TABLE1", "TIERS", "Config", "ConfigScore", "Run", "TierBudget", "TierStats",

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .runs import TIERS, Config, Run
+from ..vocab import TIERS
+from .runs import Config, Run
 
 DEFAULT_ALPHA = 0.6
 

@@ -17,8 +17,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..vocab import TIERS
 from .ams import TABLE1, TierBudget
-from .runs import TIERS, Run
+from .runs import Run
 
 DEFAULT_QUANTILES: tuple[float, ...] = (0.10, 0.25, 0.50, 0.75, 0.90)
 TAU_QUANTILE = 0.90

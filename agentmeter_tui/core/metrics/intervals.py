@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # numpy loads with the first interval: a screen that shows none never pays for it
     import numpy as np
 
+from ..vocab import TIERS
 from .ams import DEFAULT_ALPHA, TierBudget
-from .runs import TIERS, Config, Run
+from .runs import Config, Run
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 20260604  # the AgentMeter paper's price date: any fixed seed makes a report reproducible
@@ -159,7 +160,6 @@ def statistics(table: TaskTable, *indices: np.ndarray) -> np.ndarray:
 def bootstrap(configs: Sequence[Config], table: TaskTable, resamples: int = DEFAULT_RESAMPLES,
               seed: int = DEFAULT_SEED, level: float = LEVEL) -> Intervals:
     import numpy as np
-
     from scipy.stats import bootstrap as scipy_bootstrap
 
     configs = list(configs)

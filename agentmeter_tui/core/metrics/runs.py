@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from ..vocab import TIERS, TrialStatus  # TIERS: imported from here by reporting and the UI
+from ..vocab import TrialStatus
 
 # Statuses whose verifier verdict stands: the agent ran to the end and was judged.
 JUDGED = frozenset({TrialStatus.PASSED, TrialStatus.FAILED})

@@ -16,10 +16,11 @@ from typing import Any
 from ..metrics.ams import DEFAULT_ALPHA, TABLE1, TierBudget, delta_best, score_configuration
 from ..metrics.intervals import DEFAULT_SEED, bootstrap, task_table
 from ..metrics.rubric import cell_medians, honesty_gate, standings, task_winners
-from ..metrics.runs import TIERS, Config, Run, Selection, select_runs
+from ..metrics.runs import Config, Run, Selection, select_runs
 from ..metrics.validation import rank_validation
-from .records import STATUSES, TrialRecord
 from ..tomlerrors import InputError, read_input
+from ..vocab import TIERS
+from .records import STATUSES, TrialRecord
 from .report import Report, RubricTable
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..metrics.runs import TIERS
+from ..vocab import TIERS
 from .report import Report
 
 if TYPE_CHECKING:

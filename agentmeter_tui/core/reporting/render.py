@@ -17,7 +17,7 @@ import orjson
 
 from ..metrics.ams import ConfigScore
 from ..metrics.rubric import RUBRIC
-from ..metrics.runs import TIERS
+from ..vocab import TIERS
 from .formats import FORMATS, ReportFormat
 from .report import Report, config_name
 

@@ -20,8 +20,9 @@ from ..metrics.agreement import Agreement
 from ..metrics.ams import ConfigScore, TierBudget
 from ..metrics.intervals import Intervals
 from ..metrics.rubric import GateResult, Standing
-from ..metrics.runs import SELECTIONS, TIERS, Config
+from ..metrics.runs import SELECTIONS, Config
 from ..metrics.validation import RankValidation
+from ..vocab import TIERS
 
 
 def config_name(config: Config) -> str:

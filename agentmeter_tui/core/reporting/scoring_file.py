@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 from ..metrics.calibration import Calibration
-from ..metrics.runs import TIERS
+from ..vocab import TIERS
 from .files import write_text_atomically
 
 
@@ -49,8 +49,8 @@ def scoring_snippet(calibration: Calibration, *, write_tiers: bool = True) -> st
 
 def write_scoring(suite_folder: str | Path, calibration: Calibration, *, write_tiers: bool = True) -> Path:
     """Replace the calibrated parts of ``[scoring]`` in the suite's suite.toml; return its path."""
-    from ..suites.suitefile import SuiteFile
     from ..suites.load import load_suite
+    from ..suites.suitefile import SuiteFile
     from ..tomlerrors import validate
 
     folder = Path(suite_folder)

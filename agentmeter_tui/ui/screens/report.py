@@ -17,9 +17,8 @@ from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from ...core.reporting.charts import heatmap_data, scatter_data, tier_profile_data
-from ...core.metrics.runs import TIERS
-from ...core.reporting.render import MAIN_COLUMNS
-from ...core.reporting.render import fmt_median, fmt_score
+from ...core.reporting.render import MAIN_COLUMNS, fmt_median, fmt_score
+from ...core.vocab import TIERS
 from ..data import report
 from ..widgets.charts import AmsHeatmap, PassCostPlot, TierProfile
 from ..widgets.footer import KeysFooter

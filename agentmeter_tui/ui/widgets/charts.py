@@ -18,7 +18,7 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from ...core.reporting.charts import ScatterData
-from ...core.metrics.runs import TIERS
+from ...core.vocab import TIERS
 from ..themes import APP_VARIABLES, heat_colour
 
 SERIES_VARS = ("meter-uncached", "status-passed", "meter-output", "status-killed", "meter-cached", "status-errored",

@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 
-from ..charts import heatmap_data, scatter_data
-from ...metrics.runs import TIERS
 from ...usage import TOKEN_CLASSES
+from ...vocab import TIERS
+from ..charts import heatmap_data, scatter_data
 from ..formats import FolderFormat
 from ..render import fmt_score, fmt_usd
 from ..report import Report

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import vocab
-from ...metrics.runs import TIERS
+from ...vocab import TIERS
 from ..render import DASH, fmt_score, fmt_tokens, fmt_usd
 from ..report import Report
 
