@@ -184,3 +184,21 @@ async def test_a_deep_tree_does_not_turn_a_verdict_into_an_infra_error(tmp_path,
         await agent_does(session, f"({nest}) && cd {session.workspace} && ({nest})")
         result = await CommandVerifier(suite.task("count-lines")).verify(session)
         assert result.infra_error is None and not result.passed, result
+
+
+def test_a_dead_runners_deep_trial_folder_is_removed_when_the_next_run_cleans(tmp_path):
+    """A runner killed with kill -9 leaves its trial folders; the next run removes those of dead
+    owners. One the agent had nested 1,500 folders deep made shutil.rmtree raise RecursionError
+    (not an OSError, so ignore_errors did not hold it): the cleanup itself crashed and the folder
+    stayed, with every later run crashing on it again."""
+    from agentmeter_tui.core.sandboxes.local import remove_dead_owners
+
+    dead = tmp_path / "t1-r999999999-1-abcdefgh"  # no such pid: its owner is gone
+    path = dead / "workspace"
+    path.mkdir(parents=True)
+    for _ in range(1500):
+        path = path / "d"
+        path.mkdir()
+    (path / "f").write_text("x")
+    assert remove_dead_owners(tmp_path) == [dead]
+    assert not dead.exists()

@@ -71,6 +71,10 @@ async def session_of(tmp_path: Path, kind: str) -> AsyncIterator[tuple[Suite, Sa
             await session.cleanup()
     finally:
         await sandbox.close()
+        # The trial's folder is removed in the background: wait for it, or a deep tree the
+        # agent left outlives the test's event loop (and pytest's own cleanup recurses on it).
+        from agentmeter_tui.core import procs
+        await procs.BACKGROUND.drain()
         while _SSHD:
             _SSHD.pop().stop()
 

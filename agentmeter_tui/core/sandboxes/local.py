@@ -281,11 +281,12 @@ def _sandbox_root(settings: dict[str, Any]) -> Path:
 
 
 def remove_dead_owners(base: Path) -> list[Path]:
-    """Trial folders of runners that are gone (killed with kill -9): removed, and named."""
+    """Trial folders of runners that are gone (killed with kill -9): removed, and named. Removed
+    as a finished trial's are (``remove_root``): an agent may have nested them past any recursion."""
     gone = [folder for folder in base.glob("t*-r*-*-*")
             if (owner := OWNER.match(folder.name)) and folder.is_dir() and not cgroups.owner_alive(owner[1])]
     for folder in gone:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_root(folder)
     return gone
 
 
