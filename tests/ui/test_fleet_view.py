@@ -49,6 +49,7 @@ async def test_the_fleet_view_lists_nodes_and_drains_one(sample_db, fake_runner)
         n1 = cells(table, "amf-n1")
         assert n1[:6] == ["amf-n1", "ready", "2/8", "2", "0", "0"]
         assert cells(table, "amf-n2")[1] == "drained" and cells(table, "amf-n3")[1] == "down"
+        assert n1[-1] == "0:01 ago" and cells(table, "amf-n3")[-1] == "0:42 ago"  # the clock is T0 + 32
         told = notifications_of(app)
         await pilot.press("d")  # the cursor is on amf-n1, ready: drain it
         await pilot.press("down", "d")  # amf-n2, drained: make it active

@@ -11,7 +11,6 @@ sends the nodes. A run whose sandbox places no trials on nodes, or no runner, ha
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 from rich.text import Text
@@ -29,7 +28,7 @@ STATE_TEXT = {"ready": "ready", "drain": "drained", "down": "down"}
 STATE_STYLE = {"ready": "status-passed", "drain": "warning", "down": "status-invalid"}
 COUNTED = ("running", "passed", "failed", "infra-invalid")
 COLUMNS = (("node", 16), ("state", 9), ("slots", 8), ("running", 8), ("passed", 7), ("failed", 7),
-           ("infra-invalid", 13), ("heartbeat", 10))
+           ("infra-invalid", 13), ("heartbeat", 14))
 FLEET_BINDING = Binding("f", "fleet", "Fleet", id="fleet",
                         tooltip="The fleet's nodes: state, slots in use, trials per node; drain or activate one")
 
@@ -79,16 +78,16 @@ class FleetScreen(SessionScreen):
             empty.update(NO_FLEET + ("" if session.live_mode else " (no runner attached)"))
             return
         counts = per_node(session.grid.trials.values())
-        now, colours = time.time(), self.app.theme_variables  # Rich styles take colours, not $variables
+        now, colours = session.live.clock(), self.app.theme_variables  # Rich styles take colours, not $variables
         wanted = {}
         for node in nodes:
             name, state, seen = node["name"], node["state"], node.get("seen")
             by_state = counts.get(name, Counter())
             wanted[name] = (
-                name, Text(STATE_TEXT.get(state, state), f"bold {colours.get(STATE_STYLE.get(state, ''), '')}"),
+                Text(name), Text(STATE_TEXT.get(state, state), f"bold {colours.get(STATE_STYLE.get(state, ''), '')}"),
                 Text(f"{node['running']}/{node.get('slots') or '?'}", justify="right"),
                 *(Text(str(by_state[s]), justify="right") for s in COUNTED),
-                Text(fmt.duration(None if seen is None else now - seen) + (" ago" if seen else ""), justify="right"))
+                Text("—" if seen is None else f"{fmt.duration(now - seen)} ago", justify="right"))
         if list(wanted) != list(self._shown):
             table.clear()
             for name, cells in wanted.items():
