@@ -152,8 +152,8 @@ class AgentMeterApp(App):
             await self.switch_mode(mode)
 
     def _leave_cell(self) -> None:
-        """A cell screen sits on the grid's stack; leaving the grid for another screen closes it."""
-        while _shown(self.screen, "cell", "CellScreen"):
+        """A cell or fleet screen sits on the grid's (or live) stack; leaving for another screen closes it."""
+        while _shown(self.screen, "cell", "CellScreen") or _shown(self.screen, "fleet", "FleetScreen"):
             self.pop_screen()
 
     async def open_review(self, trial_id: int | None, adjudicate: bool = False) -> None:
@@ -198,6 +198,7 @@ class AgentMeterApp(App):
         from .screens.cell import CellScreen
         from .screens.compare import CompareScreen
         from .screens.dialogs import BudgetDialog, ConfirmDialog, NoteDialog
+        from .screens.fleet import FleetScreen
         from .screens.grid import GridScreen
         from .screens.help import HelpScreen
         from .screens.live import LiveScreen
@@ -206,7 +207,7 @@ class AgentMeterApp(App):
         from .widgets.transcript_view import TranscriptView
 
         sections = [("anywhere", self.BINDINGS), ("grid", GridScreen.BINDINGS), ("cell", CellScreen.BINDINGS),
-                    ("live", LiveScreen.BINDINGS), ("review", ReviewScreen.BINDINGS),
+                    ("live", LiveScreen.BINDINGS), ("fleet", FleetScreen.BINDINGS), ("review", ReviewScreen.BINDINGS),
                     ("transcript", TranscriptView.BINDINGS), ("compare", CompareScreen.BINDINGS),
                     ("report", ReportScreen.BINDINGS),
                     ("dialogs", ConfirmDialog.BINDINGS + NoteDialog.BINDINGS + BudgetDialog.BINDINGS)]

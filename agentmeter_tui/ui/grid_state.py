@@ -33,6 +33,7 @@ class TrialSummary:
     cost: float | None
     flags: tuple[str, ...] = ()
     source: str | None = None  # where an imported trial came from (None: run here)
+    node: str | None = None  # the fleet node it ran on (swarm sandbox); None elsewhere
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> TrialSummary:
@@ -44,13 +45,13 @@ class TrialSummary:
                 flags = [flags]
         return cls(row["id"], row["model"], row["cli"], row["task_id"], row["trial_index"], row["status"],
                    row.get("reason"), sum(int(row.get(c) or 0) for c in TOKEN_CLASSES), row.get("cost_usd"),
-                   tuple(flags or ()), source_label(row))
+                   tuple(flags or ()), source_label(row), row.get("node"))
 
     @classmethod
     def from_meter(cls, meter: Meter) -> TrialSummary:
         return cls(meter["id"], meter["model"], meter["cli"], meter["task"], meter["trial"], meter["status"],
                    meter.get("reason"), sum((meter.get("tokens") or {}).values()), meter.get("cost_usd"),
-                   tuple(meter.get("flags") or ()))
+                   tuple(meter.get("flags") or ()), node=meter.get("node"))
 
 
 @dataclass
@@ -170,6 +171,15 @@ class GridState:
 
     def cell_trials(self, config: Config) -> list[TrialSummary]:
         return sorted((self.trials[i] for i in self.by_cell.get(config, ())), key=lambda t: (t.task, t.trial, t.id))
+
+    def nodes_of(self, config: Config) -> dict[str, int]:
+        """Trials per fleet node of a cell (none when its sandbox places no trials on nodes)."""
+        counts: dict[str, int] = {}
+        for trial_id in self.by_cell.get(config, ()):
+            node = self.trials[trial_id].node
+            if node is not None:
+                counts[node] = counts.get(node, 0) + 1
+        return dict(sorted(counts.items()))
 
     def totals(self) -> CellStats:
         total = CellStats()

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import cast
 
-from ..core.run.control import FeedMessage, Finished, LiveEvent, Meter, Progress, Snapshot, Tick
+from ..core.run.control import FeedMessage, Finished, LiveEvent, Meter, NodeState, Progress, Snapshot, Tick
 from ..core.vocab import FINAL_STATUSES
 from .format import meter_fresh
 
@@ -119,6 +119,7 @@ class LiveState:
         self.connected = False
         self.ended: str | None = None  # "finished", "stopped" or "lost" once the feed ends
         self.events_seen = 0
+        self.nodes: list[NodeState] = []  # a fleet's nodes as the runner last sent them ([]: no fleet)
 
     # -- applying feed messages ----------------------------------------------------------------
 
@@ -141,6 +142,7 @@ class LiveState:
         self.runner_pid = message.get("pid")
         self.progress = message.get("progress") or {}
         self.connected, self.ended = True, None
+        self.nodes = message.get("nodes") or []
         summary = TickSummary()
         ts = self.clock()
         for meter in message.get("running") or ():
@@ -173,6 +175,8 @@ class LiveState:
         self.events_seen += summary.events
         if message.get("progress"):
             self.progress = message["progress"]
+        if "nodes" in message:  # sent only when they changed
+            self.nodes = message["nodes"]
         return summary
 
     def _meter(self, meter: Meter, ts: float, summary: TickSummary, sample: bool = True) -> None:

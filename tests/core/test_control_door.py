@@ -82,3 +82,26 @@ async def test_idle_connections_give_way_and_subscribers_are_capped(door, monkey
     assert await ask(door, encode({"op": "subscribe"})) == [{"ok": False, "error": "2 clients follow the feed already"}]
     for _, writer in idle + subscribers:
         writer.close()
+
+
+async def test_an_op_that_waits_on_the_sandbox_is_answered_when_done_and_others_are_served_meanwhile(tmp_path):
+    """The ``node`` op's reply comes from the sandbox's engine call: the door awaits it, and
+    another connection is answered while it waits."""
+    release = asyncio.Event()
+
+    async def engine_call() -> dict:
+        await release.wait()
+        return {"ok": True, "op": "node"}
+
+    door = ControlDoor(lambda op, request: engine_call() if op == "node" else {"ok": True, "op": op},
+                       lambda reader, writer, request: asyncio.sleep(0))
+    door.path = str(tmp_path / "s")
+    server = await asyncio.start_unix_server(door.serve, door.path, limit=clients.MAX_REQUEST)
+    try:
+        waiting = asyncio.ensure_future(ask(door, encode({"op": "node"})))
+        assert await ask(door, encode({"op": "status"})) == [{"ok": True, "op": "status"}]
+        assert not waiting.done()
+        release.set()
+        assert await waiting == [{"ok": True, "op": "node"}]
+    finally:
+        server.close()

@@ -133,3 +133,69 @@ def test_a_node_lost_mid_run_costs_nothing(tmp_path, db, fleet, loss, back):
     # Back, the node drops what it kept of the lost jobs; nothing is left anywhere.
     fleet.run(back, "3")
     wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")
+
+
+async def test_the_fleet_view_shows_the_nodes_and_a_drain_from_it_stops_placements(tmp_path, db, fleet):
+    """The TUI attached to a run on the fleet: its fleet view lists the 3 nodes, each trial's
+    node is the store's, and ``d`` on a node drains it: no trial started after goes there."""
+    from agentmeter_tui.ui.app import AgentMeterApp
+    from agentmeter_tui.ui.screens.fleet import FleetScreen
+    from agentmeter_tui.ui.session import Session
+    from agentmeter_tui.ui.settings import UiSettings
+    from tests.waiting import eventually
+
+    suite_id = unique_id("fleet-view")
+    suite = suite_copy(FIXTURES / "suites" / "slow", tmp_path / "suite", fleet.sandbox(), suite_id=suite_id)
+    for scenario in (suite / "scenarios").glob("*.toml"):  # trials long enough to drain between two waves
+        scenario.write_text(scenario.read_text().replace("sleep 0.4", "sleep 4"))
+    runner = subprocess.Popen([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless",
+                               "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    drained = fleet.node(2)
+    names = [fleet.node(i) for i in (1, 2, 3)]
+
+    def store_trials() -> list[dict]:
+        store = Store(db)
+        try:
+            return store.trials(suite_id)
+        finally:
+            store.close()
+
+    try:
+        wait_for(lambda: db.exists() and any(t["status"] == "running" for t in store_trials()), "a trial running")
+        session = Session(db, reviewer="fleet", live=True, suite_id=suite_id)
+        app = AgentMeterApp(session, screen="grid", settings=UiSettings())
+        try:
+            async with app.run_test(size=(160, 48)) as pilot:
+                await eventually(lambda: len(session.live.nodes) == 3, "the feed's 3 nodes")
+                await pilot.press("f")
+                screen = await eventually(lambda: isinstance(app.screen, FleetScreen) and app.screen, "the fleet view")
+                table = screen.query_one("#fleet-nodes")
+                await eventually(lambda: table.row_count == 3, "3 rows in the fleet view")
+                assert [str(k.value) for k in table.rows] == names
+                table.move_cursor(row=names.index(drained))
+                await pilot.press("d")
+                await eventually(lambda: any(n["name"] == drained and n["state"] == "drain"
+                                             for n in session.live.nodes), f"{drained} drained in the feed")
+                cut = max(t["id"] for t in store_trials())  # every trial after this one starts on a drained node
+                await eventually(lambda: str(table.get_row(drained)[1]) == "drained", "the row says drained")
+                await eventually(lambda: session.live.ended, "the run's end")
+                await eventually(lambda: all(t.status not in ("queued", "starting", "running", "verifying")
+                                             for t in session.grid.trials.values()), "every trial final on screen")
+                trials = store_trials()
+                # Each trial's node on screen is the store's.
+                assert {t.id: t.node for t in session.grid.trials.values()} == {t["id"]: t["node"] for t in trials}
+                assert {t["node"] for t in trials} <= set(names)
+                later = [t for t in trials if t["id"] > cut]
+                assert later and all(t["node"] != drained for t in later), (cut, trials)
+        finally:
+            session.close()
+        out, err = runner.communicate(timeout=900)
+        assert runner.returncode == 0, err + out
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        client = fleet.client()
+        node = next(n for n in client.nodes.list() if n.attrs["Description"]["Hostname"] == drained)
+        node.update({**node.attrs["Spec"], "Availability": "active"})
+        client.close()
+    wait_runner_exit(db)

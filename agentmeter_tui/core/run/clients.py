@@ -20,6 +20,7 @@ every running agent; a client must never be able to starve it. So:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -33,8 +34,7 @@ RATE, BURST = 20.0, 40  # requests a second per connection; a script asks once p
 MAX_UNREAD = 1 << 20  # reply bytes a client may leave unread before it is dropped
 MAX_CLIENTS = 64
 MAX_SUBSCRIBERS = 32  # fewer than MAX_CLIENTS: a new connection always finds a place to take
-
-Handler = Callable[[Any, dict[str, Any]], dict[str, Any]]
+Handler = Callable[[Any, dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any]]]  # awaited: ops on the sandbox
 Subscribe = Callable[[asyncio.StreamReader, asyncio.StreamWriter, dict[str, Any]], Awaitable[None]]
 
 
@@ -122,6 +122,8 @@ class ControlDoor:
                     return await self.subscribe(reader, writer, request)
                 reply = self.handle(op, request) if request is not None else \
                     {"ok": False, "error": "requests are JSON objects, one per line"}
+                if inspect.isawaitable(reply):  # an op that waits on the sandbox (``node``)
+                    reply = await reply
                 writer.write(encode(reply))
                 if writer.transport.get_write_buffer_size() > MAX_UNREAD:
                     self.refused += 1

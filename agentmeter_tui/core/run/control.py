@@ -4,14 +4,16 @@ Requests are one JSON object per line with an ``op``; replies are one object per
 ``subscribe`` {events?: bool, max_events?: int} turns the connection into a feed: a
 ``snapshot`` first, then a ``tick`` about every 100 ms with the newest transcript events per
 running trial (``skipped`` counts what a tick left out: the store has everything), the
-meters that changed, the trials that finished and the progress; ``finished`` when the
+meters that changed, the trials that finished, the progress and a fleet's ``nodes`` when
+they changed; ``finished`` when the
 schedule ends. A client that is slow, crashes or quits is dropped without the runner
 noticing beyond that.
 
 Ops: ``hello``, ``status``, ``subscribe``, ``kill`` {trial, reason?}, ``pause`` and ``resume``
 {model?, cli?}, ``budget`` {trial? | model?, cli?; wall_seconds?, tokens?, usd?}, ``cap`` {scope:
 run|provider|model, name?, usd?, tokens?}, ``hold`` {trial, seconds?: 0..30, 0 releases}
-(holds a trial's budget kill while the operator types a raise; a raise ends it), ``stop``. Each request is checked
+(holds a trial's budget kill while the operator types a raise; a raise ends it), ``node``
+{name, availability: active|drain} (a fleet's node takes new trials or none), ``stop``. Each request is checked
 whole (``requests``): an unknown op or field, a wrong type, a budget that is not finite and
 positive is refused with ``{"ok": false, "error": ...}`` and changes nothing. The socket
 answers as soon as the runner has the store, before the first trial: while it prepares
@@ -91,6 +93,8 @@ class NodeState(TypedDict):
     name: str
     state: Literal["ready", "drain", "down"]
     running: int
+    slots: int  # trials it holds at once (its CPUs and memory over a trial's reservations)
+    seen: float | None  # wall time the manager last reported it ready (its heartbeats arrive)
 
 
 class Snapshot(TypedDict):
@@ -116,6 +120,7 @@ class Tick(TypedDict, total=False):
     progress: Progress
     events: dict[int, list[LiveEvent]]  # newest events per trial, at most max_events each
     skipped: dict[int, int]  # events per trial a tick left out (the store has them)
+    nodes: list[NodeState]  # a fleet's nodes, when they changed (at most once per NODES_EVERY)
 
 
 class Preparing(TypedDict):

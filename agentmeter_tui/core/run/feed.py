@@ -51,6 +51,7 @@ METER_EVERY = 0.5  # seconds between two meters of a trial that only printed (it
 MAX_BACKLOG = 8 << 20  # bytes buffered for one client before it is considered gone
 DEFAULT_MAX_EVENTS = 200
 MAX_LIVE = 5000  # the most events of one trial a tick can carry (a client's max_events at most)
+NODES_EVERY = 1.0  # seconds between two reads of a fleet's nodes (a tick carries them when they changed)
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,8 @@ class Feed:
         self.live_enabled = True  # whether any subscriber wants events (else no live copies are kept)
         self.done_before = 0
         self.preparing: str | None = None  # what the runner does before the first trial (builds...)
+        self._nodes_sent: list[NodeState] = []
+        self._nodes_at = 0.0  # monotonic time of the last read of the nodes
 
     # -- the run's sink: hooks from the scheduler and trials -------------------------------
 
@@ -186,7 +189,34 @@ class Feed:
         if sandbox is None or scheduler is None:
             return []
         busy = Counter(t.session.slot.node for t in scheduler.running.values() if t.session is not None)
-        return [{"name": n["name"], "state": n["state"], "running": busy[n["name"]]} for n in sandbox.fleet_nodes()]
+        return [{"name": n["name"], "state": n["state"], "running": busy[n["name"]], "slots": n.get("slots", 0),
+                 "seen": n.get("seen")} for n in sandbox.fleet_nodes()]
+
+    def _nodes_news(self) -> list[NodeState] | None:
+        """The nodes, when they changed since the last tick that carried them (read at most
+        every ``NODES_EVERY``: a fleet view needs no more, and a run without nodes pays nothing)."""
+        if time.monotonic() - self._nodes_at < NODES_EVERY:
+            return None
+        self._nodes_at = time.monotonic()
+        nodes = self.nodes()
+        if nodes == self._nodes_sent:
+            return None
+        self._nodes_sent = nodes
+        return nodes
+
+    async def _read_nodes(self) -> None:
+        """Keep a fleet's node list fresh for its viewers while no job watcher reads it (an idle
+        or paused run): a node that stops answering shows down, and its last-seen time ages.
+        Apart from the ticks, so a manager slow to answer never holds them up."""
+        while True:
+            await asyncio.sleep(NODES_EVERY)
+            sandbox = getattr(self.runner, "_sandbox", None)
+            if sandbox is None or not self.subscribers or not sandbox.fleet_nodes():
+                continue
+            try:
+                await sandbox.read_nodes()
+            except Exception:  # noqa: BLE001 -- a manager that does not answer: the job watchers say so
+                pass
 
     # -- delivery ---------------------------------------------------------------------------
 
@@ -250,10 +280,12 @@ class Feed:
             return None
         return events, dropped, meters, finished
 
-    def _encode(self, collected: Collected) -> dict[FeedOptions, bytes]:
+    def _encode(self, collected: Collected, nodes: list[NodeState] | None = None) -> dict[FeedOptions, bytes]:
         events, dropped, meters, finished = collected
         base: Tick = {"type": "tick", "ts": time.time(), "meters": meters, "finished": finished,
                       "progress": self.progress()}
+        if nodes is not None:
+            base["nodes"] = nodes
         out = {}
         for options in set(self.subscribers.values()):
             message = Tick(base)
@@ -268,12 +300,16 @@ class Feed:
         return out
 
     async def run(self) -> None:
-        while True:
-            await asyncio.sleep(TICK)
-            try:
-                self._tick()
-            except Exception as exc:  # the feed is a courtesy to clients: never let it stop the run
-                self.runner.log(f"live feed error: {exc!r}")
+        reader = asyncio.create_task(self._read_nodes())
+        try:
+            while True:
+                await asyncio.sleep(TICK)
+                try:
+                    self._tick()
+                except Exception as exc:  # the feed is a courtesy to clients: never let it stop the run
+                    self.runner.log(f"live feed error: {exc!r}")
+        finally:
+            reader.cancel()
 
     def _tick(self) -> None:
         self.live_enabled = any(o.events for o in self.subscribers.values())
@@ -287,8 +323,9 @@ class Feed:
             self._finished.clear()
             return
         collected = self._collect()
-        if collected:
-            self._broadcast(self._encode(collected))
+        nodes = self._nodes_news() if self.runner.scheduler is not None else None
+        if collected or nodes is not None:
+            self._broadcast(self._encode(collected or ({}, {}, [], []), nodes))
 
     async def finish(self, status: str, error: str | None = None) -> None:
         collected = self._collect() if self.subscribers and self.runner.scheduler else None

@@ -1,14 +1,15 @@
 """The control socket's ops on part of a run: a cap (the run's, a provider's, a model's), a
-pause or a budget for one model, one CLI or one cell. Apart from :mod:`.runner` so the runner
-keeps to its process and its schedule."""
+pause or a budget for one model, one CLI or one cell, a fleet node's availability. Apart from
+:mod:`.runner` so the runner keeps to its process and its schedule."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .requests import BudgetChange, CapChange, Pause, Request, Resume
+from .requests import BudgetChange, CapChange, NodeChange, Pause, Request, Resume
 
 if TYPE_CHECKING:
+    from ..sandboxes import Sandbox
     from ..suites.suite import Suite
     from .caps import CapLedger
     from .scheduler import Scheduler
@@ -50,3 +51,14 @@ def handle_scoped(request: Request, suite: Suite, caps: CapLedger, scheduler: Sc
         return {"ok": True, **scope, "budget": request.limits(), "running": raised}
     scheduler.pause_scope(request.model, request.cli, isinstance(request, Pause))
     return {"ok": True, **scope, "paused": isinstance(request, Pause)}
+
+
+async def set_node(sandbox: Sandbox | None, request: NodeChange) -> dict[str, Any]:
+    """The reply to a ``node`` op: the sandbox drains or activates the node (its engine's call)."""
+    if sandbox is None:
+        return {"ok": False, "error": "node: the run has no sandbox yet"}
+    try:
+        await sandbox.set_node(request.name, request.availability)
+    except Exception as exc:  # an unknown name, a sandbox without nodes, an engine that refused
+        return {"ok": False, "error": f"node: {exc}"}
+    return {"ok": True, "name": request.name, "availability": request.availability}

@@ -126,6 +126,15 @@ class Hold(Request):
     seconds: float = Field(HOLD_MAX, ge=0, le=HOLD_MAX, allow_inf_nan=False)
 
 
+class NodeChange(Request):
+    """A fleet's node (its name, as ``nodes`` gives it) takes new trials (``active``) or none
+    (``drain``: its running trials go on). The sandbox makes the change; the runner dispatches."""
+
+    op: Literal["node"]
+    name: str = Field(min_length=1, max_length=200)
+    availability: Literal["active", "drain"]
+
+
 RERUNNABLE = Literal["infra-invalid", "errored", "killed", "failed", "passed"]
 
 
@@ -142,7 +151,7 @@ class Rerun(Request):
 
 REQUESTS: dict[str, type[Request]] = {model.model_fields["op"].annotation.__args__[0]: model  # type: ignore[union-attr]
                                       for model in (Hello, Status, Pause, Resume, Stop, Subscribe, Kill, BudgetChange,
-                                                    CapChange, Hold, Rerun)}
+                                                    CapChange, Hold, Rerun, NodeChange)}
 
 
 def parse_request(data: Any) -> Request:

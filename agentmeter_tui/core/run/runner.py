@@ -21,6 +21,7 @@ import struct
 import sys
 import time
 from pathlib import Path
+from collections.abc import Awaitable
 from typing import Any
 
 from .. import cgroups
@@ -38,8 +39,8 @@ from .caps import CapLedger
 from .clients import MAX_REQUEST, ControlDoor, refuse
 from .feed import Feed
 from .forecast import RunForecast
-from .liveops import handle_scoped
-from .requests import (BudgetChange, Hello, Hold, Kill, Pause, RequestError, Rerun, Resume, Status, Stop,
+from .liveops import handle_scoped, set_node
+from .requests import (BudgetChange, Hello, Hold, Kill, NodeChange, Pause, RequestError, Rerun, Resume, Status, Stop,
                        parse_request)
 from .rerun import rerun_live, rerun_plans
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
@@ -287,7 +288,7 @@ class Runner:
             return
         await self.door.serve(reader, writer)
 
-    def handle(self, op: str | None, request: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, op: str | None, request: dict[str, Any]) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """One request's reply. The request is checked whole first (``requests``): a bad one
         is refused with a message and changes nothing."""
         try:
@@ -306,6 +307,8 @@ class Runner:
         if isinstance(parsed, Stop):
             self.stop()
             return {"ok": True}
+        if isinstance(parsed, NodeChange):
+            return set_node(getattr(self, "_sandbox", None), parsed)  # answered once the sandbox made it
         if scheduler is None:  # still preparing: a pause and the run's budgets apply when it starts
             if isinstance(parsed, (Pause, Resume)):
                 self.early["paused"] = isinstance(parsed, Pause)

@@ -170,10 +170,18 @@ class Sandbox(ABC):
         """How many trials this sandbox can run at once (its hosts' slots)."""
         return self.suite.concurrency
 
-    def fleet_nodes(self) -> list[dict[str, str]]:
-        """The nodes an engine places trials on, ``name`` and ``state`` (ready, drain, down) each,
-        as last seen; none for sandboxes that place trials themselves."""
+    def fleet_nodes(self) -> list[dict[str, Any]]:
+        """The nodes an engine places trials on, as last seen: ``name``, ``state`` (ready, drain,
+        down), ``slots`` (trials it holds at once) and ``seen`` (wall time it was last reported
+        ready); none for sandboxes that place trials themselves."""
         return []
+
+    async def read_nodes(self) -> None:
+        """Read the nodes again (the fleet view's figures age while no job watcher reads them)."""
+
+    async def set_node(self, name: str, availability: str) -> None:
+        """Make a node take new trials (``active``) or none (``drain``); its running ones go on."""
+        raise ValueError("no fleet: this run's sandbox places no trials on nodes")
 
     async def preflight(self) -> None:
         """Check the sandbox can run trials at all (engine answering, hosts reachable)."""

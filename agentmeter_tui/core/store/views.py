@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # sqlite-utils loads when a Store opens, not when a light com
     import sqlite_utils
 
 GRID_COLUMNS = ("id, model, cli, task_id, trial_index, status, reason, uncached_input, cached_input, cache_write, "
-                "output, reasoning, cost_usd, flags, source, imported")
+                "output, reasoning, cost_usd, flags, source, imported, node")
 # A tool result counts as a failure when its raw line says so in one of the shapes the CLIs use
 # (the parser's is_error is not stored): a non-zero exit code, is_error true, or an error status.
 # CASE guards json_extract, which raises on lines that are not JSON.

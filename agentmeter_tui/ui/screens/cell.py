@@ -52,9 +52,12 @@ class CellScreen(SessionScreen):
         grid, scores = self.session.grid, self.session.scores
         self.query_one("#cell-summary", Static).update(cell_summary_markup(grid.cell(self.config)), layout=False)
         rows = [{"id": t.id, "task": t.task, "trial": t.trial, "status": t.status, "reason": t.reason, "raw": t.raw,
-                 "cost_usd": t.cost, "score": scores.get(t.id), "flags": t.flags}
+                 "cost_usd": t.cost, "score": scores.get(t.id), "flags": t.flags, "node": t.node}
                 for t in grid.cell_trials(self.config)]
-        self.query_one(TrialTable).sync(rows)
+        table = self.query_one(TrialTable)
+        if any(row["node"] for row in rows):  # a fleet run: which node each trial ran on
+            table.add_key_column("node")
+        table.sync(rows)
 
     async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         await self.action_open_trial()

@@ -25,6 +25,7 @@ from ..widgets.grid_table import GridTable, cell_markup, layout_for
 from ..widgets.run_bar import RunBar
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
+from .fleet import FLEET_BINDING, FleetScreen
 
 AMS_EVERY = 3.0  # seconds between AMS recomputations while trials finish
 PREVIEW_EVERY = 1.0  # seconds between redraws of the highlighted cell's trial list while its trials run
@@ -38,7 +39,8 @@ class GridScreen(SessionScreen):
     # Cell sums redraw twice a second: each changed cell is a Rich render, and with every cell
     # changing on every feed tick (1,000 running trials) faster redraws only cost key latency.
     REFRESH_SECONDS = 0.5
-    BINDINGS = [Binding("enter", "open_cell", "Open cell", id="open-cell", tooltip="Open the highlighted cell's trials")]
+    BINDINGS = [Binding("enter", "open_cell", "Open cell", id="open-cell", tooltip="Open the highlighted cell's trials"),
+                FLEET_BINDING]
 
     def __init__(self) -> None:
         super().__init__(id="grid-screen")
@@ -113,7 +115,10 @@ class GridScreen(SessionScreen):
         if config is None:
             return
         grid = self.session.grid
-        self.query_one("#cell-detail", Static).update(cell_markup(config, grid.cell(config)), layout=False)
+        nodes = grid.nodes_of(config)  # a fleet run: where the cell's trials ran
+        placed = ("\n[$text-muted]trials per node[/] " + " · ".join(f"{escape(n)} {c}" for n, c in nodes.items())
+                  if nodes else "")
+        self.query_one("#cell-detail", Static).update(cell_markup(config, grid.cell(config)) + placed, layout=False)
         if config != self._preview or force:
             self._preview, self._preview_at, self._preview_stale = config, time.monotonic(), False
             scores = self.session.scores
@@ -139,6 +144,9 @@ class GridScreen(SessionScreen):
             from .cell import CellScreen
 
             self.app.push_screen(CellScreen(config))
+
+    def action_fleet(self) -> None:
+        self.app.push_screen(FleetScreen())
 
     def _maybe_update_ams(self) -> None:
         session = self.session

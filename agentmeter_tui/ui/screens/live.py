@@ -30,6 +30,7 @@ from ..widgets.trial_pane import TrialPane
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
 from .dialogs import BudgetDialog, ConfirmDialog
+from .fleet import FLEET_BINDING, FleetScreen
 
 PANE_MIN = (56, 13)  # columns, rows a pane needs to be readable
 NUMBERS_PHASES = 10  # each pane redraws its meters every 10th flush (1 s), panes taking turns; transcripts
@@ -53,6 +54,7 @@ class LiveScreen(SessionScreen):
         Binding("left", "select_pane(-1)", "Previous pane", id="pane-left", show=False),
         Binding("down", "select_pane('down')", "Pane below", id="pane-down", show=False),
         Binding("up", "select_pane('up')", "Pane above", id="pane-up", show=False),
+        FLEET_BINDING,
     ]
 
     def __init__(self) -> None:
@@ -272,6 +274,9 @@ class LiveScreen(SessionScreen):
         delta = {"down": self.columns, "up": -self.columns}.get(step, step) if isinstance(step, str) else step
         current = panes.index(self.selected) if self.selected in panes else -1
         self.select(panes[max(0, min(len(panes) - 1, current + int(delta)))])
+
+    def action_fleet(self) -> None:
+        self.app.push_screen(FleetScreen())
 
     def action_maximize(self) -> None:
         pane = self.panes.get(self.selected) if self.selected is not None else None

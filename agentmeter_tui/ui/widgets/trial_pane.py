@@ -74,7 +74,8 @@ class TrialPane(Vertical, can_focus=False):
         if not meters and status == self._status and held == self._held:
             return  # a hold that starts or ends shows at once, like a status change
         self._status, self._held = status, held
-        self.border_title = escape(fmt.trial_title(meter))
+        node = meter.get("node")  # a fleet's node (swarm sandbox): where it runs
+        self.border_title = escape(fmt.trial_title(meter) + (f" · {node}" if node else ""))
         elapsed = trial.elapsed(now)
         self.query_one(TrialMeter).show(meter, elapsed, trial.burn())
         wall = (meter.get("budget") or {}).get("wall_seconds")

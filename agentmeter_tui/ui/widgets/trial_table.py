@@ -22,7 +22,7 @@ from .table_cells import CellUpdates
 
 COLUMNS = (("id", "#", 6), ("task", "task", 18), ("trial", "t", 3), ("config", "model × cli", 24),
            ("status", "status", 16), ("reason", "reason", 22), ("tokens", "tokens", 8), ("usd", "USD", 9),
-           ("score", "score", 6), ("flags", "flags", 16))
+           ("score", "score", 6), ("flags", "flags", 16), ("node", "node", 12))
 STATUS_CLASS = {"infra-invalid": "trials--invalid"}
 
 
@@ -74,6 +74,7 @@ class TrialTable(CellUpdates, ComponentStyles, DataTable):
             "score": Text("—" if score is None else str(score), self._style("trials--muted") if score is None else "",
                           justify="center"),
             "flags": Text(" ".join(f for f in flags if f != "unpriced"), self._style("trials--thrash")),
+            "node": Text(row.get("node") or "", self._style("trials--muted")),
         }
         return tuple(values[key] for key in self.column_keys)
 
@@ -131,6 +132,16 @@ class TrialTable(CellUpdates, ComponentStyles, DataTable):
                 if row is not None and trial_id in self._rows:
                     changes.update(self._changes(trial_id, row))
             self.set_cells(changes)
+
+    def add_key_column(self, key: str) -> None:
+        """Show one more column (a run's first trial placed on a fleet node brings ``node``):
+        the rows are drawn again with it."""
+        if key in self.column_keys:
+            return
+        self.column_keys.append(key)
+        self.clear(columns=True)
+        self._rows.clear()
+        self.on_mount()
 
     @property
     def current_id(self) -> int | None:

@@ -26,6 +26,8 @@ class Node:
     name: str
     state: str  # Swarm's: ready, down, unknown, disconnected
     availability: str  # active, pause, drain
+    nano_cpus: int = 0  # what the node offers to reservations (Description.Resources)
+    memory: int = 0
 
     @property
     def fleet_state(self) -> str:
@@ -44,15 +46,15 @@ class NodeWatch:
         self._lock = threading.Lock()
         self._read_at = float("-inf")
         self.nodes: dict[str, Node] = {}
+        self.seen: dict[str, float] = {}  # node id -> wall time of the last read that found it ready
 
     def refresh(self, client: Any) -> dict[str, Node]:
         with self._lock:
             if time.monotonic() - self._read_at >= self.period:
-                self.nodes = {n["ID"]: Node(n["ID"], n.get("Description", {}).get("Hostname") or n["ID"][:12],
-                                            n.get("Status", {}).get("State", "unknown"),
-                                            n.get("Spec", {}).get("Availability", "active"))
-                              for n in client.api.nodes()}
+                self.nodes = {n["ID"]: _node(n) for n in client.api.nodes()}
                 self._read_at = time.monotonic()
+                now = time.time()
+                self.seen.update((i, now) for i, n in self.nodes.items() if n.state == "ready")
             return self.nodes
 
     def name(self, client: Any, node_id: str) -> str:
@@ -70,9 +72,33 @@ class NodeWatch:
             return None  # the manager itself does not answer: the job's watcher sees that on its own
         return node if node is not None and node.state != "ready" else None
 
-    def summary(self) -> list[dict[str, str]]:
-        """name and state (ready, drain, down) of each node, as last read."""
-        return [{"name": n.name, "state": n.fleet_state} for n in sorted(self.nodes.values(), key=lambda n: n.name)]
+    def summary(self, cpus: float, memory: int) -> list[dict[str, Any]]:
+        """name, state (ready, drain, down), ``slots`` (jobs reserving ``cpus`` and ``memory``
+        bytes it holds at once) and ``seen`` (wall time the manager last said it was ready: its
+        heartbeats arrive) of each node, as last read."""
+        return [{"name": n.name, "state": n.fleet_state, "seen": self.seen.get(n.id),
+                 "slots": min(n.nano_cpus // max(1, int(cpus * 1e9)), n.memory // max(1, memory))}
+                for n in sorted(self.nodes.values(), key=lambda n: n.name)]
+
+    def set_availability(self, client: Any, name: str, availability: str) -> Node:
+        """``docker node update --availability`` on the node named ``name`` (its hostname): a
+        drained node takes no new job, its running ones go on. ValueError for an unknown name."""
+        for raw in client.api.nodes():
+            node = _node(raw)
+            if node.name == name:
+                client.api.update_node(node.id, raw["Version"]["Index"], {**raw["Spec"], "Availability": availability})
+                with self._lock:
+                    self._read_at = float("-inf")  # the next read shows the change
+                return node
+        raise ValueError(f"no node {name!r} in this swarm")
+
+
+def _node(raw: dict[str, Any]) -> Node:
+    description = raw.get("Description", {})
+    resources = description.get("Resources", {})
+    return Node(raw["ID"], description.get("Hostname") or raw["ID"][:12], raw.get("Status", {}).get("State", "unknown"),
+                raw.get("Spec", {}).get("Availability", "active"), int(resources.get("NanoCPUs") or 0),
+                int(resources.get("MemoryBytes") or 0))
 
 
 def task_node(client: Any, service_id: str) -> str | None:

@@ -163,9 +163,20 @@ class SwarmSandbox(EngineSandbox):
             image = await engine.call(self.publisher.publish, engine.client, image)
         return image
 
-    def fleet_nodes(self) -> list[dict[str, str]]:
-        """The nodes' names and states (ready, drain, down) as the job watchers last read them."""
-        return self.nodes.summary()
+    def fleet_nodes(self) -> list[dict[str, Any]]:
+        """The nodes' names, states (ready, drain, down), slots and last-seen times as last read."""
+        from docker.utils import parse_bytes
+
+        return self.nodes.summary(self.config.cpus, parse_bytes(self.config.memory))
+
+    async def read_nodes(self) -> None:
+        engine = await self.connect()
+        await engine.call(self.nodes.refresh, engine.client)
+
+    async def set_node(self, name: str, availability: str) -> None:
+        engine = await self.connect()
+        await engine.call(self.nodes.set_availability, engine.client, name, availability)
+        await engine.call(self.nodes.refresh, engine.client)
 
     def bundle(self) -> Manifest | None:
         """The mounted CLIs' runtime manifest (Harbor tasks), read once per run."""
