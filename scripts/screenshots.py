@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import sys
 import tempfile
 import time
@@ -120,6 +121,23 @@ def live_feed(db: Path) -> tuple[list[dict], float]:
             {"type": "tick", "ts": now, "meters": meters, "events": events, "finished": [], "progress": progress}], now
 
 
+FLEET = ("node-1", "node-2", "node-3")
+
+
+def on_nodes(feed: list[dict]) -> list[dict]:
+    """The demo's live feed as a three-node swarm run would send it: each trial on a node
+    (round-robin), the third node drained, as ``Feed`` reports ``nodes``."""
+    placed = copy.deepcopy(feed)
+    for message in placed:
+        for meter in message.get("running", []) + message.get("meters", []):
+            meter["node"] = FLEET[meter["id"] % len(FLEET)]
+    meters = placed[-1]["meters"]
+    seen = placed[-1]["ts"]
+    placed[0]["nodes"] = [{"name": name, "state": "drain" if name == FLEET[2] else "ready", "slots": 4, "seen": seen,
+                           "running": sum(1 for m in meters if m["node"] == name)} for name in FLEET]
+    return placed
+
+
 async def shoot(db: Path, out: Path, screen: str, theme: str, feed: list[dict] | None = None,
                 clock: float | None = None, keys: tuple[str, ...] = (), name: str | None = None,
                 trial: int | None = None, blind: bool = False, compare: tuple[int, int] | None = None,
@@ -195,6 +213,9 @@ async def main_async(db: Path, out: Path) -> list[Path]:
                             name="cell"))
     made.append(await shoot(live_db, out, "live", THEMES[0], feed=feed, clock=clock, keys=("k",), name="kill"))
     made.append(await shoot(db, out, "grid", THEMES[0], keys=("question_mark",), name="help"))
+    placed = on_nodes(feed)
+    made.append(await shoot(mid_run(db, placed), out, "grid", THEMES[0], feed=placed, clock=clock, keys=("f",),
+                            name="fleet"))
     made.append(await shoot(db, out, "review", THEMES[0], blind=True, reviewer="third-reviewer", name="review-blind"))
     made.append(await shoot(db, out, "adjudicate", THEMES[0], name="adjudicate"))
     if pair is not None:
