@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import orjson
+import psutil
 
 from agentmeter_tui.core.procs import processes_with_token
 from agentmeter_tui.core.store import Store
@@ -101,6 +103,43 @@ def trial_intact(store: Store, trial: dict, reason: str, status: str = "killed")
     if len(notes) != 1:
         problems.append(f"{len(notes)} kill notes")
     return problems + events_intact(store, trial)
+
+
+def agent_in_call(pid: int) -> psutil.Process | None:
+    """The process of the agent started as ``pid`` (it or one under it) that holds a TCP
+    connection open, None if none does: an agent that talks to its model only over a
+    connection of one call (the reference agent) is then inside a model call."""
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return None
+    for proc in tree:
+        try:
+            if any(c.status == psutil.CONN_ESTABLISHED for c in proc.net_connections(kind="tcp")):
+                return proc
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return None
+
+
+def signal_agent(pid: int, fault: str) -> bool:
+    """An agent killed from outside while it is inside a model call: ``SIGTERM`` to the process
+    holding the call's connection, or ``SIGKILL`` to the agent's whole process group (it leads
+    its own session; never the caller's group). False when it was not inside a call."""
+    proc = agent_in_call(pid)
+    if proc is None:
+        return False
+    try:
+        if fault == "SIGTERM":
+            proc.send_signal(signal.SIGTERM)
+        elif os.getpgid(pid) == pid != os.getpgid(0):
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            raise RuntimeError(f"agent {pid} does not lead its own process group")
+    except (psutil.NoSuchProcess, ProcessLookupError):
+        return False
+    return True
 
 
 def run_status(store: Store) -> str | None:

@@ -6,94 +6,24 @@ server served, not what our meter read."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import textwrap
-from pathlib import Path
-
-from agentmeter_tui.core.store import Store
-from tests.conftest import FIXTURES, agentmeter
+from tests.conftest import agentmeter
+from tests.core.caps_support import (  # noqa: F401
+    CALL,
+    CALLS,
+    capped_suite,
+    detached,
+    held_on_cap,
+    served_tokens,
+    served_usd,
+)
 from tests.core.runpaths_support import wait_run_ended
 from tests.waiting import wait_for
 
-CALL = 1000  # tokens per scripted call: 900 in, 100 out
-CALLS = 5  # calls per trial
 
-
-def capped_suite(tmp_path: Path, caps: str, *, proxy: bool, budget_tokens: int | None = None,
-                 trials: int = 4, concurrency: int = 4) -> Path:
-    """Two models on two scripted providers (p1, p2), CALLS calls of CALL tokens per trial."""
-    suite = tmp_path / "capped"
-    shutil.copytree(FIXTURES / "suites" / "slow" / "work", suite / "work")
-    (suite / "scenarios").mkdir()
-    turn = f'usage = {{ uncached_input = {CALL - 100}, output = 100 }}\ndelay_ms = 50\n'
-    steps = [f'shell = "echo step {i} >> steps.txt"' for i in range(CALLS - 2)]
-    steps += ['shell = "echo done > result.txt"', 'text = "Written."']
-    scenario = "".join(f"[[turns]]\n{step}\n{turn}" for step in steps)
-    for model in ("m1", "m2"):
-        (suite / "scenarios" / f"{model}.toml").write_text(scenario)
-    (suite / "prices.toml").write_text('as_of = "2026-11-01"\n' + "".join(
-        f'[models.{model}]\ninput = "3"\noutput = "15"\n' for model in ("m1", "m2")))
-    budget = f"\n[budgets.default]\nwall_seconds = 600\ntokens = {budget_tokens}\n" if budget_tokens else ""
-    (suite / "suite.toml").write_text(textwrap.dedent(f"""\
-        [suite]
-        id = "capped"
-        trials = {trials}
-        concurrency = {concurrency}
-        max_retries = 0
-        pricing = "prices.toml"
-        proxy = {str(proxy).lower()}
-        [[models]]
-        id = "m1"
-        provider = "p1"
-        [[models]]
-        id = "m2"
-        provider = "p2"
-        [[clis]]
-        adapter = "reference"
-        [providers.p1]
-        kind = "scripted"
-        [providers.p2]
-        kind = "scripted"
-        """) + budget + caps)
-    return suite
-
-
-def served_tokens(store: Store, model: str | None = None) -> int:
-    """Tokens the scripted server served, over every trial (of ``model``)."""
-    total = 0
-    for row in store.trials("capped"):
-        scripted = json.loads(row["extra"] or "{}").get("scripted") or {}
-        if model in (None, row["model"]):
-            total += sum(sum(call[3]) for call in scripted.get("served", []))
-    return total
-
-
-def served_usd(store: Store, model: str) -> float:
-    """USD of what the scripted server served ``model``'s trials, at the suite's prices ($3/M in, $15/M out)."""
-    total = 0
-    for row in store.trials("capped", "model = ?", [model]):
-        for call in (json.loads(row["extra"] or "{}").get("scripted") or {}).get("served", []):
-            uncached, cached, write, output, reasoning = call[3]
-            total += (uncached + cached + write) * 3 + (output + reasoning) * 15
-    return total / 1e6
-
-
-def status(db: Path) -> dict:
-    return json.loads(agentmeter("status", "--db", str(db), "--json", check=True).stdout)
-
-
-def held_on_cap(db: Path) -> dict:
-    """The status once the schedule is held on a cap with nothing running."""
-    return wait_for(lambda: (s := status(db))["progress"].get("running") == 0 and
-                    any("cap" in why for why in s["progress"].get("held", [])) and s, "the schedule held on a cap")
-
-
-def test_run_cap_at_the_wire_pauses_and_a_raise_resumes(tmp_path, db):
+def test_run_cap_at_the_wire_pauses_and_a_raise_resumes(tmp_path, db, detached):  # noqa: F811
     cap = 12_000
     suite = capped_suite(tmp_path, f"\n[budgets.run]\ntokens = {cap}\n", proxy=True)
-    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
-    store = Store(db)
+    store = detached(suite)
     held = held_on_cap(db)
     assert "run" in " ".join(held["progress"]["held"])
     (run_cap,) = held["progress"]["caps"]
@@ -111,11 +41,10 @@ def test_run_cap_at_the_wire_pauses_and_a_raise_resumes(tmp_path, db):
     assert len(statuses) == 8 and statuses.count("passed") == 8 - len(killed)
 
 
-def test_run_cap_at_the_wire_holds_at_concurrency_32(tmp_path, db):
+def test_run_cap_at_the_wire_holds_at_concurrency_32(tmp_path, db, detached):  # noqa: F811
     cap = 40_000  # eight trials' worth, with 32 running at once: calls must wait for room
     suite = capped_suite(tmp_path, f"\n[budgets.run]\ntokens = {cap}\n", proxy=True, trials=20, concurrency=32)
-    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
-    store = Store(db)
+    store = detached(suite)
     held_on_cap(db)
     assert cap <= served_tokens(store) <= cap + CALL
     assert len(store.trials("capped")) == 32  # the first 32 started; the other 8 are held
@@ -123,11 +52,10 @@ def test_run_cap_at_the_wire_holds_at_concurrency_32(tmp_path, db):
     wait_run_ended(store)
 
 
-def test_provider_cap_at_the_wire_leaves_the_other_provider_running(tmp_path, db):
+def test_provider_cap_at_the_wire_leaves_the_other_provider_running(tmp_path, db, detached):  # noqa: F811
     cap = 7_000
     suite = capped_suite(tmp_path, f"\n[budgets.providers.p1]\ntokens = {cap}\n", proxy=True)
-    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
-    store = Store(db)
+    store = detached(suite)
     wait_for(lambda: len([r for r in store.trials("capped", "model = 'm2'") if r["status"] == "passed"]) == 4,
              "every trial of the uncapped provider passed")
     held = held_on_cap(db)
@@ -138,11 +66,10 @@ def test_provider_cap_at_the_wire_leaves_the_other_provider_running(tmp_path, db
     wait_run_ended(store)
 
 
-def test_a_model_usd_cap_at_the_wire(tmp_path, db):
+def test_a_model_usd_cap_at_the_wire(tmp_path, db, detached):  # noqa: F811
     cap, call_usd = 0.03, (900 * 3 + 100 * 15) / 1e6  # $0.021 a trial: the cap falls in m1's second
     suite = capped_suite(tmp_path, f'\n[budgets.models.m1]\nusd = {cap}\n', proxy=True, trials=6)
-    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
-    store = Store(db)
+    store = detached(suite)
     wait_for(lambda: len(store.trials("capped", "model = 'm2' and status = 'passed'")) == 6, "m2's six trials")
     held = held_on_cap(db)
     assert "model m1" in " ".join(held["progress"]["held"])
@@ -152,11 +79,10 @@ def test_a_model_usd_cap_at_the_wire(tmp_path, db):
     wait_run_ended(store)
 
 
-def test_run_cap_without_the_proxy_counts_the_running_trials_budgets(tmp_path, db):
+def test_run_cap_without_the_proxy_counts_the_running_trials_budgets(tmp_path, db, detached):  # noqa: F811
     cap = 12_000  # trial budgets of 6,000: two fit, a third would not
     suite = capped_suite(tmp_path, f"\n[budgets.run]\ntokens = {cap}\n", proxy=False, budget_tokens=6_000)
-    agentmeter("run", str(suite), "--detach", "--db", str(db), check=True)
-    store = Store(db)
+    store = detached(suite)
     held = held_on_cap(db)
     rows = store.trials("capped")
     assert len(rows) == 2 and {r["status"] for r in rows} == {"passed"}

@@ -226,6 +226,42 @@ async def test_a_cut_stream_is_not_counted_by_either_side(upstream, proxy, tmp_p
     assert info["usage"] == TokenUsage().as_dict() and sink.usage == TokenUsage()
 
 
+async def test_a_call_whose_cli_hangs_up_before_the_answer_begins_is_metered(upstream, proxy, tmp_path, monkeypatch):
+    """The agent is killed while its model still thinks (no byte of the answer yet): aiohttp
+    cancels the proxy's handler, but the request is at the provider, which finishes and bills
+    the answer. The proxy reads it for its figures and records the call with them: what the
+    server served (found by the caps under the fault matrix's kills, issue 25). The drain's
+    bound is raised here so the server's think time never races it."""
+    import agentmeter_tui.core.proxy.server as server_module
+
+    monkeypatch.setattr(server_module, "ANSWER_DRAIN", 60.0)
+    think = '[[turns]]\ntext = "thought long"\ndelay_ms = 2000\nusage = { uncached_input = 1100, output = 10 }\n'
+    await session(upstream, tmp_path, text=think)
+    sink = Sink()
+    route = proxy.route(str(upstream.make_url("")), REAL_KEY, sink)
+    path, body = call_for("chat", True)
+    async with aiohttp.ClientSession() as client:
+        posting = asyncio.create_task(client.post(proxy.base_url + path, json=body,
+                                                  headers=key_headers("chat", route.key)))
+        await eventually(_taken(upstream), "the provider to take the call")
+        assert not posting.done()  # no answer yet: the provider thinks
+        posting.cancel()  # the CLI is killed: its connection closes
+        with pytest.raises(asyncio.CancelledError):
+            await posting
+    await eventually(lambda: sink.calls, "the call to be recorded")
+    info = await served(upstream)
+    assert info["served"][0]["completed"]
+    (call,) = sink.calls
+    assert (call.status, call.outcome) == (200, "client disconnected")
+    assert call.usage == sink.usage == fold(TokenUsage.from_dict(info["usage"]), MERGED["chat"]) != TokenUsage()
+
+
+def _taken(upstream):
+    async def probe():
+        return (await served(upstream))["served"]
+    return probe
+
+
 async def test_unreachable_provider_is_a_502_and_no_key_is_logged(proxy):
     sink = Sink()
     route = proxy.route("http://127.0.0.1:9", REAL_KEY, sink, "trial 7")  # the discard port: refused

@@ -15,6 +15,7 @@ Keys are never logged: error messages name the path, never the URL's query strin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import socket
 import sys
@@ -133,16 +134,18 @@ class MeteringProxy:
             route.leave()
 
     async def _meter_rest(self, route: Route, call: ProxyCall, scanner: UsageScanner | None,
-                          content: aiohttp.StreamReader) -> None:
+                          content: aiohttp.StreamReader, deadline: float | None = None) -> None:
         """The CLI went away mid-answer. The provider bills an answer it finished, so the rest of
         it is still read, for its final figures only (nothing is passed on), until its end or
-        for ``ANSWER_DRAIN`` seconds at most; an answer cut there keeps its partial figures.
+        ``deadline`` at most (ANSWER_DRAIN seconds after the CLI went away); an answer cut there
+        keeps its partial figures.
         Reading only what had already arrived missed a call the server had finished sending
         while the proxy was still passing on its start (the codex kill cell, 1 run in ~10)."""
         if scanner is None:
             return
         try:
-            async with asyncio.timeout(ANSWER_DRAIN):
+            loop = asyncio.get_running_loop()
+            async with asyncio.timeout_at(deadline if deadline is not None else loop.time() + ANSWER_DRAIN):
                 async for chunk in content.iter_any():
                     if scanner.feed(chunk):
                         self._meter(route, call, scanner)
@@ -169,6 +172,32 @@ class MeteringProxy:
                 notify = getattr(route.sink, "on_proxy_wait", None)
                 await route.limiter.acquire(None if notify is None else lambda seconds: notify(call, seconds))
             route.calls += 1
+        drain = _Drain()
+        exchange = asyncio.ensure_future(self._exchange(request, route, call, body, drain))
+        exchange.add_done_callback(lambda task: task.cancelled() or task.exception())  # a late error is its own
+        try:
+            return await asyncio.shield(exchange)
+        except asyncio.CancelledError:
+            # aiohttp cancels the handler when the CLI hangs up. The request is at the provider
+            # already, which bills an answer it finishes, so the exchange goes on: its next write
+            # to the CLI fails and it reads the rest of the answer for its figures (_meter_rest),
+            # until ANSWER_DRAIN seconds from now. Cancelled at once, a call whose answer had not
+            # begun was recorded with no usage though the provider served it whole, and one whose
+            # rest was being read lost it (agents killed mid-call, issue 25's caps under kills).
+            loop = asyncio.get_running_loop()
+            drain.deadline = loop.time() + ANSWER_DRAIN
+            while not exchange.done() and (left := drain.deadline - loop.time()) > 0:
+                with contextlib.suppress(asyncio.CancelledError):  # aiohttp may cancel again meanwhile
+                    await asyncio.wait({exchange}, timeout=left)
+            exchange.cancel()  # a provider still silent then: the answer is cut, its partial figures stay
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({exchange})
+            raise
+
+    async def _exchange(self, request: web.Request, route: Route, call: ProxyCall, body: bytes,
+                        drain: _Drain) -> web.StreamResponse:
+        """The call at the provider: its answer passed on to the CLI as it comes, metered."""
+        protocol = call.protocol
         url = route.upstream + request.raw_path.split("?", 1)[0]
         headers = upstream_headers(request.headers.items(), route.key, route.upstream_key)
         params = upstream_query(request.query.items(), route.key, route.upstream_key)
@@ -201,7 +230,7 @@ class MeteringProxy:
                         await response.write(chunk)
                 except (asyncio.CancelledError, OSError):
                     if not upstream.content.exception():  # the CLI's side failed, not the provider's
-                        await self._meter_rest(route, call, scanner, upstream.content)
+                        await self._meter_rest(route, call, scanner, upstream.content, drain.deadline)
                     raise
                 if scanner is not None and scanner.finish():
                     self._meter(route, call, scanner)
@@ -264,3 +293,9 @@ def _json_error(protocol: str | None, status: int, message: str, error_type: str
 
     return web.Response(body=orjson.dumps(error_body(protocol, status, message, error_type)), status=status,
                         content_type="application/json")
+
+
+class _Drain:
+    """Until when an answer is read for its figures once its CLI has gone (the loop's clock)."""
+
+    deadline: float | None = None
