@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,12 +216,18 @@ def _usable(hierarchy: Hierarchy) -> bool:
             probe.rmdir()
 
 
+_PROBING = threading.Lock()
+
+
 @functools.cache
 def hierarchy() -> Hierarchy | None:
     """The hierarchy this process puts groups in, or None (found once per process)."""
     if os.environ.get(FORCE_VAR) == "none":
         return None
-    return next((h for h in _candidates() if _usable(h)), None)
+    # Trials open their sandboxes on worker threads, so the first few ask at once: probes
+    # sharing one folder removed it under each other, and a trial fell back to v1 (or to none).
+    with _PROBING:
+        return next((h for h in _candidates() if _usable(h)), None)
 
 
 def describe(group: Group | None = None) -> str:
