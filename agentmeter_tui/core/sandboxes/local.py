@@ -114,8 +114,10 @@ class LocalAgent(AgentHandle):
             self.group.kill()
         try:
             # A background job the agent left behind may hold our pipes open; it is killed by
-            # the session's cleanup, so don't wait long for the pipes to drain.
-            await asyncio.wait_for(asyncio.shield(self.protocol.pipes_closed), 0.5)
+            # the session's cleanup, so don't wait long for the pipes to drain. (Mostly they
+            # closed with the agent: then no timer and no task.)
+            if not self.protocol.pipes_closed.done():
+                await asyncio.wait_for(asyncio.shield(self.protocol.pipes_closed), 0.5)
         except TimeoutError:
             await asyncio.to_thread(procs.sweep, self.token, None, self.group)
             await asyncio.wait_for(asyncio.shield(self.protocol.pipes_closed), 5)
@@ -227,7 +229,7 @@ class LocalSession(SandboxSession):
         procs.SWEEPER.add(self.token, self.group)
         if not keep:
             # Off the loop and off the trial's critical path: the slot is free meanwhile.
-            procs.BACKGROUND.run(asyncio.to_thread(remove_root, self.root))
+            _REMOVALS.add(self.root)
 
 
 class LocalSandbox(Sandbox):
@@ -297,6 +299,29 @@ def remove_root(root: Path) -> None:
     """A trial's root gone, whatever the agent left in it (``hostfs.remove_tree``)."""
     with contextlib.suppress(OSError):
         hostfs.remove_tree(root)
+
+
+class _Removals:
+    """Trial roots waiting to be removed, taken by one worker thread in batches: a hop to a
+    thread per trial cost the loop more than a trivial trial's whole removal. The runner
+    waits for the last batch (``procs.BACKGROUND``) before it says the run finished."""
+
+    def __init__(self) -> None:
+        self.roots: list[Path] = []
+        self.task: asyncio.Future | None = None
+
+    def add(self, root: Path) -> None:
+        self.roots.append(root)
+        if self.task is None or self.task.done() or self.task.get_loop() is not asyncio.get_running_loop():
+            self.task = procs.BACKGROUND.run(self._drain())
+
+    async def _drain(self) -> None:
+        while self.roots:
+            roots, self.roots = self.roots, []
+            await asyncio.to_thread(lambda: [remove_root(root) for root in roots])
+
+
+_REMOVALS = _Removals()
 
 
 _PR_GET_CHILD_SUBREAPER = 37
