@@ -4,14 +4,17 @@ cleanup), divided by the number of trials.
 
     python benchmarks/overhead.py [--trials 400] [--concurrency 8]
 
-Peer (research/peer-baselines.md, same machine kind): Inspect AI 14.3 ms/sample headless;
-process spawn floor 0.5 ms. Target: <= 5 ms per trial.
+Peer (research/peer-baselines.md, same machine kind): Inspect AI 14.3 ms/sample headless.
+Target (issue 28): the overhead within 5x the floor, the spawn and wait of ``/bin/true`` at the
+same concurrency measured right after, on the same machine (a machine's speed moves both).
+On a shared machine take before/after pairs one after another and say the load average.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import sys
 import tempfile
@@ -25,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from agentmeter_tui.core.store import Store
 from benchmarks.loadsuite import run_headless, write_suite
 
+TARGET_RATIO = 5  # issue 28: the per-trial overhead within 5x the spawn floor
 STREAM = ('{"type":"init","model":"m"}\n{"type":"assistant","text":"hello"}\n'
           '{"type":"usage","usage":{"prompt_tokens":12,"completion_tokens":3}}\n{"type":"result","status":"success"}\n')
 async def spawn_floor(n: int, concurrency: int) -> float:
@@ -67,8 +71,10 @@ def main() -> None:
         print(f"{args.trials} trivial trials at concurrency {args.concurrency}, verifier {args.verifier}: "
               f"{span:.2f} s "
               f"({events} events stored)")
-        print(f"harness overhead: {per_trial:.2f} ms per trial (target <= 5 ms; Inspect AI 14.3 ms/sample)")
+        print(f"harness overhead: {per_trial:.2f} ms per trial (Inspect AI 14.3 ms/sample)")
         print(f"floor, spawn + wait of /bin/true at the same concurrency: {floor:.2f} ms")
+        print(f"ratio: {per_trial / floor:.1f}x the floor (target <= {TARGET_RATIO:g}x the floor); "
+              f"load average {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

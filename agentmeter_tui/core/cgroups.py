@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,11 +85,16 @@ class Group:
 
     def kill(self) -> None:
         """SIGKILL every member, including ones forking meanwhile."""
-        if not self.path.exists():
-            return
         if self.hierarchy.version == 2 and _has_kill(self.hierarchy.parent):
+            # once per trial on the run's loop: one open and one write (a group gone is no error)
             with contextlib.suppress(FileNotFoundError):
-                (self.path / "cgroup.kill").write_text("1")
+                fd = os.open(f"{self.path}/cgroup.kill", os.O_WRONLY | os.O_CLOEXEC)
+                try:
+                    os.write(fd, b"1")
+                finally:
+                    os.close(fd)
+            return
+        if not self.path.exists():
             return
         freezer = self.path / "freezer.state"
         frozen = freezer.exists() and _write(freezer, "FROZEN")
@@ -215,12 +221,18 @@ def _usable(hierarchy: Hierarchy) -> bool:
             probe.rmdir()
 
 
+_PROBING = threading.Lock()
+
+
 @functools.cache
 def hierarchy() -> Hierarchy | None:
     """The hierarchy this process puts groups in, or None (found once per process)."""
     if os.environ.get(FORCE_VAR) == "none":
         return None
-    return next((h for h in _candidates() if _usable(h)), None)
+    # Trials open their sandboxes on worker threads, so the first few ask at once: probes
+    # sharing one folder removed it under each other, and a trial fell back to v1 (or to none).
+    with _PROBING:
+        return next((h for h in _candidates() if _usable(h)), None)
 
 
 def describe(group: Group | None = None) -> str:

@@ -263,10 +263,11 @@ class Background:
     def __init__(self) -> None:
         self.tasks: set[asyncio.Task] = set()
 
-    def run(self, coro) -> None:
+    def run(self, coro) -> asyncio.Future:
         task = asyncio.ensure_future(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        return task
 
     async def drain(self) -> None:
         while self.tasks:

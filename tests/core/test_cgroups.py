@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -70,5 +71,33 @@ def test_without_a_hierarchy_nothing_is_made(monkeypatch):
     try:
         assert cgroups.new_group("x") is None
         assert "no writable cgroup" in cgroups.describe()
+    finally:
+        cgroups.hierarchy.cache_clear()
+
+
+def test_trials_asking_at_once_all_get_the_hierarchy_one_alone_gets(monkeypatch):
+    """Local trials open their sandboxes on worker threads, so the first ones ask for the
+    hierarchy together; their probes once shared a folder and removed it under each other, and
+    some trials fell back to v1's freezer (or to no group at all)."""
+    monkeypatch.delenv(cgroups.FORCE_VAR, raising=False)
+    cgroups.hierarchy.cache_clear()
+    alone = cgroups.hierarchy()
+    need(alone is not None, "no writable cgroup here")
+    try:
+        for _ in range(5):
+            cgroups.hierarchy.cache_clear()
+            start = threading.Barrier(8)
+            found: list[cgroups.Hierarchy | None] = []
+
+            def ask() -> None:
+                start.wait()
+                found.append(cgroups.hierarchy())
+
+            threads = [threading.Thread(target=ask) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert found == [alone] * 8
     finally:
         cgroups.hierarchy.cache_clear()

@@ -77,6 +77,7 @@ class RunContext:
         self.sink = sink or NULL_SINK
         self.scripted: ScriptedServer | None = None  # the watched scripted model server, if the run has one
         self.caps = caps or CapLedger(suite)  # the run's, providers' and models' caps against the run's spend
+        self.suite_dir = str(suite.path.resolve())  # once: a resolve per trial was a stat per folder of the path
 
     # -- store --------------------------------------------------------------------------------
 
@@ -159,7 +160,7 @@ class RunContext:
             instruction=plan.task.instruction, workspace=session.workspace, home=session.home,
             base_url=base_url, api_key=api_key,
             clis_root=str(getattr(session, "clis_root", self.clis_root)),
-            python=getattr(session, "python", sys.executable), suite_dir=str(self.suite.path.resolve()),
+            python=getattr(session, "python", sys.executable), suite_dir=self.suite_dir,
             solution_dir=solution_dir,
             extra_args=list(plan.config.cli.args),
             price={k: str(v) for k, v in price[1].model_dump(include={"input", "cached_input", "cache_write",

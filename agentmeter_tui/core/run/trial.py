@@ -208,7 +208,8 @@ class TrialRun(BudgetChecks):
         self.started_at = utcnow()
         self.id = await ctx.call(Store.insert_trial, self._row(status=TrialStatus.STARTING,
                                                                started_at=self.started_at, queued_at=self.started_at))
-        self._set_status(TrialStatus.STARTING)
+        self.status = TrialStatus.STARTING  # the row was made with it: only the sink is told
+        ctx.sink.trial_changed(self)
         try:
             final = await self._run()
         except Exception as exc:  # our side failed: never lose the trial, record why
@@ -231,7 +232,8 @@ class TrialRun(BudgetChecks):
         session.notes_to(self.note)
         solution_dir = await session.write_solution(solution) if solution else ""
         launch = await ctx.launch_context(self, session, solution_dir)
-        await session.write_files("home", self.adapter.home_files(launch))
+        if home_files := self.adapter.home_files(launch):  # none: no hop to a thread for nothing
+            await session.write_files("home", home_files)
         spec = LaunchSpec(self.adapter.command(launch), {**self.adapter.environment(launch),
                                                          **plan.config.cli.env})
         agent = await session.start(spec, self.on_output)

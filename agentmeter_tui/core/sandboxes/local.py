@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import cgroups, procs
-from ..lines import LineSplitter
 from . import hostfs
 from .base import (
     AgentHandle,
@@ -35,94 +34,40 @@ from .base import (
 )
 from .common import SYSTEM_PATH
 from .hostcheck import HostCheck
+from .spawn import Spawned
 
 if TYPE_CHECKING:
     from ..suites.suite import Task
 
-_STREAMS = {1: "stdout", 2: "stderr"}
 OWNER = re.compile(r"t\d+-r(\d+-\d+)-")  # the runner in a trial folder's name
 BASES = ("home", "workspace", "scratch")  # the folders under a trial's root that files go to and come from
 
 
-class _Protocol(asyncio.SubprocessProtocol):
-    """Reads both pipes in large chunks and hands whole lines over in batches: far cheaper
-    than a readline() per line when 64 agents print as fast as they can. While the store
-    writer is behind, a pipe is not read (the agent blocks on it) until the writer catches up."""
-
-    def __init__(self, on_output: OutputCallback):
-        self.on_output = on_output
-        self.splitters = {1: LineSplitter(), 2: LineSplitter()}
-        self.open_pipes = {1, 2}
-        self.pipes_closed = asyncio.get_running_loop().create_future()
-        self.exited = asyncio.Event()
-        self.transport: asyncio.SubprocessTransport | None = None
-        self.held: set[int] = set()
-        self.holding = True  # until the agent exits: then the rest of its pipes is read at once
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        lines = self.splitters[fd].feed(data)
-        if lines:
-            hold = self.on_output(_STREAMS[fd], lines)
-            if hold is not None and self.holding and fd not in self.held and self.transport is not None:
-                pipe = self.transport.get_pipe_transport(fd)
-                if pipe is not None:
-                    pipe.pause_reading()  # type: ignore[attr-defined]
-                    self.held.add(fd)
-                    hold.add_done_callback(lambda _, fd=fd: self._resume(fd))
-
-    def _resume(self, fd: int) -> None:
-        if fd in self.held:
-            self.held.discard(fd)
-            pipe = self.transport.get_pipe_transport(fd) if self.transport is not None else None
-            if pipe is not None and not pipe.is_closing():
-                pipe.resume_reading()  # type: ignore[attr-defined]
-
-    def release(self) -> None:
-        """Read the rest of the pipes whatever the writer's backlog (at most a pipe's buffer, plus
-        what a leftover background job prints before the sweep)."""
-        self.holding = False
-        for fd in list(self.held):
-            self._resume(fd)
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        rest = self.splitters[fd].flush()
-        if rest:
-            self.on_output(_STREAMS[fd], rest)
-        self.open_pipes.discard(fd)
-        if not self.open_pipes and not self.pipes_closed.done():
-            self.pipes_closed.set_result(None)
-
-    def process_exited(self) -> None:
-        self.exited.set()
-
-
 class LocalAgent(AgentHandle):
-    def __init__(self, transport: asyncio.SubprocessTransport, protocol: _Protocol, token: str,
-                 group: cgroups.Group | None = None):
-        self.transport, self.protocol, self.token, self.group = transport, protocol, token, group
-        self.pid = transport.get_pid()
+    def __init__(self, process: Spawned, token: str, group: cgroups.Group | None = None):
+        self.process, self.token, self.group = process, token, group
+        self.pid = process.pid
 
     async def wait(self) -> int:
-        await self.protocol.exited.wait()
-        self.protocol.release()
+        process = self.process
+        await process.exited.wait()
+        process.release()
         if self.group is not None:
             # The agent is gone: what is left in its group (a background job, a daemon) is a
             # leftover, and goes now, before the verifier runs.
             self.group.kill()
         try:
             # A background job the agent left behind may hold our pipes open; it is killed by
-            # the session's cleanup, so don't wait long for the pipes to drain.
-            await asyncio.wait_for(asyncio.shield(self.protocol.pipes_closed), 0.5)
+            # the session's cleanup, so don't wait long for the pipes to drain. (Mostly they
+            # closed with the agent: then no timer and no task.)
+            if not process.pipes_closed.done():
+                await asyncio.wait_for(asyncio.shield(process.pipes_closed), 0.5)
         except TimeoutError:
             await asyncio.to_thread(procs.sweep, self.token, None, self.group)
-            await asyncio.wait_for(asyncio.shield(self.protocol.pipes_closed), 5)
-        code = self.transport.get_returncode()
-        self.transport.close()
+            await asyncio.wait_for(asyncio.shield(process.pipes_closed), 5)
+        process.close()
         procs.OWN_CHILDREN.pids.discard(self.pid)
-        return code if code is not None else -1
+        return process.returncode if process.returncode is not None else -1
 
 
 class LocalSession(SandboxSession):
@@ -152,19 +97,15 @@ class LocalSession(SandboxSession):
         return env
 
     async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> AgentHandle:
-        loop = asyncio.get_running_loop()
         cwd = spec.cwd or self.workspace
         env = self.environment({**spec.env, "PWD": cwd})
         procs.OWN_CHILDREN.spawning += 1
         try:
-            transport, protocol = await loop.subprocess_exec(
-                lambda: _Protocol(on_output), *self._contained(spec.argv, env, cwd), stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env,
-                start_new_session=True)
-            procs.OWN_CHILDREN.pids.add(transport.get_pid())
+            process = Spawned(self._contained(spec.argv, env, cwd), env=env, cwd=cwd, on_output=on_output)
+            procs.OWN_CHILDREN.pids.add(process.pid)
         finally:
             procs.OWN_CHILDREN.spawning -= 1
-        self.agent = LocalAgent(transport, protocol, self.token, self.group)
+        self.agent = LocalAgent(process, self.token, self.group)
         return self.agent
 
     def _contained(self, argv: list[str], env: dict[str, str], cwd: str) -> list[str]:
@@ -195,7 +136,7 @@ class LocalSession(SandboxSession):
 
     async def kill(self, policy: KillPolicy) -> None:
         pid = self.agent.pid if self.agent else None
-        exited = self.agent.protocol.exited if self.agent else None
+        exited = self.agent.process.exited if self.agent else None
         await procs.kill_ladder(pid, self.token, int_grace=policy.int_grace, grace=policy.grace, exited=exited,
                                group=self.group)
 
@@ -227,7 +168,7 @@ class LocalSession(SandboxSession):
         procs.SWEEPER.add(self.token, self.group)
         if not keep:
             # Off the loop and off the trial's critical path: the slot is free meanwhile.
-            procs.BACKGROUND.run(asyncio.to_thread(remove_root, self.root))
+            _REMOVALS.add(self.root)
 
 
 class LocalSandbox(Sandbox):
@@ -256,10 +197,8 @@ class LocalSandbox(Sandbox):
                                    if folders else "nothing left behind")]
 
     async def open(self, task: Task, trial_id: int, token: str) -> LocalSession:
-        seed = task.workspace_seed
-        if seed is None or _small(seed):
-            # A handful of mkdir/copy syscalls: cheaper on the loop than a hop to a thread.
-            return self._open(task, trial_id, token)
+        # Off the loop even for an empty workspace: a folder made on ext4 costs ~0.15 ms of CPU,
+        # and a trial makes six (with its cgroup), far more than the hop to a thread.
         return await asyncio.to_thread(self._open, task, trial_id, token)
 
     def _open(self, task: Task, trial_id: int, token: str) -> LocalSession:
@@ -300,6 +239,29 @@ def remove_root(root: Path) -> None:
     """A trial's root gone, whatever the agent left in it (``hostfs.remove_tree``)."""
     with contextlib.suppress(OSError):
         hostfs.remove_tree(root)
+
+
+class _Removals:
+    """Trial roots waiting to be removed, taken by one worker thread in batches: a hop to a
+    thread per trial cost the loop more than a trivial trial's whole removal. The runner
+    waits for the last batch (``procs.BACKGROUND``) before it says the run finished."""
+
+    def __init__(self) -> None:
+        self.roots: list[Path] = []
+        self.task: asyncio.Future | None = None
+
+    def add(self, root: Path) -> None:
+        self.roots.append(root)
+        if self.task is None or self.task.done() or self.task.get_loop() is not asyncio.get_running_loop():
+            self.task = procs.BACKGROUND.run(self._drain())
+
+    async def _drain(self) -> None:
+        while self.roots:
+            roots, self.roots = self.roots, []
+            await asyncio.to_thread(lambda: [remove_root(root) for root in roots])
+
+
+_REMOVALS = _Removals()
 
 
 _PR_GET_CHILD_SUBREAPER = 37

@@ -54,13 +54,27 @@ class RunQueries:
 
     # -- trials -------------------------------------------------------------------------------
 
+    # A trial's row is written several times per trial (made, running, verifying, final): in
+    # plain SQL, since sqlite-utils' insert and update read the table's layout and the row
+    # back each time, most of a trivial trial's writer time (benchmarks/overhead.py).
+
     def insert_trial(self, row: dict[str, Any]) -> int:
+        names = list(row)
         with immediate(self.db):
-            return self.db["trials"].insert(row).last_pk
+            return self.db.conn.execute(
+                f"insert into trials ({', '.join(map(_quoted, names))}) values ({', '.join('?' * len(names))})",
+                [row[name] for name in names]).lastrowid
 
     def update_trial(self, trial_id: int, fields: dict[str, Any]) -> None:
+        if not fields:
+            return
+        names = list(fields)
         with immediate(self.db):
-            self.db["trials"].update(trial_id, fields)
+            changed = self.db.conn.execute(
+                f"update trials set {', '.join(f'{_quoted(name)} = ?' for name in names)} where id = ?",
+                [*(fields[name] for name in names), trial_id]).rowcount
+        if changed != 1:
+            raise LookupError(f"no trial {trial_id} in the store")
 
     def count_trials(self, suite_id: str | None, statuses: Iterable[str]) -> int:
         """Trials of a suite (of every suite when None) in one of ``statuses``."""
@@ -130,3 +144,10 @@ class RunQueries:
             sql += " and suite_id = ?"
             params.append(suite_id)
         return list(self.db.query(sql + " group by node order by node", params))
+
+
+def _quoted(name: str) -> str:
+    """A column name in SQL: only our own code names the columns, never input."""
+    if not name.isidentifier():
+        raise ValueError(f"not a column name: {name!r}")
+    return f'"{name}"'

@@ -19,7 +19,8 @@ def immediate(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
     Several processes write one store (the runner, a reviewer's scores, an import). A
     deferred transaction that reads before it writes can fail at once with "database is
     locked" when another process commits in between, without waiting; an immediate one waits
-    its turn under the busy timeout. The body runs in sqlite-utils' ``atomic()`` (a savepoint).
+    its turn under the busy timeout. Inside another transaction the body runs in sqlite-utils'
+    ``atomic()`` (a savepoint); the outermost one needs none (its rollback undoes the body).
     """
     if db.conn.in_transaction:
         with db.atomic():
@@ -27,8 +28,7 @@ def immediate(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
         return
     db.conn.execute("BEGIN IMMEDIATE")
     try:
-        with db.atomic():
-            yield db
+        yield db
     except BaseException:
         if db.conn.in_transaction:
             db.conn.rollback()
