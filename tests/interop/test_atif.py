@@ -13,6 +13,7 @@ from agentmeter_tui.core.interop.atif import (
     load_trajectory,
     parse_trajectory,
     trajectory_from_events,
+    trajectory_json,
     trajectory_totals,
     write_trajectory,
 )
@@ -39,6 +40,16 @@ def test_every_recorded_stream_exports_as_atif_that_harbor_accepts(tmp_path):
     assert len(paths) == 30  # 6 CLIs x 5 scenarios
     errors = harbor_validate(paths)
     assert {p: e for p, e in errors.items() if e} == {}
+
+
+def test_the_files_written_without_the_models_are_the_models_bytes():
+    """A site writes its ATIF files straight from dicts; read back through the pydantic models and
+    dumped again they are the same bytes (field order, no nulls, floats for money)."""
+    for cli, scenario in CASES:
+        rows, usage = stream_rows(cli, scenario)
+        written = trajectory_json(rows, trial=trial_row(cli, usage), usage_rows=usage)
+        assert parse_trajectory(written).to_json() == written, (cli, scenario)
+        assert trajectory_from_events(rows, trial=trial_row(cli, usage), usage_rows=usage).to_json() == written
 
 
 @pytest.mark.parametrize(("cli", "scenario"), CASES)
