@@ -17,9 +17,11 @@ invents a class a file does not state: no reasoning figure means reasoning is le
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -141,9 +143,23 @@ def _take(event: StoredEvent, item: ParsedEvent) -> None:
 
 
 def _iso(ts: float | None) -> str | None:
+    """``ts`` as ``datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")`` with a Z,
+    the same text: its seconds are formatted once per second (a trial's events share them; a
+    site formats millions), its fraction rounded half-even to the microsecond as datetime does."""
     if ts is None:
         return None
-    return datetime.fromtimestamp(float(ts), UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    fraction, whole = math.modf(float(ts))
+    micro = round(fraction * 1e6)
+    if micro >= 1_000_000:
+        whole, micro = whole + 1, micro - 1_000_000
+    elif micro < 0:
+        whole, micro = whole - 1, micro + 1_000_000
+    return f"{_second(int(whole))}.{micro // 1000:03d}Z"
+
+
+@lru_cache(maxsize=4096)
+def _second(whole: int) -> str:
+    return datetime.fromtimestamp(whole, UTC).isoformat()[:19]
 
 
 def metrics_for(usage: TokenUsage, cost_usd: float | None = None) -> dict[str, Any]:
