@@ -8,6 +8,7 @@ the pydantic models)."""
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -82,6 +83,16 @@ def _chunk(trials: Sequence[dict[str, Any]]) -> int:
 
 
 def write_trials(db: Path, folder: Path, trials: Sequence[dict[str, Any]], shared: Shared) -> None:
+    # The objects made so far (the report, every trial's row) live until the site is written: the
+    # collector need not scan them again and again, nor touch (and so copy) them in each worker.
+    gc.freeze()
+    try:
+        _write_trials(db, folder, trials, shared)
+    finally:
+        gc.unfreeze()
+
+
+def _write_trials(db: Path, folder: Path, trials: Sequence[dict[str, Any]], shared: Shared) -> None:
     workers = min(os.cpu_count() or 1, 4)
     if len(trials) < PARALLEL_FROM or workers < 2 or "fork" not in _methods():
         _start(db, folder, shared)
