@@ -168,7 +168,8 @@ def transcript_html(events: Iterable[tuple], names: Names) -> str:
     open_tool = False
     masked = names.blind and names.mask is not None
     for seq, _ts, kind, _stream, text, _data in events:
-        body = escape(names.text(text) if masked else (text or ""))
+        plain = names.text(text) if masked else (text or "")
+        body = escape(plain)
         if kind == TOOL_RESULT and open_tool:
             out.append(f'<pre class="result">{body}</pre>')
             continue
@@ -176,7 +177,7 @@ def transcript_html(events: Iterable[tuple], names: Names) -> str:
             out.append("</details></li>\n")
             open_tool = False
         if kind == TOOL_CALL:
-            summary = body.split("\n", 1)[0][:160]
+            summary = escape(plain.split("\n", 1)[0][:160])  # cut before escaping: never half an entity
             out.append(f'<li class="tool" value="{seq}"><details><summary>tool: {summary}</summary><pre>{body}</pre>')
             open_tool = True
         else:
