@@ -70,14 +70,16 @@ def stored_events(rows: Iterable[Sequence | Mapping], usage: Mapping[int, Mappin
     rows by seq (``uncached_input``... ``reasoning``, ``cost_usd``, ``model``) as events with
     tool names, arguments and call ids where they can be recovered."""
     events = []
+    usage = usage or {}
     for row in rows:
-        if isinstance(row, Mapping):
+        # A store row is a tuple: the (slow) abstract-class check only for anything else.
+        if type(row) is not tuple and isinstance(row, Mapping):
             row = (row["seq"], row.get("ts"), row["kind"], row.get("stream"), row.get("text") or "", row.get("data"))
         seq, ts, kind, stream, text, data = row
         event = StoredEvent(int(seq), ts, str(kind), stream, text or "", data)
-        found = (usage or {}).get(event.seq)
-        if found is not None and event.kind == EventKind.USAGE:
-            if isinstance(found, Mapping):
+        found = usage.get(event.seq) if event.kind == EventKind.USAGE else None
+        if found is not None:
+            if type(found) is dict or isinstance(found, Mapping):
                 event.usage = TokenUsage.from_dict(found)
                 event.cost_usd, event.model = found.get("cost_usd"), found.get("model")
             else:
