@@ -1,15 +1,24 @@
 """The static site's speed: build, size, and a trial page opening in a real browser; the bootstrap.
 
-    python benchmarks/site.py [--events 200] [--models 6 --clis 6 --tasks 90 --trials 3] [--pages 20]
+    python benchmarks/site.py [--events 200] [--models 6 --clis 6 --tasks 90 --trials 3] [--pages 40]
+                              [--db STORE] [--code CHECKOUT] [--skip-browser] [--build-only]
 
 The store is the paper grid's shape (6 models x 6 CLIs x 90 tasks x 3 trials = 9,720 trials, plus
 the infra-invalid retries the generator adds), from deterministic trial records
 (``core/reporting/synthetic.py``) with a transcript of ``--events`` events per trial (the paper
-grid's agents print about 200). Printed: the site's build time (the report, the pages and the ATIF
-files, in process; and the whole `agentmeter report --format html` command), the index's size,
-the time a trial page takes to load in headless Chromium (median and max over ``--pages`` pages,
-beside about:blank's as the floor), and the bootstrap of 24 configurations x 30 tasks x 2,000
-resamples.
+grid's agents print about 200). ``--db``: keep the store there (made when missing, reused after),
+so that before/after pairs read the same store; ``--code``: measure another checkout's code on it
+(the other side of a pair).
+
+Printed, with the machine's load average (the figures are noisy on a shared machine):
+- the build: the report with intervals, then the pages and ATIF files, in process, in wall and
+  CPU seconds (the workers' CPU included); and the whole ``agentmeter report --format html``;
+- its floors: a raw read of every event of the store (one SQLite query, rows only), and a raw write
+  of as many files and bytes as the site has (no fsync, like the site);
+- the index's and the site's size;
+- a trial page's load in headless Chromium (median, p95, max over ``--pages`` pages) beside
+  about:blank's;
+- the bootstrap of 24 configurations x 30 tasks x 2,000 resamples.
 
 Targets (issue 26): build < 10 s, index < 2 MB, a trial page < 300 ms, bootstrap < 2 s.
 """
@@ -18,6 +27,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import resource
+import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -27,26 +40,59 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from agentmeter_tui.core.reporting import report_from_store  # noqa: E402
-from agentmeter_tui.core.reporting.records import import_records  # noqa: E402
-from agentmeter_tui.core.reporting.site import build_site  # noqa: E402
-from agentmeter_tui.core.reporting.synthetic import synthetic_records  # noqa: E402
-from agentmeter_tui.core.store import Store  # noqa: E402
-from tests.sample_data import _insert_events, transcript  # noqa: E402
-from tests.site.cdp import Browser, file_url  # noqa: E402
+
+def cpu() -> float:
+    """CPU seconds of this process and its finished children (the page workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
 
 
 def make_store(db: Path, shape: dict, events: int) -> int:
+    from agentmeter_tui.core.reporting.records import import_records
+    from agentmeter_tui.core.reporting.synthetic import synthetic_records
+    from agentmeter_tui.core.store import Store
+    from tests.sample_data import _insert_events, transcript
+
     store = Store(db)
     import_records(store, list(synthetic_records(**shape)))
     ids = [t["id"] for t in store.trials()]
     with store.db.atomic():
         for n, trial_id in enumerate(ids):
             _insert_events(store.db, trial_id, transcript(events, n + 1))
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # as a store is once its writers are done
     store.close()
     return len(ids)
+
+
+def read_floor(db: Path) -> tuple[float, float, int]:
+    """(wall, CPU, rows) of reading every event row once, in trial and seq order."""
+    started, used = time.perf_counter(), cpu()
+    conn = sqlite3.connect(db)
+    rows = 0
+    for _row in conn.execute("select trial_id, seq, ts, kind, stream, text, data from events "
+                             "order by trial_id, seq"):
+        rows += 1
+    conn.close()
+    return time.perf_counter() - started, cpu() - used, rows
+
+
+def write_floor(site: Path, scratch: Path) -> tuple[float, float]:
+    """(wall, CPU) of writing as many files of the same sizes as ``site`` has, into one folder."""
+    sizes = [p.stat().st_size for p in site.rglob("*") if p.is_file()]
+    blob = b"x" * max(sizes)
+    scratch.mkdir()
+    started, used = time.perf_counter(), cpu()
+    for n, size in enumerate(sizes):
+        with open(scratch / f"{n}.html", "wb") as out:
+            out.write(blob[:size])
+    figures = time.perf_counter() - started, cpu() - used
+    shutil.rmtree(scratch)
+    return figures
 
 
 def bootstrap_figure() -> tuple[float, float]:
@@ -78,6 +124,8 @@ def bootstrap_figure() -> tuple[float, float]:
 
 
 async def page_times(site: Path, pages: int) -> tuple[list[float], list[float]]:
+    from tests.site.cdp import Browser, file_url
+
     browser = Browser()
     try:
         await browser.start()
@@ -94,6 +142,12 @@ async def page_times(site: Path, pages: int) -> tuple[list[float], list[float]]:
         await browser.close()
 
 
+def spread(times: list[float]) -> str:
+    ms = sorted(t * 1000 for t in times)
+    p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
+    return f"median {statistics.median(ms):.0f} ms, p95 {p95:.0f}, max {ms[-1]:.0f}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=6)
@@ -101,36 +155,63 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=90)
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--events", type=int, default=200)
-    parser.add_argument("--pages", type=int, default=20)
+    parser.add_argument("--pages", type=int, default=40)
+    parser.add_argument("--db", type=Path, help="the store to use (made there when missing, and kept)")
+    parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose code is measured")
+    parser.add_argument("--skip-browser", action="store_true", help="no page loads, no bootstrap")
+    parser.add_argument("--build-only", action="store_true",
+                        help="the build and its floors only (for before/after pairs)")
     args = parser.parse_args()
+    code = args.code.resolve()
+    sys.path.insert(0, str(code))
+    from agentmeter_tui.core.reporting import report_from_store
+    from agentmeter_tui.core.reporting.site import build_site
+    from agentmeter_tui.core.store import Store
+
     shape = dict(models=args.models, clis=args.clis, tasks=args.tasks, trials=args.trials)
+    print(f"code: {code.name}")
     with tempfile.TemporaryDirectory(prefix="agentmeter-site-bench-") as tmp:
         folder = Path(tmp)
-        db = folder / "grid.db"
-        started = time.perf_counter()
-        count = make_store(db, shape, args.events)
-        print(f"store: {count} trials x {args.events} events, made in {time.perf_counter() - started:.1f} s")
+        db = args.db or folder / "grid.db"
+        if not db.exists():
+            started = time.perf_counter()
+            count = make_store(db, shape, args.events)
+            print(f"store: {count} trials x {args.events} events, made in {time.perf_counter() - started:.1f} s")
+        wall, used, rows = read_floor(db)
+        print(f"floor, read every event ({rows:,} rows): {wall:.2f} s wall, {used:.2f} s CPU ({load()})")
 
         store = Store(db)
-        started = time.perf_counter()
+        trials = len(store.trials())
+        started, used = time.perf_counter(), cpu()
         report = report_from_store(store, rubric=True, agreement=True, resamples=2000)
-        made = time.perf_counter()
+        made, made_cpu = time.perf_counter(), cpu()
         summary = build_site(store, report, folder / "site")
-        done = time.perf_counter()
+        done, done_cpu = time.perf_counter(), cpu()
         store.close()
-        print(f"site in process: report with intervals {made - started:.2f} s + pages and ATIF files "
-              f"{done - made:.2f} s = {done - started:.2f} s for {summary.pages} pages (target < 10 s)")
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "agentmeter_tui", "report", "--db", str(db), "--format", "html",
-                        "--out", str(folder / "site2")], check=True, stderr=subprocess.DEVNULL)
-        print(f"`agentmeter report --format html` whole command: {time.perf_counter() - started:.2f} s")
+        print(f"site of {trials} trials in process: report with intervals {made - started:.2f} s "
+              f"({made_cpu - used:.2f} s CPU) + pages and ATIF files {done - made:.2f} s ({done_cpu - made_cpu:.2f} s "
+              f"CPU) = {done - started:.2f} s wall, {done_cpu - used:.2f} s CPU for {summary.pages} pages "
+              f"(target < 10 s) ({load()})")
+        wall, used = write_floor(folder / "site", folder / "scratch")
+        files = sum(1 for p in (folder / "site").rglob("*") if p.is_file())
+        size = sum(p.stat().st_size for p in (folder / "site").rglob("*") if p.is_file())
+        print(f"floor, write {files} files of the site's sizes ({size / 1e6:.0f} MB): {wall:.2f} s wall, "
+              f"{used:.2f} s CPU ({load()})")
         index = (folder / "site" / "index.html").stat().st_size
-        print(f"index.html: {index / 1e6:.2f} MB (target < 2 MB); site: "
-              f"{sum(p.stat().st_size for p in (folder / 'site').rglob('*') if p.is_file()) / 1e6:.0f} MB")
+        print(f"index.html: {index / 1e6:.2f} MB (target < 2 MB); site: {size / 1e6:.0f} MB in {files} files")
+        if args.build_only:
+            return 0
+        started = time.perf_counter()
+        env = {**os.environ, "PYTHONPATH": str(code)}
+        subprocess.run([sys.executable, "-m", "agentmeter_tui", "report", "--db", str(db), "--format", "html",
+                        "--out", str(folder / "site2")], check=True, stderr=subprocess.DEVNULL, env=env)
+        print(f"`agentmeter report --format html` whole command: {time.perf_counter() - started:.2f} s ({load()})")
+        shutil.rmtree(folder / "site2")
+        if args.skip_browser:
+            return 0
         loads, floor = asyncio.run(page_times(folder / "site", args.pages))
-        print(f"trial page load in Chromium: median {statistics.median(loads) * 1000:.0f} ms, max "
-              f"{max(loads) * 1000:.0f} ms over {len(loads)} pages (target < 300 ms); about:blank floor "
-              f"median {statistics.median(floor) * 1000:.0f} ms")
+        print(f"trial page load in Chromium: {spread(loads)} over {len(loads)} pages (target < 300 ms); "
+              f"about:blank floor {spread(floor)} ({load()})")
     cold, warm = bootstrap_figure()
     print(f"bootstrap 24 configs x 30 tasks x 2,000 resamples: {warm * 1000:.0f} ms "
           f"({cold * 1000:.0f} ms with scipy's import) (target < 2 s)")

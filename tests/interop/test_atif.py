@@ -13,6 +13,7 @@ from agentmeter_tui.core.interop.atif import (
     load_trajectory,
     parse_trajectory,
     trajectory_from_events,
+    trajectory_json,
     trajectory_totals,
     write_trajectory,
 )
@@ -39,6 +40,16 @@ def test_every_recorded_stream_exports_as_atif_that_harbor_accepts(tmp_path):
     assert len(paths) == 30  # 6 CLIs x 5 scenarios
     errors = harbor_validate(paths)
     assert {p: e for p, e in errors.items() if e} == {}
+
+
+def test_the_files_written_without_the_models_are_the_models_bytes():
+    """A site writes its ATIF files straight from dicts; read back through the pydantic models and
+    dumped again they are the same bytes (field order, no nulls, floats for money)."""
+    for cli, scenario in CASES:
+        rows, usage = stream_rows(cli, scenario)
+        written = trajectory_json(rows, trial=trial_row(cli, usage), usage_rows=usage)
+        assert parse_trajectory(written).to_json() == written, (cli, scenario)
+        assert trajectory_from_events(rows, trial=trial_row(cli, usage), usage_rows=usage).to_json() == written
 
 
 @pytest.mark.parametrize(("cli", "scenario"), CASES)
@@ -147,3 +158,19 @@ def test_every_version_from_1_0_reads(tmp_path):
             (EventKind.SYSTEM, "user: Do the task."), (EventKind.REASONING, "easy"), (EventKind.ASSISTANT, "Done."),
             (EventKind.USAGE, "in 20 cached 100 write 0 out 30 reasoning 0"), (EventKind.TOOL_CALL, "ls")]  # the shell command shows
         assert trajectory_totals(trajectory)[0] == TokenUsage(uncached_input=20, cached_input=100, output=30), version
+
+
+def test_step_times_are_datetimes_own_text():
+    """Step timestamps are formatted once per second and rounded by hand: the same text as
+    datetime's isoformat, at the rounding edges too."""
+    import random
+    from datetime import UTC, datetime
+
+    from agentmeter_tui.core.interop.atif import _iso
+
+    rng = random.Random(5)
+    values = [0.0, 0.0005, 0.9995, 0.9999995, 1e9 + 0.9999995, 1e9 + 0.0000005, 1_779_999_999.9999996, -0.5,
+              -1.0000005, *(rng.uniform(0, 2e9) for _ in range(20_000)),
+              *(round(rng.uniform(1e9, 2e9), digits) for digits in (3, 6) for _ in range(10_000))]
+    for value in values:
+        assert _iso(value) == datetime.fromtimestamp(value, UTC).isoformat(timespec="milliseconds")[:-6] + "Z", value

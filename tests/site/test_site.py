@@ -18,6 +18,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from agentmeter_tui import cli
+from agentmeter_tui.core.interop.atif import parse_trajectory, trial_trajectory
+from agentmeter_tui.core.reporting.site import pages as site_pages
 from agentmeter_tui.core.store import Store
 from tests.site.cdp import Browser, chromium_path, file_url
 
@@ -76,6 +78,34 @@ def test_every_link_resolves_and_nothing_comes_from_the_network(sites):
                 assert not parts.scheme and not parts.netloc, f"{page}: {target} leaves the site"
                 if parts.path:
                     assert (page.parent / unquote(parts.path)).resolve().is_file(), f"{page}: {target} is missing"
+
+
+def test_every_atif_file_is_the_export_of_its_trial(sites, store_path):
+    """The site writes its ATIF files without building the pydantic models: each is still a valid
+    trajectory, and the very bytes `agentmeter export atif` writes for that trial."""
+    store = Store(store_path)
+    try:
+        trials = store.trials("smoke")
+        assert trials
+        for trial in trials:
+            written = (sites["plain"] / "trial" / f"{trial['id']}.atif.json").read_bytes()
+            assert parse_trajectory(written).to_json() == written
+            assert trial_trajectory(store, trial["id"]).to_json() == written
+    finally:
+        store.close()
+
+
+def test_workers_write_the_same_site_byte_for_byte(sites, store_path, tmp_path, monkeypatch):
+    """A small store is written in process, a large one by worker processes reading chunks of
+    trials: both give the same bytes, and a second build gives the first one's."""
+    monkeypatch.setattr(site_pages, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(site_pages, "CHUNK", 2)
+    target = tmp_path / "site"
+    assert cli.main(["report", "--db", str(store_path), "--format", "html", "--out", str(target)]) == 0
+    files = sorted(p.relative_to(sites["plain"]) for p in sites["plain"].rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(target) for p in target.rglob("*") if p.is_file())
+    for name in files:
+        assert (target / name).read_bytes() == (sites["plain"] / name).read_bytes(), name
 
 
 def test_blind_site_has_no_name_in_any_file(sites, store_path):

@@ -17,9 +17,11 @@ invents a class a file does not state: no reasoning figure means reasoning is le
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,24 +32,11 @@ from ..harnesses.jsonl import tool_text
 from ..usage import TokenUsage
 from ..vocab import EventKind, ParsedEvent
 from .atif_read import ImportedEvent, events_from_trajectory, split_tool_key, trajectory_totals, usage_text
-from .atif_schema import (
-    LATEST,
-    Agent,
-    AtifError,
-    FinalMetrics,
-    Metrics,
-    Observation,
-    ObservationResult,
-    Step,
-    ToolCall,
-    Trajectory,
-    load_trajectory,
-    parse_trajectory,
-)
+from .atif_schema import LATEST, AtifError, Trajectory, load_trajectory, parse_trajectory
 
 __all__ = ["LATEST", "AtifError", "ImportedEvent", "StoredEvent", "Trajectory", "events_from_trajectory",
-           "load_trajectory", "parse_trajectory", "trajectory_from_events", "trajectory_totals",
-           "trial_trajectory", "write_trajectory"]
+           "load_trajectory", "parse_trajectory", "trajectory_dict", "trajectory_from_events", "trajectory_json",
+           "trajectory_totals", "trial_trajectory", "write_trajectory"]
 
 # Slots of an agent step, in the order the step is read back.
 _SLOTS = {EventKind.REASONING: 1, EventKind.ASSISTANT: 2, EventKind.USAGE: 3, EventKind.TOOL_CALL: 4,
@@ -81,14 +70,16 @@ def stored_events(rows: Iterable[Sequence | Mapping], usage: Mapping[int, Mappin
     rows by seq (``uncached_input``... ``reasoning``, ``cost_usd``, ``model``) as events with
     tool names, arguments and call ids where they can be recovered."""
     events = []
+    usage = usage or {}
     for row in rows:
-        if isinstance(row, Mapping):
+        # A store row is a tuple: the (slow) abstract-class check only for anything else.
+        if type(row) is not tuple and isinstance(row, Mapping):
             row = (row["seq"], row.get("ts"), row["kind"], row.get("stream"), row.get("text") or "", row.get("data"))
         seq, ts, kind, stream, text, data = row
         event = StoredEvent(int(seq), ts, str(kind), stream, text or "", data)
-        found = (usage or {}).get(event.seq)
-        if found is not None and event.kind == EventKind.USAGE:
-            if isinstance(found, Mapping):
+        found = usage.get(event.seq) if event.kind == EventKind.USAGE else None
+        if found is not None:
+            if type(found) is dict or isinstance(found, Mapping):
                 event.usage = TokenUsage.from_dict(found)
                 event.cost_usd, event.model = found.get("cost_usd"), found.get("model")
             else:
@@ -154,29 +145,52 @@ def _take(event: StoredEvent, item: ParsedEvent) -> None:
 
 
 def _iso(ts: float | None) -> str | None:
+    """``ts`` as ``datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")`` with a Z,
+    the same text: its seconds are formatted once per second (a trial's events share them; a
+    site formats millions), its fraction rounded half-even to the microsecond as datetime does."""
     if ts is None:
         return None
-    return datetime.fromtimestamp(float(ts), UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    fraction, whole = math.modf(float(ts))
+    micro = round(fraction * 1e6)
+    if micro >= 1_000_000:
+        whole, micro = whole + 1, micro - 1_000_000
+    elif micro < 0:
+        whole, micro = whole - 1, micro + 1_000_000
+    return f"{_second(int(whole))}.{micro // 1000:03d}Z"
 
 
-def metrics_for(usage: TokenUsage, cost_usd: float | None = None) -> Metrics:
-    extra: dict[str, Any] = {"cache_creation_input_tokens": usage.cache_write,
-                             "reasoning_output_tokens": usage.reasoning}
-    return Metrics(prompt_tokens=usage.uncached_input + usage.cached_input + usage.cache_write,
-                   completion_tokens=usage.output + usage.reasoning, cached_tokens=usage.cached_input,
-                   cost_usd=cost_usd, extra=extra)
+@lru_cache(maxsize=4096)
+def _second(whole: int) -> str:
+    return datetime.fromtimestamp(whole, UTC).isoformat()[:19]
 
 
-@dataclass
+def metrics_for(usage: TokenUsage, cost_usd: float | None = None) -> dict[str, Any]:
+    """ATIF metrics of one usage figure, as the JSON object (fields in the model's order)."""
+    metrics: dict[str, Any] = {"prompt_tokens": usage.uncached_input + usage.cached_input + usage.cache_write,
+                               "completion_tokens": usage.output + usage.reasoning,
+                               "cached_tokens": usage.cached_input}
+    if cost_usd is not None:
+        metrics["cost_usd"] = float(cost_usd)
+    metrics["extra"] = {"cache_creation_input_tokens": usage.cache_write,
+                        "reasoning_output_tokens": usage.reasoning}
+    return metrics
+
+
+@dataclass(slots=True)
 class _Draft:
+    """One step being filled, built as the JSON object ``Trajectory.to_json_dict`` would give (fields
+    in the models' order, no null): a site writes thousands of trajectories, and building and
+    dumping pydantic models for output we produce ourselves took most of its time. The models
+    still validate every trajectory :func:`trajectory_from_events` returns."""
+
     source: str
     first: StoredEvent
     slot: int = 0
     message: str | None = None
     reasoning: str | None = None
-    calls: list[ToolCall] = field(default_factory=list)
-    results: list[ObservationResult] = field(default_factory=list)
-    metrics: Metrics | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, Any] | None = None
     model: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -194,35 +208,62 @@ class _Draft:
                 self.extra["agentmeter_empty_message"] = True
         elif slot == 4:
             arguments = event.arguments if event.arguments is not None else {"input": event.text}
-            call_extra = {"agentmeter_text": event.text} if tool_text(arguments) != event.text else None
-            self.calls.append(ToolCall(tool_call_id=event.call_id or f"call_{event.seq}",
-                                       function_name=event.tool_name or "tool", arguments=arguments,
-                                       extra=call_extra))
+            call = {"tool_call_id": event.call_id or f"call_{event.seq}", "function_name": event.tool_name or "tool",
+                    "arguments": arguments}
+            if tool_text(arguments) != event.text:
+                call["extra"] = {"agentmeter_text": event.text}
+            self.calls.append(call)
         elif slot == 5:
             index = len(self.results)
-            call_id = event.call_id if event.call_id and any(c.tool_call_id == event.call_id for c in self.calls) \
-                else (self.calls[index].tool_call_id if index < len(self.calls) else None)
-            self.results.append(ObservationResult(source_call_id=call_id, content=event.text,
-                                                  extra={"is_error": True} if event.is_error else None))
+            call_id = event.call_id if event.call_id and any(c["tool_call_id"] == event.call_id for c in self.calls) \
+                else (self.calls[index]["tool_call_id"] if index < len(self.calls) else None)
+            result: dict[str, Any] = {} if call_id is None else {"source_call_id": call_id}
+            result["content"] = event.text
+            if event.is_error:
+                result["extra"] = {"is_error": True}
+            self.results.append(result)
         elif slot == 3:
             self.metrics = metrics_for(event.usage or TokenUsage(), event.cost_usd)
             if event.text != usage_text(event.usage or TokenUsage()):
-                self.metrics.extra["agentmeter_text"] = event.text  # type: ignore[index]
+                self.metrics["extra"]["agentmeter_text"] = event.text
 
-    def step(self, step_id: int) -> Step:
+    def step(self, step_id: int) -> dict[str, Any]:
+        step: dict[str, Any] = {"step_id": step_id}
+        timestamp = _iso(self.first.ts)
+        if timestamp is not None:
+            step["timestamp"] = timestamp
+        step["source"] = self.source
         if self.source != "agent":
-            extra = {"agentmeter_kind": self.first.kind}
+            step["message"] = self.first.text
+            step["extra"] = {"agentmeter_kind": self.first.kind}
             if self.first.stream:
-                extra["agentmeter_stream"] = self.first.stream
-            return Step(step_id=step_id, timestamp=_iso(self.first.ts), source=self.source,
-                        message=self.first.text, extra=extra)
-        return Step(step_id=step_id, timestamp=_iso(self.first.ts), source="agent", model_name=self.model,
-                    message=self.message or "", reasoning_content=self.reasoning, tool_calls=self.calls or None,
-                    observation=Observation(results=self.results) if self.results else None,
-                    metrics=self.metrics, extra=self.extra or None)
+                step["extra"]["agentmeter_stream"] = self.first.stream
+            return step
+        if self.model is not None:
+            step["model_name"] = self.model
+        step["message"] = self.message or ""
+        for key, value in (("reasoning_content", self.reasoning), ("tool_calls", self.calls or None),
+                           ("observation", {"results": self.results} if self.results else None),
+                           ("metrics", self.metrics), ("extra", self.extra or None)):
+            if value is not None:
+                step[key] = value
+        return step
 
 
-def trajectory_from_events(
+def trajectory_from_events(events: Iterable[StoredEvent | Sequence | Mapping], **given: Any) -> Trajectory:
+    """An ATIF (:data:`LATEST`) trajectory of one trial's events: :func:`trajectory_dict`'s object,
+    validated by the pydantic models. ``.to_json()`` gives the file, ``.to_json_dict()`` the
+    JSON-ready dict (equal to :func:`trajectory_dict`'s)."""
+    return Trajectory.model_validate(trajectory_dict(events, **given))
+
+
+def trajectory_json(events: Iterable[StoredEvent | Sequence | Mapping], **given: Any) -> bytes:
+    """The bytes of :func:`trajectory_from_events`'s ``.to_json()``, without building the models
+    (for a site's thousands of files; a test keeps the two equal)."""
+    return orjson.dumps(trajectory_dict(events, **given), option=orjson.OPT_INDENT_2)
+
+
+def trajectory_dict(
     events: Iterable[StoredEvent | Sequence | Mapping],
     *,
     trial: Mapping[str, Any] | None = None,
@@ -234,17 +275,16 @@ def trajectory_from_events(
     cost_usd: float | None = None,
     cost_source: str | None = None,
     usage_rows: Mapping[int, Mapping | Sequence] | None = None,
-) -> Trajectory:
-    """An ATIF (:data:`LATEST`) trajectory of one trial's events.
+) -> dict[str, Any]:
+    """An ATIF (:data:`LATEST`) trajectory of one trial's events, as its JSON object.
 
     ``events``: its stored events in seq order, as ``Store.events`` rows
     ``(seq, ts, kind, stream, text, data)`` or :class:`StoredEvent`. ``trial``: its row of the
     ``trials`` table, when there is one (suite, task, model, cli, token classes, cost...); the
     keyword arguments override what it says. ``usage``: the trial's five classes (for
     ``final_metrics``). ``usage_rows``: the ``usage`` table's rows by seq; without them each
-    usage event's figures are read from its text. Returns the pydantic model: ``.to_json()``
-    gives the file, ``.to_json_dict()`` the JSON-ready dict. A trial without events yet gives
-    one system step (ATIF requires at least one).
+    usage event's figures are read from its text. A trial without events yet gives one system
+    step (ATIF requires at least one).
     """
     row = dict(trial or {})
     cli = agent_name or row.get("cli")
@@ -271,12 +311,15 @@ def trajectory_from_events(
         row.update(usage.as_dict() if isinstance(usage, TokenUsage) else usage)
     if cost_usd is not None:
         row["cost_actual_usd"], row["cost_actual_source"] = cost_usd, cost_source or row.get("cost_actual_source")
-    return Trajectory(
-        schema_version=LATEST, session_id=session_id or _session_id(row),
-        agent=Agent(name=str(cli or "unknown"), version=str(agent_version or row.get("cli_version") or "unknown"),
-                    model_name=model_name if model_name is not None else row.get("model")),
-        steps=steps, final_metrics=_final_metrics(row, len(steps)),
-        extra={"agentmeter": _trial_extra(row)} if trial else None)
+    model = model_name if model_name is not None else row.get("model")
+    agent = {"name": str(cli or "unknown"), "version": str(agent_version or row.get("cli_version") or "unknown")}
+    if model is not None:
+        agent["model_name"] = model
+    trajectory = {"schema_version": LATEST, "session_id": session_id or _session_id(row), "agent": agent,
+                  "steps": steps, "final_metrics": _final_metrics(row, len(steps))}
+    if trial:
+        trajectory["extra"] = {"agentmeter": _trial_extra(row)}
+    return trajectory
 
 
 _USAGE_TEXT = re.compile(r"^in (-?\d+) cached (-?\d+) write (-?\d+) out (-?\d+) reasoning (-?\d+)")
@@ -310,7 +353,7 @@ def _session_id(trial: Mapping[str, Any]) -> str:
     return f"agentmeter-{trial.get('suite_id') or 'suite'}-{trial.get('id') or 0}"
 
 
-def _final_metrics(trial: Mapping[str, Any], steps: int) -> FinalMetrics:
+def _final_metrics(trial: Mapping[str, Any], steps: int) -> dict[str, Any]:
     tokens = TokenUsage.from_dict(trial)
     actual = trial.get("cost_actual_usd")
     cost = actual if actual is not None else trial.get("cost_usd")
@@ -320,9 +363,12 @@ def _final_metrics(trial: Mapping[str, Any], steps: int) -> FinalMetrics:
                              "total_reasoning_output_tokens": tokens.reasoning}
     if source:
         extra["cost_source"] = source
-    return FinalMetrics(total_prompt_tokens=tokens.uncached_input + tokens.cached_input + tokens.cache_write,
-                        total_completion_tokens=tokens.output + tokens.reasoning,
-                        total_cached_tokens=tokens.cached_input, total_cost_usd=cost, total_steps=steps, extra=extra)
+    metrics: dict[str, Any] = {"total_prompt_tokens": tokens.uncached_input + tokens.cached_input + tokens.cache_write,
+                               "total_completion_tokens": tokens.output + tokens.reasoning,
+                               "total_cached_tokens": tokens.cached_input}
+    if cost is not None:
+        metrics["total_cost_usd"] = float(cost)
+    return {**metrics, "total_steps": steps, "extra": extra}
 
 
 _TRIAL_FIELDS = ("suite_id", "task_id", "tier", "model", "cli", "trial_index", "attempt", "status", "reason",

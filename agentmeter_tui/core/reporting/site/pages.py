@@ -1,9 +1,14 @@
 """The site's trial pages and ATIF files: most of a site's bytes and time (a paper grid has 9,720
 trials of a few hundred events each), so they are written by worker processes, one store
-connection each, when there are enough of them to pay for the workers' start."""
+connection each, when there are enough of them to pay for the workers' start. A worker takes a
+chunk of trials and reads all their events and usage rows in one streamed query each (a query
+per trial cost more than the rows), and writes each ATIF file from
+:func:`~agentmeter_tui.core.interop.atif.trajectory_json` (the export's bytes, without building
+the pydantic models)."""
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -49,8 +54,10 @@ def environment() -> Any:
     Environment, FileSystemLoader, StrictUndefined = jinja2.Environment, jinja2.FileSystemLoader, jinja2.StrictUndefined
 
     # Autoescape everything: transcripts, verifier output and notes are untrusted text.
+    # No auto_reload: the templates do not change during a build, and checking them costs a stat
+    # of each (the page and the base it extends) per page.
     return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
-                       trim_blocks=False, keep_trailing_newline=True)
+                       trim_blocks=False, keep_trailing_newline=True, auto_reload=False)
 
 
 _WORKER: dict[str, Any] = {}
@@ -59,21 +66,39 @@ _WORKER: dict[str, Any] = {}
 def _start(db: Path, folder: Path, shared: Shared) -> None:
     from ...store import Store
 
-    _WORKER.update(store=Store(db), folder=folder, shared=shared, page=environment().get_template("trial.html"))
+    # Read-only, without the damage scan: the parent opened (and checked) this store a moment ago.
+    _WORKER.update(store=Store(db, readonly=True), folder=folder, shared=shared,
+                   page=environment().get_template("trial.html"))
 
 
 def _chunk(trials: Sequence[dict[str, Any]]) -> int:
+    store = _WORKER["store"]
+    ids = [t["id"] for t in trials]
+    events = dict(store.events_of(ids))
+    usage = store.usage_of(ids)
     for trial in trials:
-        _write(_WORKER["store"], trial, _WORKER["folder"], _WORKER["page"], _WORKER["shared"])
+        _write(trial, events.get(trial["id"], []), usage.get(trial["id"], {}), _WORKER["folder"], _WORKER["page"],
+               _WORKER["shared"])
     return len(trials)
 
 
 def write_trials(db: Path, folder: Path, trials: Sequence[dict[str, Any]], shared: Shared) -> None:
+    # The objects made so far (the report, every trial's row) live until the site is written: the
+    # collector need not scan them again and again, nor touch (and so copy) them in each worker.
+    gc.freeze()
+    try:
+        _write_trials(db, folder, trials, shared)
+    finally:
+        gc.unfreeze()
+
+
+def _write_trials(db: Path, folder: Path, trials: Sequence[dict[str, Any]], shared: Shared) -> None:
     workers = min(os.cpu_count() or 1, 4)
     if len(trials) < PARALLEL_FROM or workers < 2 or "fork" not in _methods():
         _start(db, folder, shared)
         try:
-            _chunk(trials)
+            for n in range(0, len(trials), CHUNK):
+                _chunk(trials[n:n + CHUNK])
         finally:
             _WORKER.pop("store").close()
         return
@@ -90,12 +115,12 @@ def _methods() -> list[str]:
     return get_all_start_methods()
 
 
-def _write(store: Any, trial: dict[str, Any], folder: Path, page: Any, shared: Shared) -> None:
-    from ...interop.atif import trajectory_from_events
+def _write(trial: dict[str, Any], events: list[tuple], usage_rows: dict[int, dict], folder: Path, page: Any,
+           shared: Shared) -> None:
+    from ...interop.atif import trajectory_json
 
     names = shared.names
     scores = shared.scores.get(trial["id"], [])
-    events = list(store.events(trial["id"]))
     usage = [int(trial.get(c) or 0) for c in TOKEN_CLASSES]
     actual = trial.get("cost_actual_usd")
     text = page.render(
@@ -112,7 +137,6 @@ def _write(store: Any, trial: dict[str, Any], folder: Path, page: Any, shared: S
         verifier=names.text(trial.get("verifier_output")), event_count=len(events),
         transcript=model.transcript_html(events, names))
     (folder / "trial" / f"{trial['id']}.html").write_text(text, encoding="utf-8")
-    trajectory = trajectory_from_events(events, trial=trial, usage_rows=store.usage_by_seq(trial["id"]))
-    atif = trajectory.to_json()  # the same bytes as `agentmeter export atif` writes
+    atif = trajectory_json(events, trial=trial, usage_rows=usage_rows)  # the bytes `agentmeter export atif` writes
     (folder / "trial" / f"{trial['id']}.atif.json").write_bytes(
         names.text(atif.decode()).encode() if names.blind else atif)
