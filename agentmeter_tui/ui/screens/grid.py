@@ -47,6 +47,7 @@ class GridScreen(SessionScreen):
         self._preview: Config | None = None
         self._preview_at = 0.0  # monotonic time the preview list was last redrawn
         self._preview_stale = False  # its trials changed since
+        self._detail = ""  # the side panel's markup as drawn
 
     def compose(self) -> ComposeResult:
         yield RunBar(id="run-bar")
@@ -74,7 +75,7 @@ class GridScreen(SessionScreen):
         if dirty:
             with self.app.batch_update():
                 table.update_cells(grid, dirty)
-        self.query_one(RunBar).show(session)
+        self.query_one(RunBar).show(session, timed=self.timed)
         note = table.overflow_note()  # columns out of view are said, never silently missing
         if note != (table.border_subtitle or ""):
             table.border_subtitle = note
@@ -113,7 +114,10 @@ class GridScreen(SessionScreen):
         if config is None:
             return
         grid = self.session.grid
-        self.query_one("#cell-detail", Static).update(cell_markup(config, grid.cell(config)), layout=False)
+        detail = cell_markup(config, grid.cell(config))
+        if detail != self._detail:  # most flushes change nothing in the highlighted cell
+            self._detail = detail
+            self.query_one("#cell-detail", Static).update(detail, layout=False)
         if config != self._preview or force:
             self._preview, self._preview_at, self._preview_stale = config, time.monotonic(), False
             scores = self.session.scores
@@ -121,7 +125,8 @@ class GridScreen(SessionScreen):
                      "raw": t.raw, "cost_usd": t.cost, "score": scores.get(t.id), "flags": t.flags}
                     for t in grid.cell_trials(config)]
             self.query_one("#preview-title", Static).update(
-                f"Trials of [b]{escape(config[0])} × {escape(config[1])}[/] · enter opens the cell")
+                f"Trials of [b]{escape(config[0])} × {escape(config[1])}[/] · enter opens the cell",
+                layout=False)  # one fixed line: no re-layout of the screen
             self.query_one(TrialTable).sync(rows)
 
     def on_data_table_cell_highlighted(self, event: DataTable.CellHighlighted) -> None:
