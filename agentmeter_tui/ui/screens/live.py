@@ -63,6 +63,7 @@ class LiveScreen(SessionScreen):
         self.finished_at: dict[int, float] = {}
         self.columns = 1
         self._numbers_at = 0.0  # the live clock when the panes' numbers were last drawn
+        self._fed = True  # a feed message came since the last flush
         self._list_at = 0.0  # monotonic time of the last redraw of the list
         self._listed: list[int] = []
         self._overflow_title = ""
@@ -80,7 +81,10 @@ class LiveScreen(SessionScreen):
         super().on_mount()
         self.flush()
 
-    def on_feed(self, summary: TickSummary) -> None:
+    def on_feed(self, summary: TickSummary | None) -> None:
+        self._fed = True
+        if summary is None:  # the feed ended
+            return
         now = self.session.live.clock()
         for meter in summary.finished:
             self.finished_at.setdefault(meter["id"], now)
@@ -129,6 +133,9 @@ class LiveScreen(SessionScreen):
     def flush(self) -> None:
         session = self.session
         live = session.live
+        if self.timed and not self._fed and 0 <= live.clock() - self._numbers_at < NUMBERS_EVERY:
+            return  # nothing came since the last flush, and the clocks are not due: no work at all
+        self._fed = False
         self.query_one(RunBar).show(session, timed=self.timed)
         shown, overflow = self.plan()
         grid = self.query_one("#panes", Grid)
