@@ -107,7 +107,8 @@ class Window:
     def __init__(self, app, session, frames: FrameClock) -> None:
         self.session, self.frames, self.process = session, frames, psutil.Process()
         self.cpu0, self.wall0 = sum(self.process.cpu_times()[:2]), time.perf_counter()
-        self.events0, self.frames0, self.load = session.live.events_seen, len(frames.frames), os.getloadavg()[0]
+        self.events0, self.frames0 = session.live.events_seen, len(frames.frames)
+        self.load = os.getloadavg()[0]
 
     def stop(self, latencies: list[float] | None = None) -> dict:
         wall = time.perf_counter() - self.wall0
@@ -294,7 +295,8 @@ async def review_open(events: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=12.0, help="keypress time, split over live and grid; the watching and idle windows are as long")
+    parser.add_argument("--seconds", type=float, default=12.0,
+                        help="keypress time, split over live and grid; the watching and idle windows are as long")
     parser.add_argument("--trials", type=int, default=72)
     parser.add_argument("--rate", type=int, default=5000, help="events per second, all trials together")
     parser.add_argument("--events", type=int, default=50_000, help="events of the reviewed trial")
@@ -318,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
               f"({keys['presses']} presses; target p95 < 100 ms)")
         for label, m in (("keys pressed", keys), ("watching", watch), ("idle floor", idle)):
             per_10k = f"; {m['cpu_per_10k'] * 100:.0f}% at 10k events/s" if m["events_per_s"] else ""
-            print(f"     {label:>12}: app CPU {m['cpu_share'] * 100:4.1f}% of a core, {m['frames_per_s']:4.1f} frames/s, "
+            print(f"     {label:>12}: app CPU {m['cpu_share'] * 100:4.1f}% of a core, "
+                  f"{m['frames_per_s']:4.1f} frames/s, "
                   f"{m['events_per_s']:,.0f} events/s (load average {m['load']:.1f}{per_10k})")
     if args.part == "live":
         print(f"load average after: {os.getloadavg()[0]:.1f}")

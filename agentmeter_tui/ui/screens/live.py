@@ -151,6 +151,9 @@ class LiveScreen(SessionScreen):
                 pane.remove()
             live.forget(trial_id)
         new = [i for i in shown if i not in self.panes]
+        # The panes' count changes the room left for the list, so a changed plan is planned again
+        # on the next flush (it settles in two or three).
+        self._fed = self._fed or bool(new or leaving)
         for trial_id in new:
             self.panes[trial_id] = TrialPane(trial_id)
         self._sync_panes(shown)

@@ -91,7 +91,8 @@ class RunBar(Static):
         self._at = 0.0  # monotonic time the line was last built
 
     def show(self, session: Session, timed: bool = False) -> None:
-        """Redraw if the line changed; ``timed`` (a timer's flush): the figures alone at most once a second."""
+        """Redraw if the line changed; on a timer's flush (``timed``), for the figures alone at
+        most once a second."""
         width = self.size.width or 120
         state = run_bar_state(session, width)
         if timed and state == self._state and time.monotonic() - self._at < FIGURES_EVERY:

@@ -135,8 +135,9 @@ class TranscriptTail(ComponentStyles, Widget, can_focus=False):
     def _plain(self) -> bool:
         """Nothing for the generic styles pass to add to a cached line."""
         styles = self.styles
-        return (not any(styles.gutter) and not any(edge for edge, _ in styles.outline) and styles.text_opacity == 1
-                and not styles.tint.a and self.opacity == 1 and not (styles.has_rule("hatch") and styles.hatch != "none"))
+        hatched = styles.has_rule("hatch") and styles.hatch != "none"
+        return (not any(styles.gutter) and not any(edge for edge, _ in styles.outline) and not hatched
+                and styles.text_opacity == 1 and not styles.tint.a and self.opacity == 1)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         if not self._plain():
