@@ -6,8 +6,11 @@ events and (every ``METER_EVERY`` seconds per trial) meters, as ``core/run/feed.
 real feed client; every frame is rendered to terminal bytes as a real terminal would get
 them. Keys are pressed every 200 ms (move between panes on the live screen, between cells on
 the grid) and the time from the key event to the first frame that shows its effect is
-recorded. The app's CPU share is its process CPU time over wall time (the fake runner runs
-in its own process and is not counted).
+recorded. Then the same screen is watched as long with no keys (the trials still streaming),
+and at the end, the fake runner silent but connected, each screen is watched again: the idle
+floor, the app's cost when nothing changes. The app's CPU share in each window is its process
+CPU time over wall time (the fake runner, ``ui_feed.py``, runs in its own process and is not
+counted).
 
 Part 2. A store with one trial of 50,000 events (``--events``; a million for issue #17): the
 time from asking the review screen to open it to the first frame that shows it, beside the
@@ -34,7 +37,6 @@ import argparse
 import asyncio
 import gc
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -43,120 +45,17 @@ import tempfile
 import time
 from pathlib import Path
 
-import orjson
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentmeter_tui.core.paths import socket_path
-from agentmeter_tui.core.run.control import LIVE_TEXT, encode
-from agentmeter_tui.core.run.feed import METER_EVERY
 from agentmeter_tui.core.store import Store
-
-MODELS = ("opus", "sonnet", "gpt-5", "gemini-pro", "qwen-max", "kimi-k2")
-CLIS = ("claude-code", "codex", "qwen-code", "kimi-cli")
-TEXTS = {
-    "assistant": "I will look at the failing test first, then change the parser so that it accepts the new field.",
-    "reasoning": "The stack trace points at parse_header; the header may be empty when the file is new.",
-    "tool_call": "pytest -q tests/test_parser.py -k header",
-    "tool_result": "F..\n=== FAILURES ===\ntest_header_empty: AssertionError: expected None, got ''",
-    "usage": "in 1200 cached 8800 write 0 out 140 reasoning 60",
-}
-KINDS = ("assistant", "reasoning", "tool_call", "tool_result", "usage")
-
-
-# -- the fake runner (subprocess) -----------------------------------------------------------------
-
-
-def meter(trial_id: int, step: int) -> dict:
-    model, cli = MODELS[trial_id % len(MODELS)], CLIS[(trial_id // len(MODELS)) % len(CLIS)]
-    grow = 1 + step
-    return {"id": trial_id, "task": f"task-{trial_id % 30:02d}", "model": model, "cli": cli, "trial": 1,
-            "status": "running", "reason": None,
-            "tokens": {"uncached_input": 900 * grow, "cached_input": 7000 * grow, "cache_write": 100 * grow,
-                       "output": 120 * grow, "reasoning": 50 * grow},
-            "cost_usd": 0.004 * grow, "reported_cost_usd": None, "turns": grow, "tool_calls": grow,
-            "flags": ["thrash"] if trial_id % 17 == 0 else [], "elapsed": 0.1 * step,
-            "budget": {"wall_seconds": 1800.0, "tokens": 5_000_000, "usd": 20.0}, "events": 0}
-
-
-def corpus(hostile: bool) -> list[tuple[str, str, str]]:
-    """The ``(kind, stream, text)`` events the fake trials print, texts cut as the feed cuts them."""
-    if not hostile:
-        return [(kind, "stdout", TEXTS[kind]) for kind in KINDS]
-    from benchmarks.hostile_corpus import hostile_events
-
-    return [(kind, stream, text[:LIVE_TEXT]) for kind, stream, text in hostile_events()]
-
-
-async def serve(path: str, trials: int, rate: int, seconds: float, hostile: bool = False) -> None:
-    per_tick = max(1, rate // 10)
-    printed = corpus(hostile)
-    done = asyncio.Event()
-
-    async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        line = await reader.readline()
-        if orjson.loads(line).get("op") != "subscribe":
-            writer.write(encode({"ok": True}))
-            await writer.drain()
-            writer.close()
-            return
-        ids = list(range(1, trials + 1))
-        seqs = dict.fromkeys(ids, 0)
-        writer.write(encode({"ok": True, "type": "snapshot", "run_id": 1, "suite": "load", "pid": os.getpid(),
-                             "progress": {"done": 0, "total": trials * 4, "running": trials, "queued": trials * 3,
-                                          "paused": False, "stopping": False},
-                             "running": [meter(i, 0) for i in ids]}))
-        await writer.drain()
-        rng = random.Random(1)
-        start = time.monotonic()
-        step = 0
-        while time.monotonic() - start < seconds:
-            step += 1
-            events: dict[int, list] = {}
-            now = time.time()
-            for n in range(per_tick):
-                trial = ids[n % trials]
-                seqs[trial] += 1
-                kind, stream, text = printed[rng.randrange(len(printed))]
-                events.setdefault(trial, []).append([seqs[trial], now, kind, stream, text])
-            # As the feed sends them: a trial that only printed gets a meter every METER_EVERY
-            # seconds, the trials taking turns.
-            every = max(1, round(METER_EVERY / 0.1))
-            writer.write(encode({"type": "tick", "ts": now, "events": events,
-                                 "meters": [meter(i, step) for i in ids if (step + i) % every == 0], "finished": [],
-                                 "progress": {"done": 0, "total": trials * 4, "running": trials,
-                                              "queued": trials * 3, "paused": False, "stopping": False}}))
-            await writer.drain()
-            await asyncio.sleep(max(0.0, start + step * 0.1 - time.monotonic()))
-        writer.write(encode({"type": "finished", "status": "finished", "progress": {}}))
-        await writer.drain()
-        writer.close()
-        done.set()
-
-    server = await asyncio.start_unix_server(client, path)
-    async with server:
-        print("ready", flush=True)
-        await done.wait()
+from benchmarks.ui_feed import QUIET, grid_store, serve
 
 
 # -- the app side -------------------------------------------------------------------------------------
-
-
-def grid_store(path: Path, trials: int) -> None:
-    """A store whose suite has the 6 x 4 grid the fake runner's trials belong to."""
-    store = Store(path)
-    with store.db.atomic():
-        store.db["suites"].insert({"id": "load", "seed_hash": "0" * 64, "name": "Load", "version": "1",
-                                   "created_at": "2026-01-01T00:00:00+00:00"})
-        for n in range(30):
-            store.db["tasks"].insert({"suite_id": "load", "task_id": f"task-{n:02d}", "tier": "easy",
-                                      "instruction_hash": "0", "verifier": "command", "position": n})
-    for model in MODELS:
-        for cli in CLIS:
-            store.ensure_configuration("load", model, cli)
-    store.close()
 
 
 class FrameClock:
@@ -202,8 +101,31 @@ async def press_and_time(app, frames: FrameClock, key: str, changed) -> float:
     return frame - t0
 
 
+class Window:
+    """One measuring window: the app's process CPU, frames and events from ``start`` to ``stop``."""
+
+    def __init__(self, app, session, frames: FrameClock) -> None:
+        self.session, self.frames, self.process = session, frames, psutil.Process()
+        self.cpu0, self.wall0 = sum(self.process.cpu_times()[:2]), time.perf_counter()
+        self.events0, self.frames0 = session.live.events_seen, len(frames.frames)
+        self.load = os.getloadavg()[0]
+
+    def stop(self, latencies: list[float] | None = None) -> dict:
+        wall = time.perf_counter() - self.wall0
+        cpu = sum(self.process.cpu_times()[:2]) - self.cpu0
+        events = self.session.live.events_seen - self.events0
+        out = {"cpu_share": cpu / wall, "frames_per_s": (len(self.frames.frames) - self.frames0) / wall,
+               "events_per_s": events / wall, "cpu_per_10k": cpu / max(1, events) * 10_000, "load": self.load}
+        if latencies:
+            out.update(presses=len(latencies), median_ms=statistics.median(latencies) * 1000,
+                       p95_ms=statistics.quantiles(latencies, n=20)[18] * 1000)
+        return out
+
+
 async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, ...] = ("live", "grid"),
                     hostile: bool = False) -> dict:
+    """Per screen three windows of ``seconds / len(screens)`` each: keys pressed while trials
+    stream, watching (streaming, no keys), and idle (the runner silent, no keys)."""
     from agentmeter_tui.ui.app import AgentMeterApp
     from agentmeter_tui.ui.session import Session
     from agentmeter_tui.ui.widgets.grid_table import GridTable
@@ -211,32 +133,38 @@ async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, 
     folder = Path(tempfile.mkdtemp(prefix="agentmeter-uiload-"))
     db = folder / "load.db"
     grid_store(db, trials)
+    window = seconds / len(screens)
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(socket_path(db)), "--trials", str(trials),
-                               "--rate", str(rate), "--seconds", str(seconds + 6), *(["--hostile"] if hostile else [])],
-                              stdout=subprocess.PIPE, text=True)
+                               "--rate", str(rate), "--seconds", str(3 * seconds + 30),
+                               *(["--hostile"] if hostile else [])], stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None and server.stdout.readline().strip() == "ready"
     session = Session(db, reviewer="bench", live=True)
     app = AgentMeterApp(session, screen="live", tune_gc=True)  # as run_app builds it
-    results: dict = {}
-    process = psutil.Process()
+    results: dict = {name: {} for name in screens}
     try:
         async with app.run_test(size=(160, 48)) as pilot:
             frames = FrameClock(app)
             while len(session.live.trials) < trials:
                 await asyncio.sleep(0.05)
             await asyncio.sleep(1.0)  # panes mounted, steady state
-            for screen_name in screens:
+
+            async def show(screen_name: str) -> None:
                 if screen_name == "grid":
                     await pilot.press("g")
                     await asyncio.sleep(1.0)
                 else:
+                    if app.screen.id != "live-screen":
+                        await pilot.press("l")
+                        await asyncio.sleep(1.0)
                     app.screen.select(next(iter(app.screen.panes)))  # right then left: the selection moves
                     await asyncio.sleep(0.2)
+
+            for screen_name in screens:
+                await show(screen_name)
                 latencies = []
-                cpu0, wall0, events0 = sum(process.cpu_times()[:2]), time.perf_counter(), session.live.events_seen
-                frames0 = len(frames.frames)
+                measure = Window(app, session, frames)
                 step = 0
-                while time.perf_counter() - wall0 < seconds / len(screens):
+                while time.perf_counter() - measure.wall0 < window:
                     key = "right" if step % 2 == 0 else "left"
                     step += 1
                     if screen_name == "live":
@@ -248,17 +176,19 @@ async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, 
                         changed = lambda b=before, t=table: t.cursor_coordinate != b
                     latencies.append(await press_and_time(app, frames, key, changed))
                     await asyncio.sleep(0.2)
-                wall = time.perf_counter() - wall0
-                results[screen_name] = {
-                    "presses": len(latencies), "median_ms": statistics.median(latencies) * 1000,
-                    "p95_ms": statistics.quantiles(latencies, n=20)[18] * 1000,
-                    "cpu_share": (sum(process.cpu_times()[:2]) - cpu0) / wall,
-                    "events_per_s": (session.live.events_seen - events0) / wall,
-                    "frames_per_s": (len(frames.frames) - frames0) / wall,
-                    "cpu_per_10k": ((sum(process.cpu_times()[:2]) - cpu0) / max(1, session.live.events_seen - events0))
-                    * 10_000,
-                    "panes": len(getattr(app.screen, "panes", {})),
-                }
+                results[screen_name]["keys"] = measure.stop(latencies)
+                results[screen_name]["panes"] = len(getattr(app.screen, "panes", {}))
+                await asyncio.sleep(0.5)  # the last key's redraws settle
+                measure = Window(app, session, frames)
+                await asyncio.sleep(window)
+                results[screen_name]["watch"] = measure.stop()
+            server.send_signal(QUIET)
+            await asyncio.sleep(1.0)
+            for screen_name in reversed(screens):  # the screen shown last first: no switch needed
+                await show(screen_name)
+                measure = Window(app, session, frames)
+                await asyncio.sleep(window)
+                results[screen_name]["idle"] = measure.stop()
     finally:
         server.kill()
         server.wait()
@@ -365,7 +295,8 @@ async def review_open(events: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=12.0, help="streaming time, split over live and grid")
+    parser.add_argument("--seconds", type=float, default=12.0,
+                        help="keypress time, split over live and grid; the watching and idle windows are as long")
     parser.add_argument("--trials", type=int, default=72)
     parser.add_argument("--rate", type=int, default=5000, help="events per second, all trials together")
     parser.add_argument("--events", type=int, default=50_000, help="events of the reviewed trial")
@@ -382,11 +313,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.hostile:
         print("the trials print the tests' hostile output (benchmarks/hostile_corpus.py)")
     for name, r in live.items():
+        keys, watch, idle = r["keys"], r["watch"], r["idle"]
         panes = f", {r['panes']} panes + list" if name == "live" else ""
-        print(f"{name:>4} screen: {r['events_per_s']:,.0f} events/s from {args.trials} trials{panes}, "
-              f"{r['frames_per_s']:.0f} frames/s; keypress -> screen median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms "
-              f"({r['presses']} presses; target p95 < 100 ms); app CPU {r['cpu_share'] * 100:.0f}% of a core "
-              f"(target <= 50%; {r['cpu_per_10k'] * 100:.0f}% at 10k events/s)")
+        print(f"{name:>4} screen: {keys['events_per_s']:,.0f} events/s from {args.trials} trials{panes}; "
+              f"keypress -> screen median {keys['median_ms']:.1f} ms, p95 {keys['p95_ms']:.1f} ms "
+              f"({keys['presses']} presses; target p95 < 100 ms)")
+        for label, m in (("keys pressed", keys), ("watching", watch), ("idle floor", idle)):
+            per_10k = f"; {m['cpu_per_10k'] * 100:.0f}% at 10k events/s" if m["events_per_s"] else ""
+            print(f"     {label:>12}: app CPU {m['cpu_share'] * 100:4.1f}% of a core, "
+                  f"{m['frames_per_s']:4.1f} frames/s, "
+                  f"{m['events_per_s']:,.0f} events/s (load average {m['load']:.1f}{per_10k})")
     if args.part == "live":
         print(f"load average after: {os.getloadavg()[0]:.1f}")
         return 0

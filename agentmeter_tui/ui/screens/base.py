@@ -2,7 +2,9 @@
 
 Feed messages arrive about ten times a second; screens do not redraw per message. They
 note what changed (``on_feed``) and draw on their own timer (``flush``), and only while they
-are the current screen, so a hidden screen costs nothing and catches up when shown.
+are the current screen, so a hidden screen costs nothing and catches up when shown. A flush
+the timer runs may leave slow-moving figures for a later one (``timed``); any other flush
+(a resize, a resumed screen, a test) draws everything now.
 """
 
 from __future__ import annotations
@@ -27,9 +29,15 @@ class SessionScreen(Screen):
         self.app.feed_signal.subscribe(self, self.on_feed, immediate=True)  # type: ignore[attr-defined]
         self.set_interval(self.REFRESH_SECONDS, self._tick)
 
+    timed = False  # True while the timer's flush runs
+
     def _tick(self) -> None:
         if self.is_current:
-            self.flush()
+            self.timed = True
+            try:
+                self.flush()
+            finally:
+                self.timed = False
 
     def on_screen_resume(self) -> None:
         self.flush()

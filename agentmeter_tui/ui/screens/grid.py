@@ -49,6 +49,7 @@ class GridScreen(SessionScreen):
         self._preview: Config | None = None
         self._preview_at = 0.0  # monotonic time the preview list was last redrawn
         self._preview_stale = False  # its trials changed since
+        self._detail = ""  # the side panel's markup as drawn
 
     def compose(self) -> ComposeResult:
         yield RunBar(id="run-bar")
@@ -76,7 +77,7 @@ class GridScreen(SessionScreen):
         if dirty:
             with self.app.batch_update():
                 table.update_cells(grid, dirty)
-        self.query_one(RunBar).show(session)
+        self.query_one(RunBar).show(session, timed=self.timed)
         note = table.overflow_note()  # columns out of view are said, never silently missing
         if note != (table.border_subtitle or ""):
             table.border_subtitle = note
@@ -118,7 +119,10 @@ class GridScreen(SessionScreen):
         nodes = grid.nodes_of(config)  # a fleet run: where the cell's trials ran
         placed = ("\n[$text-muted]trials per node[/] " + " · ".join(f"{escape(n)} {c}" for n, c in nodes.items())
                   if nodes else "")
-        self.query_one("#cell-detail", Static).update(cell_markup(config, grid.cell(config)) + placed, layout=False)
+        detail = cell_markup(config, grid.cell(config)) + placed
+        if detail != self._detail:  # most flushes change nothing in the highlighted cell
+            self._detail = detail
+            self.query_one("#cell-detail", Static).update(detail, layout=False)
         if config != self._preview or force:
             self._preview, self._preview_at, self._preview_stale = config, time.monotonic(), False
             scores = self.session.scores
@@ -126,7 +130,8 @@ class GridScreen(SessionScreen):
                      "raw": t.raw, "cost_usd": t.cost, "score": scores.get(t.id), "flags": t.flags}
                     for t in grid.cell_trials(config)]
             self.query_one("#preview-title", Static).update(
-                f"Trials of [b]{escape(config[0])} × {escape(config[1])}[/] · enter opens the cell")
+                f"Trials of [b]{escape(config[0])} × {escape(config[1])}[/] · enter opens the cell",
+                layout=False)  # one fixed line: no re-layout of the screen
             self.query_one(TrialTable).sync(rows)
 
     def on_data_table_cell_highlighted(self, event: DataTable.CellHighlighted) -> None:

@@ -33,8 +33,9 @@ from .dialogs import BudgetDialog, ConfirmDialog
 from .fleet import FLEET_BINDING, FleetScreen
 
 PANE_MIN = (56, 13)  # columns, rows a pane needs to be readable
-NUMBERS_PHASES = 10  # each pane redraws its meters every 10th flush (1 s), panes taking turns; transcripts
-# redraw every flush (as often as the feed ticks, so the panes move at 10 frames/s). Staggering keeps each frame small: a pane's meters and border are most of its repaint.
+NUMBERS_EVERY = 1.0  # seconds between redraws of the panes' meters and clocks, all in the same frame;
+# transcripts redraw on every flush that brought them lines (at most as often as the feed ticks, 10 frames/s).
+# Together: a frame a second with nothing streaming, not one per pane.
 LIST_EVERY = 1.0  # seconds between redraws of the list of trials without a pane
 LINGER = 5.0  # seconds a finished trial keeps its pane
 SEED_EVENTS = 200  # history read from the store for a pane opened mid-trial
@@ -63,9 +64,11 @@ class LiveScreen(SessionScreen):
         self.pinned: list[int] = []
         self.finished_at: dict[int, float] = {}
         self.columns = 1
-        self._flushes = 0
+        self._numbers_at = 0.0  # the live clock when the panes' numbers were last drawn
+        self._fed = True  # a feed message came since the last flush
         self._list_at = 0.0  # monotonic time of the last redraw of the list
         self._listed: list[int] = []
+        self._overflow_title = ""
         self.selected: int | None = None  # the trial whose pane the keys act on
 
     def compose(self) -> ComposeResult:
@@ -80,7 +83,10 @@ class LiveScreen(SessionScreen):
         super().on_mount()
         self.flush()
 
-    def on_feed(self, summary: TickSummary) -> None:
+    def on_feed(self, summary: TickSummary | None) -> None:
+        self._fed = True
+        if summary is None:  # the feed ended
+            return
         now = self.session.live.clock()
         for meter in summary.finished:
             self.finished_at.setdefault(meter["id"], now)
@@ -129,7 +135,10 @@ class LiveScreen(SessionScreen):
     def flush(self) -> None:
         session = self.session
         live = session.live
-        self.query_one(RunBar).show(session)
+        if self.timed and not self._fed and 0 <= live.clock() - self._numbers_at < NUMBERS_EVERY:
+            return  # nothing came since the last flush, and the clocks are not due: no work at all
+        self._fed = False
+        self.query_one(RunBar).show(session, timed=self.timed)
         shown, overflow = self.plan()
         grid = self.query_one("#panes", Grid)
         grid.styles.grid_size_columns = self.columns
@@ -144,6 +153,9 @@ class LiveScreen(SessionScreen):
                 pane.remove()
             live.forget(trial_id)
         new = [i for i in shown if i not in self.panes]
+        # The panes' count changes the room left for the list, so a changed plan is planned again
+        # on the next flush (it settles in two or three).
+        self._fed = self._fed or bool(new or leaving)
         for trial_id in new:
             self.panes[trial_id] = TrialPane(trial_id)
         self._sync_panes(shown)
@@ -171,12 +183,12 @@ class LiveScreen(SessionScreen):
     def _sync_panes(self, shown: list[int], numbers: bool = False) -> None:
         live = self.session.live
         now = live.clock()
-        self._flushes += 1
-        for turn, trial_id in enumerate(shown):
+        if numbers or not self.timed or not 0 <= now - self._numbers_at < NUMBERS_EVERY:
+            numbers, self._numbers_at = True, now
+        for trial_id in shown:
             pane = self.panes.get(trial_id)
             if pane is not None and not pane.seeding and pane.is_mounted and trial_id in live.trials:
-                due = numbers or (self._flushes + turn) % NUMBERS_PHASES == 0 or pane._status is None
-                pane.sync(live.trials[trial_id], now, meters=due)
+                pane.sync(live.trials[trial_id], now, meters=numbers or pane._status is None)
 
     async def _seed(self, pane: TrialPane) -> None:
         try:
@@ -195,8 +207,10 @@ class LiveScreen(SessionScreen):
         title = self.query_one("#overflow-title", Static)
         table = self.query_one("#overflow", TrialTable)
         title.display = table.display = bool(rows)
-        if rows:
-            title.update(f"{len(rows)} more running · enter shows one in a pane")
+        text = f"{len(rows)} more running · enter shows one in a pane"
+        if rows and text != self._overflow_title:
+            self._overflow_title = text
+            title.update(text, layout=False)  # one fixed line: no re-layout of the screen
         table.sync(rows, visible_only=True)
 
     def _show_empty(self, have_panes: bool) -> None:

@@ -3,10 +3,15 @@
 Suite and run, the connection to the runner (live, paused, held and why, finished, lost, or
 store only),
 progress, totals and the burn rate of everything running. Redrawn by its screen's refresh
-cadence, and only when the text changed.
+cadence, and only when the text changed; the figures that move with every meter (tokens,
+USD, burn) at most once a second, while a change of connection or progress shows at once.
+Building the line is not free (its width is measured to drop parts on a narrow terminal),
+and at ten flushes a second it was a sizeable part of a live screen with nothing else to do.
 """
 
 from __future__ import annotations
+
+import time
 
 from textual.content import Content
 from textual.markup import escape
@@ -66,15 +71,34 @@ def run_bar_markup(session: Session, width: int) -> str:
     return " [$text-muted]│[/] ".join(text for text, _ in parts)
 
 
+FIGURES_EVERY = 1.0  # seconds between redraws for the moving figures alone
+
+
+def run_bar_state(session: Session, width: int) -> tuple:
+    """What must show at once when it changes: connection, progress counts, the width."""
+    progress = session.live.progress
+    return (connection_markup(session), width, session.live.run_id, session.overview.name, session.suite_id,
+            *(progress.get(key) for key in ("done", "total", "running", "queued")))
+
+
 class RunBar(Static):
     DEFAULT_CSS = "RunBar { height: 1; }"
 
     def __init__(self, **kwargs) -> None:
         super().__init__("", **kwargs)
         self._shown = ""
+        self._state: tuple = ()
+        self._at = 0.0  # monotonic time the line was last built
 
-    def show(self, session: Session) -> None:
-        markup = run_bar_markup(session, self.size.width or 120)
+    def show(self, session: Session, timed: bool = False) -> None:
+        """Redraw if the line changed; on a timer's flush (``timed``), for the figures alone at
+        most once a second."""
+        width = self.size.width or 120
+        state = run_bar_state(session, width)
+        if timed and state == self._state and time.monotonic() - self._at < FIGURES_EVERY:
+            return
+        self._state, self._at = state, time.monotonic()
+        markup = run_bar_markup(session, width)
         if markup != self._shown:
             self._shown = markup
             self.update(markup, layout=False)  # one fixed line: no re-layout of the screen

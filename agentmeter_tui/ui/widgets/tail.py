@@ -6,6 +6,14 @@ apart at a glance. It is a plain Line-API widget rather than a scroll view: its 
 changes as lines arrive, so a batch of new lines repaints the pane and never re-lays out
 the screen. The mouse wheel looks back; the view sticks to the newest line until then.
 Strips are cached until the lines or the theme change.
+
+A new line moves every line of the pane up, so each batch repaints the whole tail; with a
+dozen panes streaming, that repaint is most of a frame. The cached strips are whole lines
+already (text, colours, background, full width), so ``render_lines`` hands them to the
+compositor itself instead of through Textual's generic styles pass (borders, padding,
+opacity), which copied every line of every tail again on every frame. The generic pass still
+runs whenever the tail has anything for it to do: a border, padding, tint, text opacity, or a
+faded (finished) pane.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from collections.abc import Iterable
 from rich.segment import Segment
 from rich.style import Style
 from textual.cache import LRUCache
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -122,6 +131,29 @@ class TranscriptTail(ComponentStyles, Widget, can_focus=False):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
+
+    def _plain(self) -> bool:
+        """Nothing for the generic styles pass to add to a cached line."""
+        styles = self.styles
+        hatched = styles.has_rule("hatch") and styles.hatch != "none"
+        return (not any(styles.gutter) and not any(edge for edge, _ in styles.outline) and not hatched
+                and styles.text_opacity == 1 and not styles.tint.a and self.opacity == 1)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if not self._plain():
+            return super().render_lines(crop)
+        _, background = self.background_colors
+        filters = self.get_line_filters()
+        strips = []
+        for y in crop.line_range:
+            strip = self.render_line(y)
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)  # cached on the strip
+            strips.append(strip)
+        x1, x2 = crop.column_span
+        if (x1, x2) != (0, self.size.width):
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return strips
 
     def render_line(self, y: int) -> Strip:
         width, height = self.size

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.geometry import Region
 from textual.markup import escape
 
 from ...core.inert import inert
@@ -50,10 +51,25 @@ class TrialPane(Vertical, can_focus=False):
         self._status: str | None = None
         self._held: float | None = None
         self._subtitle = ""
+        self._title = ""
 
     def compose(self) -> ComposeResult:
         yield TranscriptTail(id=f"tail-{self.trial_id}", classes="pane-tail")
         yield TrialMeter(classes="pane-meter")
+
+    def show_subtitle(self, markup: str) -> None:
+        """Set the border subtitle, repainting only the bottom border row.
+
+        Setting ``border_subtitle`` repaints the whole pane (border, transcript, meters) and the
+        subtitle's clock changes every second; this sets the same private field the property
+        sets (Textual 8.x) and marks only that row dirty. Without the field, the property."""
+        if not hasattr(self, "_border_subtitle") or not self.is_mounted or not self.size:
+            self.border_subtitle = markup
+            return
+        self._border_subtitle = self.render_str(markup).expand_tabs(4).split()[0]
+        offset, width, height = self.content_offset, self.outer_size.width, self.outer_size.height
+        # refresh() takes regions relative to the content area; the border row lies below it.
+        self.refresh(Region(-offset.x, height - 1 - offset.y, width, 1))
 
     def seed(self, rows: list[LiveEvent]) -> None:
         """History read from the store for a pane opened mid-trial (older than the feed's tail)."""
@@ -75,7 +91,10 @@ class TrialPane(Vertical, can_focus=False):
             return  # a hold that starts or ends shows at once, like a status change
         self._status, self._held = status, held
         node = meter.get("node")  # a fleet's node (swarm sandbox): where it runs
-        self.border_title = escape(fmt.trial_title(meter) + (f" · {node}" if node else ""))
+        title = escape(fmt.trial_title(meter) + (f" · {node}" if node else ""))
+        if title != self._title:
+            self._title = title
+            self.border_title = title
         elapsed = trial.elapsed(now)
         self.query_one(TrialMeter).show(meter, elapsed, trial.burn())
         wall = (meter.get("budget") or {}).get("wall_seconds")
@@ -89,7 +108,7 @@ class TrialPane(Vertical, can_focus=False):
         subtitle = "  ".join(parts)
         if subtitle != self._subtitle:
             self._subtitle = subtitle
-            self.border_subtitle = subtitle
+            self.show_subtitle(subtitle)
         self.set_class(trial.finished, "-finished")
         self.set_class("thrash" in (meter.get("flags") or ()), "-thrash")
         fractions = budget_fractions(meter, elapsed)
