@@ -110,6 +110,7 @@ class Feed:
         self.runner = runner
         self.subscribers: dict[asyncio.StreamWriter, FeedOptions] = {}
         self._changed: dict[int, TrialView] = {}
+        self._sent_state: tuple | None = None  # the schedule's state as last sent (``_schedule_state``)
         self._finished: list[Meter] = []
         self._done: list[Meter] = []  # every trial finished in this run, for clients that attach late
         self._live: dict[TrialView, Tail] = {}  # events not yet sent, per running trial
@@ -287,8 +288,23 @@ class Feed:
             self._finished.clear()
             return
         collected = self._collect()
+        state = self._schedule_state()
+        if collected is None and state != self._sent_state:
+            collected = ({}, {}, [], [])  # a hold, a raised cap, a pause with no trial news: say it still
         if collected:
+            self._sent_state = state
             self._broadcast(self._encode(collected))
+
+    def _schedule_state(self) -> tuple | None:
+        """What of the progress can change while no trial moves (a cap reached on start, a raise,
+        a pause, a rerun queued), cheap to compare every tick."""
+        scheduler = self.runner.scheduler
+        if scheduler is None:
+            return None
+        caps = tuple(sorted((scope, cap.usd, cap.tokens) for scope, cap in self.runner.caps.caps.items()))
+        return (tuple(sorted(scheduler.holds.values())), scheduler.paused.is_set(), scheduler.stopping,
+                tuple(sorted(scheduler.paused_models)), tuple(sorted(scheduler.paused_clis)),
+                scheduler.total, len(scheduler.queue), caps)
 
     async def finish(self, status: str, error: str | None = None) -> None:
         collected = self._collect() if self.subscribers and self.runner.scheduler else None

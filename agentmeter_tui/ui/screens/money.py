@@ -66,8 +66,10 @@ class RerunDialog(ModalScreen[list[str] | None]):
                 yield Button("Cancel (esc)", id="cancel")
 
     def on_mount(self) -> None:
-        self.query_one(Checkbox).focus()
         self._count()
+        # enter reruns what is ticked (the usual statuses); shift+tab reaches the checkboxes
+        apply = self.query_one("#apply", Button)
+        (self.query_one(Checkbox) if apply.disabled else apply).focus()
 
     def chosen(self) -> list[str]:
         return [s for s in RERUN_STATUSES if self.query_one(f"#rerun-{s}", Checkbox).value]
@@ -82,10 +84,6 @@ class RerunDialog(ModalScreen[list[str] | None]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(self.chosen() if event.button.id == "apply" else None)
-
-    def key_enter(self) -> None:
-        if not self.query_one("#apply", Button).disabled:
-            self.dismiss(self.chosen())
 
     def action_cancel(self) -> None:
         self.dismiss(None)

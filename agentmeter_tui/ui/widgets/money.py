@@ -48,12 +48,13 @@ def money_markup(progress: dict[str, Any]) -> str:
                                                               -r.get("share", 0)))
     if caps:
         row = caps[0]
-        cap, spent, forecast = _cap_figures(row)
+        cap, _spent, forecast = _cap_figures(row)
         name = "cap" if row["scope"] == "run" else f"{row['name']} cap"
-        text = f"[$text-muted]{escape(name)}[/] {cap} [$text-muted]spent[/] {spent}"
+        # what is spent is the run bar's totals part: this one stays short enough to fit beside a HELD
+        text = f"[$text-muted]{escape(name)}[/] {cap}"
         if "forecast_usd" in row:
             colour = "$error" if row.get("forecast_passes") else "$text"
-            text += f" [$text-muted]forecast[/] [{colour}]{forecast}{' ▲ over' if row.get('forecast_passes') else ''}[/]"
+            text += f" [$text-muted]· forecast[/] [{colour}]{forecast}{' ▲ over' if row.get('forecast_passes') else ''}[/]"
         parts.append(text)  # a reached cap: the run bar's HELD says it, with the figure
     elif (forecast := progress.get("forecast") or {}).get("basis"):
         usd = forecast.get("usd") or {}
