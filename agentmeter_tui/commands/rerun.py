@@ -6,11 +6,10 @@ them into its queue; on a finished store a runner is started for them."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from ..core.run.control import ControlClient, ControlError
+from ..core.run.launch import request_rerun
 from . import add_db_argument
 
 STATUSES = ("infra-invalid", "errored", "killed", "failed", "passed")
@@ -42,41 +41,10 @@ def rerun_command(args: argparse.Namespace) -> int:
     request = {"op": "rerun", "statuses": args.status,
                **{k: v for k, v in (("task", args.task), ("model", args.model), ("cli", args.cli)) if v}}
     db = Path(args.db)
-    try:
-        with ControlClient(db, timeout=10) as client:
-            reply = client.request(**request)
-    except ControlError as exc:
-        if "no runner is listening" not in str(exc):
-            print(f"agentmeter rerun: {exc}", file=sys.stderr)
-            return 1
-    else:
-        print(f"{reply.get('added', 0)} cell(s) added to the running runner's queue as new attempts")
-        return 0
-    return _start(args, db, request)
+    outcome = request_rerun(db, request, args.suite)  # the TUI's rerun keys take this path too
+    print(outcome.message, file=sys.stdout if outcome.code == 0 else sys.stderr)
+    if not outcome.started or args.detach:
+        return outcome.code
+    from .run import follow
 
-
-def _start(args: argparse.Namespace, db: Path, request: dict) -> int:
-    from ..core.store import Store
-    from .run import follow, resolve_suite_path, spawn_runner
-
-    if not db.exists():
-        print(f"agentmeter rerun: no store at {db}", file=sys.stderr)
-        return 2
-    suite = args.suite
-    if suite is None:
-        store = Store(db, readonly=True)
-        try:
-            paths = list(store.suite_paths().values())
-        finally:
-            store.close()
-        if len(paths) != 1:
-            print(f"agentmeter rerun: {db} holds {len(paths)} suites; say which with --suite", file=sys.stderr)
-            return 2
-        suite = paths[0]
-    hello = spawn_runner(resolve_suite_path(suite), db, None, extra=["--rerun", json.dumps(request)])
-    if isinstance(hello, int):
-        return hello
-    if hello is None or args.detach:
-        print(f"runner {'finished' if hello is None else 'started'} for the rerun; see: agentmeter status --db {db}")
-        return 0
     return follow(db, headless=args.headless)

@@ -9,14 +9,12 @@ cell has its result is not run again: the command says so.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from ..core.paths import owner_only, runner_log_path, socket_path, suites_root
-from ..core.run.control import ControlClient, ControlError
+from ..core.run.control import ControlError
+from ..core.run.launch import resolve_suite_path, spawn_runner
+from ..core.run.launch import runner_hello as _hello
 from ..core.store import SeedHashChanged, Store
 from ..core.store.check import check_file
 from ..core.suites.load import load_suite
@@ -34,13 +32,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--detach", action="store_true", help="leave the runner in the background and return")
     parser.add_argument("--clis-root", help="where install-clis put the agent CLIs")
     parser.set_defaults(handler=run_command)
-
-
-def resolve_suite_path(name: str) -> Path:
-    path = Path(name)
-    if not (path / "suite.toml").exists() and (suites_root() / name / "suite.toml").exists():
-        return suites_root() / name
-    return path
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -98,47 +89,6 @@ def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool
               f"follow it: agentmeter attach --db {db} · stop it: agentmeter stop --db {db}")
         return 0
     return follow(db, headless=headless)
-
-
-def _hello(db: Path) -> dict | None:
-    """The runner's ``hello`` reply, or None when no runner answers for ``db``."""
-    try:
-        with ControlClient(db, timeout=2) as client:
-            return client.request("hello")
-    except (ControlError, OSError, ValueError):
-        return None
-
-
-def spawn_runner(suite_path: Path, db: Path, clis_root: str | None, extra: list[str] = ()) -> dict | int | None:
-    """Start the runner and wait until it answers: its ``hello`` reply; its exit code if it
-    died instead; None if it finished before answering (nothing was left to run). The runner
-    answers as soon as it holds the store, before it prepares anything (image builds take
-    minutes; they are shown by the client, not waited for here)."""
-    command = [sys.executable, "-m", "agentmeter_tui.core.run.runner", "--suite", str(suite_path.resolve()),
-               "--db", str(db.resolve())]
-    if clis_root:
-        command += ["--clis-root", clis_root]
-    command += extra  # e.g. `--rerun REQUEST`
-    log_path = runner_log_path(db)
-    owner_only(log_path)  # it can quote agent output
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                   start_new_session=True, cwd=os.getcwd())
-    told = time.monotonic() + 60
-    while True:
-        if process.poll() == 0:
-            return None  # it had nothing left to do and already finished
-        if process.poll() is not None:
-            tail = log_path.read_text(errors="replace").splitlines()[-10:]
-            print("agentmeter: the runner stopped:\n  " + "\n  ".join(tail), file=sys.stderr)
-            return process.returncode or 1
-        if socket_path(db).exists() and (hello := _hello(db)) is not None:
-            return hello
-        if time.monotonic() > told:  # a machine under load: say so, and go on waiting while it lives
-            print(f"agentmeter: the runner (pid {process.pid}) has not answered yet; still waiting "
-                  f"(Ctrl-C leaves it running; its log: {log_path})", file=sys.stderr)
-            told = float("inf")
-        time.sleep(0.02)
 
 
 def follow(db: Path, *, headless: bool) -> int:

@@ -96,8 +96,7 @@ class AgentMeterApp(App):
             self.notify(text, severity="warning" if text in errors else "information", timeout=8)
         await self.session.load()
         if self.session.live_mode and self.connect:
-            client = FeedClient(self.session.db, self._feed_message, self._feed_ended)
-            self.run_worker(client.run(), group="feed", exit_on_error=False)
+            self._follow_feed()
         if self.first_screen in ("review", "adjudicate"):
             await self.open_review(self.first_trial, adjudicate=self.first_screen == "adjudicate")
         elif self.first_screen == "compare" and self.first_compare:
@@ -112,6 +111,18 @@ class AgentMeterApp(App):
             gc.set_threshold(*GC_THRESHOLDS)
 
     # -- feed ----------------------------------------------------------------------------------
+
+    def _follow_feed(self) -> None:
+        client = FeedClient(self.session.db, self._feed_message, self._feed_ended)
+        self.run_worker(client.run(), group="feed", exclusive=True, exit_on_error=False)
+
+    def attach_runner(self) -> None:
+        """Follow the runner just started on this store (a rerun on a finished store)."""
+        self.session.live_mode = True
+        self.session.live.ended = None
+        if self.connect:
+            self._follow_feed()
+        self.feed_signal.publish(None)
 
     def _feed_message(self, message: FeedMessage) -> None:
         summary = self.session.apply(message)
@@ -202,6 +213,7 @@ class AgentMeterApp(App):
         from .screens.grid import GridScreen
         from .screens.help import HelpScreen
         from .screens.live import LiveScreen
+        from .screens.money import RerunDialog
         from .screens.report import ReportScreen
         from .screens.review import ReviewScreen
         from .widgets.transcript_view import TranscriptView
@@ -210,7 +222,8 @@ class AgentMeterApp(App):
                     ("live", LiveScreen.BINDINGS), ("fleet", FleetScreen.BINDINGS), ("review", ReviewScreen.BINDINGS),
                     ("transcript", TranscriptView.BINDINGS), ("compare", CompareScreen.BINDINGS),
                     ("report", ReportScreen.BINDINGS),
-                    ("dialogs", ConfirmDialog.BINDINGS + NoteDialog.BINDINGS + BudgetDialog.BINDINGS)]
+                    ("dialogs", ConfirmDialog.BINDINGS + NoteDialog.BINDINGS + BudgetDialog.BINDINGS
+                     + RerunDialog.BINDINGS)]
         self.push_screen(HelpScreen(sections, self.settings.keymap))
 
     def action_toggle_dark(self) -> None:

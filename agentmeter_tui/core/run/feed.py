@@ -111,6 +111,7 @@ class Feed:
         self.runner = runner
         self.subscribers: dict[asyncio.StreamWriter, FeedOptions] = {}
         self._changed: dict[int, TrialView] = {}
+        self._sent_state: tuple | None = None  # the schedule's state as last sent (``_schedule_state``)
         self._finished: list[Meter] = []
         self._done: list[Meter] = []  # every trial finished in this run, for clients that attach late
         self._live: dict[TrialView, Tail] = {}  # events not yet sent, per running trial
@@ -324,8 +325,23 @@ class Feed:
             return
         collected = self._collect()
         nodes = self._nodes_news() if self.runner.scheduler is not None else None
-        if collected or nodes is not None:
-            self._broadcast(self._encode(collected or ({}, {}, [], []), nodes))
+        state = self._schedule_state()
+        if not collected and (state != self._sent_state or nodes is not None):
+            collected = ({}, {}, [], [])  # a hold, a raised cap, a pause, a node's news with no trial news: say it still
+        if collected:
+            self._sent_state = state
+            self._broadcast(self._encode(collected, nodes))
+
+    def _schedule_state(self) -> tuple | None:
+        """What of the progress can change while no trial moves (a cap reached on start, a raise,
+        a pause, a rerun queued), cheap to compare every tick."""
+        scheduler = self.runner.scheduler
+        if scheduler is None:
+            return None
+        caps = tuple(sorted((scope, cap.usd, cap.tokens) for scope, cap in self.runner.caps.caps.items()))
+        return (tuple(sorted(scheduler.holds.values())), scheduler.paused.is_set(), scheduler.stopping,
+                tuple(sorted(scheduler.paused_models)), tuple(sorted(scheduler.paused_clis)),
+                scheduler.total, len(scheduler.queue), caps)
 
     async def finish(self, status: str, error: str | None = None) -> None:
         collected = self._collect() if self.subscribers and self.runner.scheduler else None

@@ -140,13 +140,15 @@ RERUNNABLE = Literal["infra-invalid", "errored", "killed", "failed", "passed"]
 
 class Rerun(Request):
     """New attempts, appended, for the cells whose latest trial ended in one of ``statuses``
-    (and is of ``task``, ``model``, ``cli`` when given)."""
+    (and is of ``task``, ``model``, ``cli``, ``trial_index`` when given: the TUI's key on one
+    finished trial gives all four)."""
 
     op: Literal["rerun"]
     statuses: list[RERUNNABLE] = Field(min_length=1)
     task: str | None = NAME
     model: str | None = NAME
     cli: str | None = NAME
+    trial_index: int | None = Field(None, ge=0)
 
 
 REQUESTS: dict[str, type[Request]] = {model.model_fields["op"].annotation.__args__[0]: model  # type: ignore[union-attr]

@@ -34,7 +34,7 @@ def rerun_plans(store, suite: Suite, config_ids: dict[str, int], request: Rerun,
         if task is None or config is None or cell in busy or status not in request.statuses:
             continue
         if request.task not in (None, task.id) or request.model not in (None, config.model.id) or \
-                request.cli not in (None, config.cli.label):
+                request.cli not in (None, config.cli.label) or request.trial_index not in (None, cell[2]):
             continue
         plans.append(TrialPlan(task, config, cell[1], cell[2], trials[cell]))
     return plans

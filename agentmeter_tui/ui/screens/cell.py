@@ -16,14 +16,18 @@ from ..data import latest_scores
 from ..grid_state import Config
 from ..widgets.footer import KeysFooter
 from ..widgets.grid_table import cell_summary_markup
+from ..widgets.money import HoldBanner
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
+from .money import MoneyKeys
 
 
-class CellScreen(SessionScreen):
+class CellScreen(MoneyKeys, SessionScreen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="cell-back"),
                 Binding("enter", "open_trial", "Open trial", id="open-trial",
-                        tooltip="Review a finished trial, or show a running one's pane")]
+                        tooltip="Review a finished trial, or show a running one's pane"),
+                Binding("R", "rerun_trial", "Rerun trial", id="rerun-trial",
+                        tooltip="Append a new attempt of the selected finished trial (asks; nothing is overwritten)")]
 
     def __init__(self, config: Config) -> None:
         super().__init__(classes="cell-screen")
@@ -33,6 +37,7 @@ class CellScreen(SessionScreen):
         model, cli = self.config
         yield Static(f"[b]{escape(model)}[/] × [b]{escape(cli)}[/] · trials of this cell · enter opens a trial "
                      "(review, or its pane while it runs)", classes="screen-title")
+        yield HoldBanner()
         yield Static("", id="cell-summary")
         yield TrialTable(columns=("id", "task", "trial", "status", "reason", "tokens", "usd", "score", "flags"),
                          id="cell-trials")
@@ -58,6 +63,11 @@ class CellScreen(SessionScreen):
         if any(row["node"] for row in rows):  # a fleet run: which node each trial ran on
             table.add_key_column("node")
         table.sync(rows)
+
+    def action_rerun_trial(self) -> None:
+        trial_id = self.query_one(TrialTable).current_id
+        if trial_id is not None:
+            self.rerun_trial(self.session.grid.trials.get(trial_id))
 
     async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         await self.action_open_trial()

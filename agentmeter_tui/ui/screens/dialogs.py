@@ -130,10 +130,12 @@ class BudgetDialog(TrialBound, ModalScreen[dict | None]):
     figure is typed (``hold_for`` shows for how long); a raise or a cancel ends the hold."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="budget-cancel")]
+    FIELDS = (("tokens", "tokens"), ("usd", "USD"), ("wall_seconds", "seconds"))  # (limit, label) asked for
+    APPLY = "Raise"
 
-    def __init__(self, title: str, budget: dict, trial_id: int | None = None) -> None:
+    def __init__(self, title: str, budget: dict, trial_id: int | None = None, detail: str = "") -> None:
         super().__init__(classes="dialog")
-        self.title_text, self.budget = title, budget
+        self.title_text, self.budget, self.detail = title, budget, detail
         self.trial_id = trial_id
         self._held_until: float | None = None  # monotonic end of the runner's hold on its budget kill
         self._hold_error: str | None = None  # why the runner did not hold it
@@ -141,8 +143,10 @@ class BudgetDialog(TrialBound, ModalScreen[dict | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
             yield Label(self.title_text, classes="dialog-title")
+            if self.detail:
+                yield Static(self.detail, classes="dialog-detail")
             with Grid(classes="budget-grid"):
-                for key, label in (("tokens", "tokens"), ("usd", "USD"), ("wall_seconds", "seconds")):
+                for key, label in self.FIELDS:
                     yield Label(label)
                     current = self.budget.get(key)
                     yield Input(placeholder="no limit" if current is None else f"now {current:g}",
@@ -150,7 +154,7 @@ class BudgetDialog(TrialBound, ModalScreen[dict | None]):
             yield Static("", id="budget-hold", classes="dialog-hint")
             yield Static("", id="budget-error", classes="dialog-error")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Raise (enter)", id="apply", variant="primary")
+                yield Button(f"{self.APPLY} (enter)", id="apply", variant="primary")
                 yield Button("Cancel (esc)", id="cancel")
 
     def on_mount(self) -> None:
@@ -192,7 +196,7 @@ class BudgetDialog(TrialBound, ModalScreen[dict | None]):
 
     def _collect(self) -> dict | None:
         limits = {}
-        for key in ("tokens", "usd", "wall_seconds"):
+        for key, _label in self.FIELDS:
             raw = self.query_one(f"#budget-{key}", Input).value.strip()
             if not raw:
                 continue

@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Static
 from ...core.vocab import ACTIVE_STATUSES
 from .. import format as fmt
 from ..widgets.footer import KeysFooter
+from ..widgets.money import HoldBanner
 from .base import SessionScreen
 
 NO_FLEET = "no fleet: this run's sandbox places no trials on nodes"
@@ -57,6 +58,7 @@ class FleetScreen(SessionScreen):
     def compose(self) -> ComposeResult:
         yield Static("[b]Fleet[/] · the nodes this run places trials on · d drains or activates a node",
                      classes="screen-title")
+        yield HoldBanner()  # a cap reached holds the schedule: said here too, as on every screen
         yield Static("", id="fleet-empty")
         yield DataTable(id="fleet-nodes", cursor_type="row", zebra_stripes=True)
         yield KeysFooter()

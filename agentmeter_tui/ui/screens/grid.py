@@ -22,10 +22,12 @@ from ..data import ams_by_config
 from ..grid_state import Config
 from ..widgets.footer import KeysFooter
 from ..widgets.grid_table import GridTable, cell_markup, layout_for
+from ..widgets.money import mark_paused, paused_scopes
 from ..widgets.run_bar import RunBar
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
 from .fleet import FLEET_BINDING, FleetScreen
+from .money import MoneyKeys
 
 AMS_EVERY = 3.0  # seconds between AMS recomputations while trials finish
 PREVIEW_EVERY = 1.0  # seconds between redraws of the highlighted cell's trial list while its trials run
@@ -35,11 +37,21 @@ LEGEND = ("[$status-running]▶[/] running  [$status-passed]✓[/] passed  [$sta
           "⇣ imported  +? some cost unpriced")
 
 
-class GridScreen(SessionScreen):
+class GridScreen(MoneyKeys, SessionScreen):
     # Cell sums redraw twice a second: each changed cell is a Rich render, and with every cell
     # changing on every feed tick (1,000 running trials) faster redraws only cost key latency.
     REFRESH_SECONDS = 0.5
     BINDINGS = [Binding("enter", "open_cell", "Open cell", id="open-cell", tooltip="Open the highlighted cell's trials"),
+                Binding("R", "rerun_cell", "Rerun", id="rerun-cell",
+                        tooltip="Rerun the cell's infra-invalid, errored or killed trials as new attempts (asks)"),
+                Binding("b", "cell_budget", "Cell budget", id="cell-budget",
+                        tooltip="USD, tokens or seconds for every trial of this model x CLI (running and to come)"),
+                Binding("M", "pause_scope('model')", "Pause model", id="pause-model",
+                        tooltip="Pause or resume the highlighted cell's model (its running trials go on)"),
+                Binding("C", "pause_scope('cli')", "Pause CLI", id="pause-cli",
+                        tooltip="Pause or resume the highlighted cell's CLI (its running trials go on)"),
+                Binding("dollar_sign", "raise_cap", "Run cap", id="raise-cap",
+                        tooltip="Raise the run's cap (a reached cap holds the schedule; raising it resumes)"),
                 FLEET_BINDING]
 
     def __init__(self) -> None:
@@ -50,6 +62,7 @@ class GridScreen(SessionScreen):
         self._preview_at = 0.0  # monotonic time the preview list was last redrawn
         self._preview_stale = False  # its trials changed since
         self._detail = ""  # the side panel's markup as drawn
+        self._paused: tuple | None = None  # the paused models and CLIs marked on the grid
 
     def compose(self) -> ComposeResult:
         yield RunBar(id="run-bar")
@@ -78,6 +91,9 @@ class GridScreen(SessionScreen):
             with self.app.batch_update():
                 table.update_cells(grid, dirty)
         self.query_one(RunBar).show(session, timed=self.timed)
+        if (paused := paused_scopes(session)) != self._paused:
+            self._paused = paused
+            mark_paused(table, *paused)
         note = table.overflow_note()  # columns out of view are said, never silently missing
         if note != (table.border_subtitle or ""):
             table.border_subtitle = note
@@ -96,6 +112,7 @@ class GridScreen(SessionScreen):
         self._fit_height()
         cursor = table.cursor_coordinate if table.row_count else None
         table.set_shape(self.session.grid, width)
+        self._paused = None  # the new shape's labels are plain: mark them again
         if cursor is not None and cursor.row < table.row_count and cursor.column < len(table.columns):
             table.move_cursor(row=cursor.row, column=cursor.column)
 
@@ -142,6 +159,9 @@ class GridScreen(SessionScreen):
     def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
         if event.data_table.id == "grid":
             self.action_open_cell()
+
+    def money_config(self) -> Config | None:
+        return self.query_one(GridTable).current_config
 
     def action_open_cell(self) -> None:
         config = self.query_one(GridTable).current_config

@@ -31,6 +31,7 @@ from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
 from .dialogs import BudgetDialog, ConfirmDialog
 from .fleet import FLEET_BINDING, FleetScreen
+from .money import MoneyKeys
 
 PANE_MIN = (56, 13)  # columns, rows a pane needs to be readable
 NUMBERS_EVERY = 1.0  # seconds between redraws of the panes' meters and clocks, all in the same frame;
@@ -41,7 +42,7 @@ LINGER = 5.0  # seconds a finished trial keeps its pane
 SEED_EVENTS = 200  # history read from the store for a pane opened mid-trial
 
 
-class LiveScreen(SessionScreen):
+class LiveScreen(MoneyKeys, SessionScreen):
     REFRESH_SECONDS = 0.1  # the feed's tick: one frame per tick
     AUTO_FOCUS = ""  # nothing takes focus on its own: keys go to the selected pane (None would mean "*")
     BINDINGS = [
@@ -49,6 +50,8 @@ class LiveScreen(SessionScreen):
         Binding("b", "budget", "Raise budget", id="budget", tooltip="Raise the selected trial's budgets"),
         Binding("B", "budget_all", "Raise all budgets", id="budget-all", show=False,
                 tooltip="Raise the budgets of every running trial and of the trials still to start"),
+        Binding("dollar_sign", "raise_cap", "Run cap", id="live-raise-cap",
+                tooltip="Raise the run's cap (a reached cap holds the schedule; raising it resumes)"),
         Binding("m", "maximize", "Maximize", id="maximize", tooltip="Maximize the selected pane (esc restores)"),
         Binding("escape", "minimize", "Restore", id="minimize", show=False),
         Binding("right", "select_pane(1)", "Next pane", id="pane-right", show=False),

@@ -22,6 +22,7 @@ from ...core.vocab import TIERS
 from ..data import report
 from ..widgets.charts import AmsHeatmap, PassCostPlot, TierProfile
 from ..widgets.footer import KeysFooter
+from ..widgets.money import HoldBanner
 from .base import SessionScreen
 
 # (header, value of a ConfigScore, formatter, higher is better): the columns `agentmeter report`
@@ -74,6 +75,7 @@ class ReportScreen(SessionScreen):
 
     def compose(self) -> ComposeResult:
         yield Static("Report", id="report-title", classes="screen-title")
+        yield HoldBanner()
         with Horizontal(id="report-body"):
             with Vertical(id="report-tables"):
                 yield Static("Table 2 · pass, cost and AgentMeter Score per configuration", classes="section-title")

@@ -40,6 +40,7 @@ from ..review_data import (
     suite_masker,
 )
 from ..widgets.footer import KeysFooter
+from ..widgets.money import HoldBanner
 from ..widgets.review_panels import (
     ReviewPanel,
     reviews_markup,
@@ -51,11 +52,12 @@ from ..widgets.transcript_view import TranscriptView
 from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
 from .dialogs import NoteDialog
+from .money import MoneyKeys
 from .review_modes import ReviewModes
 from .review_transcript import ReviewTranscript
 
 
-class ReviewScreen(ReviewTranscript, ReviewModes, SessionScreen):
+class ReviewScreen(ReviewTranscript, ReviewModes, MoneyKeys, SessionScreen):
     REFRESH_SECONDS = 2.0
     BINDINGS = [
         *(Binding(str(n), f"score({n})", f"Score {n}", id=f"score-{n}", show=n == 0,
@@ -74,6 +76,8 @@ class ReviewScreen(ReviewTranscript, ReviewModes, SessionScreen):
         Binding("a", "adjudicate", "Adjudicate", id="adjudicate",
                 tooltip="Trials whose reviewers disagree: your score becomes the final one"),
         Binding("c", "compare", "Compare", id="compare", tooltip="This trial beside another of the same task"),
+        Binding("R", "rerun_trial", "Rerun trial", id="review-rerun-trial", show=False,
+                tooltip="Append a new attempt of this trial (asks; nothing is overwritten)"),
     ]
 
     def __init__(self) -> None:
@@ -88,6 +92,7 @@ class ReviewScreen(ReviewTranscript, ReviewModes, SessionScreen):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title", classes="screen-title")
+        yield HoldBanner()
         with Horizontal(id="review-body"):
             yield TranscriptView(id="transcript")
             with VerticalScroll(id="review-side"):
@@ -260,6 +265,12 @@ class ReviewScreen(ReviewTranscript, ReviewModes, SessionScreen):
         if self.trial_id == trial_id:
             self.detail = detail
             self._show_detail()
+
+    def action_rerun_trial(self) -> None:
+        if self.session.blind:  # the question names the model and CLI
+            self.notify("Blind review: the rerun question names the model. Unblind first (b).", severity="warning")
+        elif self.trial_id is not None:
+            self.rerun_trial(self.session.grid.trials.get(self.trial_id))
 
     def action_note(self) -> None:
         if self.detail is None:

@@ -19,6 +19,7 @@ from textual.widgets import Static
 
 from .. import format as fmt
 from ..session import Session
+from .money import money_markup
 
 
 def connection_markup(session: Session) -> str:
@@ -58,12 +59,14 @@ def run_bar_markup(session: Session, width: int) -> str:
               f" [$status-running]▶ {running}[/]"
               + (f" [$text-muted]· {progress.get('queued')} queued[/]" if progress.get("queued") else ""), 0),
              (f"{fmt.tokens(totals.raw)} tok · [$meter-usd]{fmt.usd(totals.usd)}[/]", 2)]
+    if session.live_mode and not session.live.ended and (money := money_markup(progress)):
+        parts.append((money, 1))  # caps, forecast, paused models and CLIs: kept before the totals
     if session.live_mode and not session.live.ended:
         burn = session.live.totals()
         parts.append((f"[$text-muted]burn[/] {fmt.tokens(burn['tokens_per_min'])} tok/min · "
                       f"{fmt.usd(burn['usd_per_min'])}/min", 3))
     parts.append((f"[$text-muted]reviewer[/] {escape(session.reviewer)}", 4))
-    for rank in (4, 3, 2):
+    for rank in (4, 3, 2, 1):
         markup = " [$text-muted]│[/] ".join(text for text, _ in parts)
         if Content.from_markup(markup).cell_length <= width:
             return markup

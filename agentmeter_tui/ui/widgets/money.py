@@ -1,0 +1,120 @@
+"""The run's money on screen: caps against spend and forecast, and paused models and CLIs.
+
+:func:`money_markup` is the run bar's part for them; :class:`HoldBanner` says a held schedule
+on the screens without a run bar (cell, review, report); :func:`mark_paused` marks a paused
+model's row and a paused CLI's column on the grid. Everything comes from the feed's progress
+(``caps``, ``forecast``, ``held``, ``paused_models``, ``paused_clis``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.markup import escape
+from textual.widgets import Static
+
+from .. import format as fmt
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from .grid_table import GridTable
+
+PAUSED = "⏸ "  # before a paused model's or CLI's name on the grid
+
+
+def _cap_figures(row: dict[str, Any]) -> tuple[str, str, str]:
+    """(cap, spent, forecast) of one cap row, in its capped measure (USD first)."""
+    if row.get("usd"):
+        return fmt.usd(row["usd"]), fmt.usd(row.get("spent_usd")), fmt.usd(row.get("forecast_usd"))
+    return fmt.tokens(row.get("tokens")), fmt.tokens(row.get("spent_tokens")), fmt.tokens(row.get("forecast_tokens"))
+
+
+def cap_text(row: dict[str, Any]) -> str:
+    """One cap as plain text: ``run cap $0.50: spent $0.31, forecast $1.20 (passes it)``."""
+    cap, spent, forecast = _cap_figures(row)
+    name = "run" if row["scope"] == "run" else f"{row['scope']} {row['name']}"
+    text = f"{name} cap {cap}: spent {spent}"
+    if "forecast_usd" in row:
+        text += f", forecast {forecast}" + (" (passes it)" if row.get("forecast_passes") else "")
+    return text + (" · REACHED" if row.get("state") == "hit" else "")
+
+
+def money_markup(progress: dict[str, Any]) -> str:
+    """The run bar's money part: the tightest cap with spend and forecast (or the forecast
+    alone), and what is paused. Empty when there is nothing to say."""
+    parts = []
+    caps = sorted(progress.get("caps") or [], key=lambda r: (r.get("state") != "hit", not r.get("forecast_passes"),
+                                                              -r.get("share", 0)))
+    if caps:
+        row = caps[0]
+        cap, _spent, forecast = _cap_figures(row)
+        name = "cap" if row["scope"] == "run" else f"{row['name']} cap"
+        # what is spent is the run bar's totals part: this one stays short enough to fit beside a HELD
+        text = f"[$text-muted]{escape(name)}[/] {cap}"
+        if "forecast_usd" in row:
+            colour = "$error" if row.get("forecast_passes") else "$text"
+            text += f" [$text-muted]· forecast[/] [{colour}]{forecast}{' ▲ over' if row.get('forecast_passes') else ''}[/]"
+        parts.append(text)  # a reached cap: the run bar's HELD says it, with the figure
+    elif (forecast := progress.get("forecast") or {}).get("basis"):
+        usd = forecast.get("usd") or {}
+        parts.append(f"[$text-muted]forecast[/] {fmt.usd(usd.get('projected'))} "
+                     f"[$text-muted]({fmt.usd(usd.get('low'))}–{fmt.usd(usd.get('high'))})[/]")
+    paused = [*(progress.get("paused_models") or []), *(progress.get("paused_clis") or [])]
+    if paused:
+        parts.append(f"[b $warning]{PAUSED}{escape(', '.join(paused))} paused[/]")
+    return " · ".join(parts)
+
+
+class HoldBanner(Static):
+    """One line on a screen without a run bar, shown while the schedule is held (a cap
+    reached, the store's disk full) and hidden otherwise."""
+
+    DEFAULT_CSS = "HoldBanner { height: 1; display: none; }"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("", **kwargs)
+        self._shown = ""
+
+    def on_mount(self) -> None:
+        self.app.feed_signal.subscribe(self, self._follow, immediate=True)  # type: ignore[attr-defined]
+        self._follow(None)
+
+    def _follow(self, _summary: object) -> None:
+        session: Session = self.app.session  # type: ignore[attr-defined]
+        progress = session.live.progress if session.live_mode and not session.live.ended else {}
+        held = progress.get("held") or []
+        text = ""
+        if held:
+            hint = " · g then $ raises the run cap" if any("cap" in why for why in held) else ""
+            text = (f"[b $background on $error] ❚❚ HELD [/] [$error]{escape(held[0][:100])}[/]"
+                    f"[$text-muted]{hint}[/]")
+        if text != self._shown:
+            self._shown = text
+            self.update(text)
+            self.display = bool(text)
+
+
+def paused_scopes(session: Session) -> tuple[frozenset[str], frozenset[str]]:
+    progress = session.live.progress if session.live_mode and not session.live.ended else {}
+    return frozenset(progress.get("paused_models") or ()), frozenset(progress.get("paused_clis") or ())
+
+
+def mark_paused(table: GridTable, models: frozenset[str], clis: frozenset[str]) -> None:
+    """A paused model's row label and a paused CLI's column header start with ``⏸``; the
+    others show their plain names (a resume takes the mark away)."""
+    from .grid_table import LABEL_COLUMN
+
+    for key, column in table.columns.items():
+        if key.value == LABEL_COLUMN:
+            continue
+        label = f"{PAUSED}{key.value}" if key.value in clis else key.value
+        if column.label.plain != label:
+            column.label = Text(label, style="bold" if key.value in clis else "")
+            table.refresh()
+    for key in table.rows:
+        name = key.value
+        cell = table.get_cell(key, LABEL_COLUMN)
+        label = f"{PAUSED}{name}" if name in models else name
+        if getattr(cell, "plain", cell) != label:
+            table.update_cell(key, LABEL_COLUMN, Text(label, style=cell.style if isinstance(cell, Text) else ""))
