@@ -15,8 +15,8 @@ import orjson
 from agentmeter_tui.core.run.control import encode, open_async
 from agentmeter_tui.core.store import Store
 from tests.conftest import agentmeter
+from tests.core.caps_support import capped_suite, held_on_cap
 from tests.core.runpaths_support import wait_run_ended
-from tests.core.test_caps import capped_suite, held_on_cap
 from tests.waiting import FAILSAFE, eventually
 
 

@@ -37,3 +37,16 @@ def test_a_running_trial_counts_what_it_spent():
     f.finished(item("a"), 2.0, 200, 20)
     p = f.project([], [(item("a"), 0.5, 50, 5.0)], now=0.0)
     assert p["usd"]["spent"] == 2.5 and p["usd"]["projected"] == 4.0 and p["tokens"]["projected"] == 400
+
+
+def test_an_infra_invalid_trial_is_spent_but_not_learnt_from():
+    """A trial the infrastructure ended (killed at once, 0 tokens) says nothing of what the
+    cell's trials cost: learnt from, it made its cell's forecast 0 and the forecast fell under a
+    cap the run was passing (seen in the money journey). Its spend still counts."""
+    f = Forecast()
+    f.finished(item("a"), 2.0, 200, 20)
+    f.finished(item("b"), 0.25, 10, 1, learn=False)  # b's only trial: infra-invalid
+    p = f.project([item("b")], now=0.0)
+    assert p["usd"]["spent"] == 2.25
+    # b is estimated from the easy tier's real trial (2.0), not from its infra-invalid one (0.25)
+    assert p["usd"]["projected"] == 2.25 + 2.0 and p["cells"]["b|m|c"]["usd"] == 0.25 + 2.0

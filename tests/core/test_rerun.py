@@ -8,8 +8,8 @@ import json
 
 from agentmeter_tui.core.store import Store
 from tests.conftest import agentmeter
+from tests.core.caps_support import capped_suite, held_on_cap, served_tokens, status
 from tests.core.runpaths_support import wait_run_ended
-from tests.core.test_caps import capped_suite, held_on_cap, served_tokens, status
 
 
 def test_rerun_appends_new_attempts_and_the_report_selects_them(tmp_path, db):

@@ -15,8 +15,8 @@ import pytest
 
 from agentmeter_tui.core.run.control import runner_alive
 from agentmeter_tui.core.store import Store
+from tests.core.caps_support import capped_suite
 from tests.core.runpaths_support import outcome_columns
-from tests.core.test_caps import capped_suite
 from tests.waiting import wait_for
 
 from .support import TmuxSession, agentmeter, clean_env, command, report

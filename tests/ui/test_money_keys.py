@@ -3,7 +3,7 @@ raises a reached run cap and the schedule resumes; `R` on a grid cell reruns its
 trials, and on a finished trial of a finished store starts a runner for it; `M` pauses one
 model while the other runs. Each test checks what the runner and the store did, not only
 what the screen says. Spend and statuses come from the scripted server's suite
-(``tests.core.test_caps.capped_suite``)."""
+(``tests.core.caps_support.capped_suite``)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from agentmeter_tui.ui.widgets.grid_table import GridTable
 from agentmeter_tui.ui.widgets.money import HoldBanner
 from agentmeter_tui.ui.widgets.trial_table import TrialTable
 from tests.conftest import agentmeter
+from tests.core.caps_support import capped_suite, held_on_cap
 from tests.core.runpaths_support import run_status
-from tests.core.test_caps import capped_suite, held_on_cap
 from tests.waiting import eventually
 
 from .conftest import SIZE, make_app, notifications_of, settle

@@ -17,6 +17,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..vocab import TrialStatus
+
 Z90 = 1.645
 MEASURES = ("usd", "tokens", "seconds")
 
@@ -63,12 +65,15 @@ class Forecast:
         self.spent = [0.0] * len(MEASURES)
         self.spent_by: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # model or cell -> usd, tokens
 
-    def finished(self, item: Item, usd: float, tokens: int, seconds: float) -> None:
+    def finished(self, item: Item, usd: float, tokens: int, seconds: float, learn: bool = True) -> None:
+        """A trial ended: its spend counts; with ``learn`` it is also a sample of what such a trial
+        costs (not so one the infrastructure ended: cut short, it would pull its cell towards 0)."""
         values = (usd, float(tokens), seconds)
         for stats in (self.cells[(item.task, item.model, item.cli)], self.tiers[(item.tier, item.model)],
                       self.models[item.model], self.all):
-            stats.add(values)
-        if item.budget_usd:
+            if learn:
+                stats.add(values)
+        if item.budget_usd and learn:
             self.budget_share[item.model].add((usd / item.budget_usd, 0.0, seconds))
         for i, value in enumerate(values):
             self.spent[i] += value
@@ -173,11 +178,12 @@ class RunForecast:
             except (TypeError, ValueError):  # an imported trial without times: no duration to learn
                 seconds = 0.0
             item = Item(row["task_id"], row["model"], row["cli"], str(row["tier"] or ""), budget)
-            self.forecast.finished(item, float(row["usd"]), int(row["tokens"]), max(0.0, seconds))
+            self.forecast.finished(item, float(row["usd"]), int(row["tokens"]), max(0.0, seconds),
+                                   learn=row["status"] != TrialStatus.INFRA_INVALID)
 
     def finished(self, trial: Any) -> None:
         self.forecast.finished(_item(trial.plan, trial.budget), float(trial.cost or 0), trial.usage.raw,
-                               time.monotonic() - trial.started)
+                               time.monotonic() - trial.started, learn=trial.status != TrialStatus.INFRA_INVALID)
         self._cached = None
 
     def project(self, scheduler: Any) -> dict[str, Any]:

@@ -116,10 +116,10 @@ class RunQueries:
             "from trials where suite_id = ? group by model", [suite_id])}
 
     def finished_costs(self, suite_id: str) -> list[dict[str, Any]]:
-        """``task_id, model, cli, tier, usd, tokens, started_at, finished_at`` of a suite's trials
+        """``task_id, model, cli, tier, status, usd, tokens, started_at, finished_at`` of a suite's trials
         that ended (in a final status), oldest first: what the forecast starts from."""
         return list(self.db.query(
-            "select task_id, model, cli, tier, coalesce(cost_usd, 0) as usd, coalesce(uncached_input, 0) + "
+            "select task_id, model, cli, tier, status, coalesce(cost_usd, 0) as usd, coalesce(uncached_input, 0) + "
             "coalesce(cached_input, 0) + coalesce(cache_write, 0) + coalesce(output, 0) + coalesce(reasoning, 0) "
             "as tokens, started_at, finished_at from trials where suite_id = ? and status in "
             "('passed', 'failed', 'killed', 'errored', 'infra-invalid') order by id", [suite_id]))
