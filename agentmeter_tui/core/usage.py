@@ -82,8 +82,12 @@ class TokenUsage:
     def from_dict(cls, data: dict | None) -> TokenUsage:
         if not data:
             return cls()
-        return cls(**{name: int(data.get(name) or 0) for name in TOKEN_CLASSES},
-                   cache_write_1h=int(data.get("cache_write_1h") or 0))
+        # Spelled out rather than a comprehension over TOKEN_CLASSES into keywords: a site makes
+        # one per usage row (half a million in a paper grid), and the dict and keywords were most
+        # of its cost. The fields' order is the class's (uncached_input... reasoning).
+        get = data.get
+        return cls(int(get("uncached_input") or 0), int(get("cached_input") or 0), int(get("cache_write") or 0),
+                   int(get("output") or 0), int(get("reasoning") or 0), int(get("cache_write_1h") or 0))
 
     @classmethod
     def from_inclusive(

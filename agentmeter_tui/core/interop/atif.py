@@ -42,6 +42,7 @@ __all__ = ["LATEST", "AtifError", "ImportedEvent", "StoredEvent", "Trajectory", 
 _SLOTS = {EventKind.REASONING: 1, EventKind.ASSISTANT: 2, EventKind.USAGE: 3, EventKind.TOOL_CALL: 4,
           EventKind.TOOL_RESULT: 5}
 _REPEATABLE = {4, 5}
+_USAGE = EventKind.USAGE.value  # a plain str: the enum's attribute costs more than the compare, per event
 PARSER_STREAMS = ("stdout", "stderr")  # events a CLI's parser made from its output lines
 
 
@@ -77,7 +78,7 @@ def stored_events(rows: Iterable[Sequence | Mapping], usage: Mapping[int, Mappin
             row = (row["seq"], row.get("ts"), row["kind"], row.get("stream"), row.get("text") or "", row.get("data"))
         seq, ts, kind, stream, text, data = row
         event = StoredEvent(int(seq), ts, str(kind), stream, text or "", data)
-        found = usage.get(event.seq) if event.kind == EventKind.USAGE else None
+        found = usage.get(event.seq) if event.kind == _USAGE else None
         if found is not None:
             if type(found) is dict or isinstance(found, Mapping):
                 event.usage = TokenUsage.from_dict(found)
@@ -293,7 +294,7 @@ def trajectory_dict(
         items = stored_events(items, usage_rows, row.get("cli") or agent_name)
     drafts: list[_Draft] = []
     for event in items:
-        if event.kind == EventKind.USAGE and event.usage is None and usage_rows is None:
+        if usage_rows is None and event.kind == _USAGE and event.usage is None:
             event.usage = usage_from_text(event.text)
         slot = _SLOTS.get(event.kind)  # type: ignore[call-overload]
         if slot == 3 and event.usage is None:

@@ -97,42 +97,45 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) ->
         shutil.copyfile(pages.TEMPLATES / asset, partial / asset)
 
     config_index = {r.config: n + 1 for n, r in enumerate(report.configurations)}
-    scatter = scatter_data(report)
-    agreement = None
-    if report.agreement is not None:
-        a = report.agreement
-        agreement = {"n_trials": a.n_trials, "alpha": fmt_score(a.alpha_ordinal),
-                     "pairs": [{"a": names.text(p.a), "b": names.text(p.b), "n": p.n,
-                                "kappa": fmt_score(p.kappa_quadratic), "exact": fmt_score(p.exact)} for p in a.pairs]}
-    index = env.get_template("index.html").render(
-        **common, root="", title=f"AgentMeter report: {suite_id}", configs=len(report.configurations),
-        tasks=report.n_tasks, trials=len(trials), selection=report.selection,
-        header=model.table_header(report), rows=model.table_rows(report, names),
-        heatmap=svg.heatmap(heatmap_data(report), names), scatter=svg.scatter(scatter, names),
-        left_out=[names.text(n) if not blind else "[hidden]" for n in scatter.left_out],
-        tier_names=TIERS, tier_sizes=report.tier_sizes,
-        tier_rows=[{"name": f"{names(r.model)} / {names(r.cli)}", "passes": [r.passes_by_tier[t] for t in TIERS]}
-                   for r in report.configurations],
-        rubric=model.rubric_view(report, names), agreement=agreement,
-        methodology=model.methodology(report, suite_row, trials, names, checksum, _prices(suite_row)),
-        notes=[names.text(n) for n in report.notes])
-    (partial / "index.html").write_text(index, encoding="utf-8")
 
-    by_config: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for trial in trials:
-        by_config.setdefault((trial["model"], trial["cli"]), []).append(trial)
-    config_page = env.get_template("config.html")
-    for row in report.configurations:
-        rows = [pages.trial_line(t, scores_by_trial.get(t["id"], []), names) for t in by_config.get(row.config, [])]
-        text = config_page.render(
-            **common, root="../", title=f"{names(row.model)} / {names(row.cli)}",
-            name=f"{names(row.model)} / {names(row.cli)}",
-            summary=f"{row.passes}/{row.n_tasks} passed · AMS {fmt_score(row.ams)} · USD/pass {fmt_usd(row.usd_per_pass)}"
-                    f" · {len(rows)} trials", trials=rows)
-        (partial / "config" / f"{config_index[row.config]}.html").write_text(text, encoding="utf-8")
+    def own_pages() -> None:
+        """The index and the configuration pages, written while the workers write the trials'."""
+        scatter = scatter_data(report)
+        agreement = None
+        if report.agreement is not None:
+            a = report.agreement
+            agreement = {"n_trials": a.n_trials, "alpha": fmt_score(a.alpha_ordinal),
+                         "pairs": [{"a": names.text(p.a), "b": names.text(p.b), "n": p.n,
+                                    "kappa": fmt_score(p.kappa_quadratic), "exact": fmt_score(p.exact)} for p in a.pairs]}
+        index = env.get_template("index.html").render(
+            **common, root="", title=f"AgentMeter report: {suite_id}", configs=len(report.configurations),
+            tasks=report.n_tasks, trials=len(trials), selection=report.selection,
+            header=model.table_header(report), rows=model.table_rows(report, names),
+            heatmap=svg.heatmap(heatmap_data(report), names), scatter=svg.scatter(scatter, names),
+            left_out=[names.text(n) if not blind else "[hidden]" for n in scatter.left_out],
+            tier_names=TIERS, tier_sizes=report.tier_sizes,
+            tier_rows=[{"name": f"{names(r.model)} / {names(r.cli)}", "passes": [r.passes_by_tier[t] for t in TIERS]}
+                       for r in report.configurations],
+            rubric=model.rubric_view(report, names), agreement=agreement,
+            methodology=model.methodology(report, suite_row, trials, names, checksum, _prices(suite_row)),
+            notes=[names.text(n) for n in report.notes])
+        (partial / "index.html").write_text(index, encoding="utf-8")
+
+        by_config: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for trial in trials:
+            by_config.setdefault((trial["model"], trial["cli"]), []).append(trial)
+        config_page = env.get_template("config.html")
+        for row in report.configurations:
+            rows = [pages.trial_line(t, scores_by_trial.get(t["id"], []), names) for t in by_config.get(row.config, [])]
+            text = config_page.render(
+                **common, root="../", title=f"{names(row.model)} / {names(row.cli)}",
+                name=f"{names(row.model)} / {names(row.cli)}",
+                summary=f"{row.passes}/{row.n_tasks} passed · AMS {fmt_score(row.ams)} · USD/pass {fmt_usd(row.usd_per_pass)}"
+                        f" · {len(rows)} trials", trials=rows)
+            (partial / "config" / f"{config_index[row.config]}.html").write_text(text, encoding="utf-8")
 
     pages.write_trials(Path(store.path), partial, trials, pages.Shared(
-        common, names, config_index, scores_by_trial, notes_by_trial))
+        common, names, config_index, scores_by_trial, notes_by_trial), own_pages)
 
     if out.exists():
         old = out.with_name(out.name + ".old")

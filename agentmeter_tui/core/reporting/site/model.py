@@ -151,11 +151,24 @@ def methodology(report: Report, suite_row: dict[str, Any], trials: list[dict[str
     ]
 
 
+def _escape_chain(text: str) -> str:
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;")
+            .replace('"', "&#34;"))
+
+
+try:
+    # markupsafe's own C routine (what Jinja2's autoescape runs), on a plain string with no Markup
+    # object made: two to four times faster than five replaces, and the same entities by
+    # construction. Its name is private, so the replaces stay as the fallback.
+    from markupsafe._speedups import _escape_inner as _fast_escape
+except ImportError:  # pragma: no cover - markupsafe without its C speedups
+    _fast_escape = _escape_chain
+
+
 def escape(text: str) -> str:
     """``text`` as HTML text or attribute value: the same characters and entities as Jinja2's
     autoescape (markupsafe), on plain strings (no Markup object per piece, in the hottest loop)."""
-    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;")
-            .replace('"', "&#34;"))
+    return _fast_escape(text)
 
 
 def transcript_html(events: Iterable[tuple], names: Names) -> str:
@@ -167,6 +180,7 @@ def transcript_html(events: Iterable[tuple], names: Names) -> str:
     out: list[str] = []
     open_tool = False
     masked = names.blind and names.mask is not None
+    escape = _fast_escape  # a local name: one lookup and one call less per piece
     for seq, _ts, kind, _stream, text, _data in events:
         plain = names.text(text) if masked else (text or "")
         body = escape(plain)
