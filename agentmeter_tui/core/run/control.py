@@ -175,8 +175,11 @@ class ControlClient:
         self.close()
 
     def request(self, op: str, **fields: Any) -> dict[str, Any]:
-        self.sock.sendall(encode({"op": op, **fields}))
-        line = self.reader.readline()
+        try:
+            self.sock.sendall(encode({"op": op, **fields}))
+            line = self.reader.readline()
+        except (ConnectionResetError, BrokenPipeError):  # a runner going down resets, not closes
+            line = b""
         if not line:
             raise ControlError("the runner closed the connection")
         reply = orjson.loads(line)

@@ -1,0 +1,38 @@
+"""A runner that goes down while a client waits for its reply resets the connection (its
+socket closed with the request unread): the client says the runner closed the connection, as
+for a clean close, instead of raising ConnectionResetError into a command or a test's teardown
+(seen in CI: ``stop`` sent to a runner that was ending on its own)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+
+import pytest
+
+from agentmeter_tui.core.run.control import ControlClient, ControlError, socket_path
+
+
+def test_a_reset_reads_as_the_runner_closing_the_connection(tmp_path):
+    db = tmp_path / "a.db"
+    path = socket_path(db)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+
+    def reset_after_the_request() -> None:
+        conn, _ = server.accept()
+        conn.recv(1)  # the request has arrived; the rest of it stays unread
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+
+    door = threading.Thread(target=reset_after_the_request)
+    door.start()
+    try:
+        with ControlClient(db) as client, pytest.raises(ControlError, match="closed the connection"):
+            client.request("stop", reason="x" * 4096)
+    finally:
+        door.join()
+        server.close()
