@@ -65,7 +65,8 @@ def judged_like_this_machine(tmp_path: Path, db: Path, sandbox: str, tasks: tupl
     result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=1200)
     assert result.returncode == 0, result.stderr + result.stdout
     trials = Store(db).trials(suite_id)
-    assert len(trials) == 2 * len(tasks) and {t["sandbox"] for t in trials} == {sandbox_kind}
+    assert len(trials) == 2 * len(tasks) and {t["sandbox"] for t in trials} == {sandbox_kind}, \
+        [(t["task_id"], t["model"], t["attempt"], t["status"], t["reason"], t["error"]) for t in trials]
     clear_oracle_cache()
     for trial in trials:
         details = json.loads(trial["extra"])["verifier"]
