@@ -112,7 +112,12 @@ def _follow(db: Path) -> int:
         raise
     with client:
         feed = client.subscribe(events=False)
-        snapshot = next(feed)
+        snapshot = next(feed, None)
+        if snapshot is None:  # the runner ended between the connection and the snapshot
+            if last_run_status(db) in ("finished", "stopped"):
+                printer.line("the run has finished; nothing left to follow")
+                return 0
+            raise ControlError("the runner closed the connection")
         if not snapshot.get("ok", True):
             raise ControlError(snapshot.get("error", "the runner refused to be followed"))
         progress = snapshot.get("progress", {})

@@ -36,3 +36,29 @@ def test_a_reset_reads_as_the_runner_closing_the_connection(tmp_path):
     finally:
         door.join()
         server.close()
+
+
+def test_a_reset_ends_a_subscription_like_a_close(tmp_path):
+    """``agentmeter run --headless`` on a run over at once: the runner ended with the subscribe
+    request unread and the follower printed ``ConnectionResetError`` and exited 1 (CI)."""
+    db = tmp_path / "a.db"
+    path = socket_path(db)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+
+    def reset_after_the_request() -> None:
+        conn, _ = server.accept()
+        conn.recv(1)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+
+    door = threading.Thread(target=reset_after_the_request)
+    door.start()
+    try:
+        with ControlClient(db) as client:
+            assert list(client.subscribe(events=False)) == []
+    finally:
+        door.join()
+        server.close()

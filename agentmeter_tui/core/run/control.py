@@ -188,10 +188,15 @@ class ControlClient:
         return reply
 
     def subscribe(self, events: bool = True, max_events: int | None = None) -> Iterator[dict[str, Any]]:
-        self.sock.sendall(encode({"op": "subscribe", "events": events, "max_events": max_events}))
-        self.sock.settimeout(None)
-        for line in self.reader:
-            yield orjson.loads(line)
+        """The feed's messages until the runner closes the connection, or resets it: a runner
+        that ends while the request is still unread (a run over at once) resets, not closes."""
+        try:
+            self.sock.sendall(encode({"op": "subscribe", "events": events, "max_events": max_events}))
+            self.sock.settimeout(None)
+            for line in self.reader:
+                yield orjson.loads(line)
+        except (ConnectionResetError, BrokenPipeError):
+            return
 
 
 async def open_async(db: str | Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
