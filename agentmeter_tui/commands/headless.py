@@ -102,20 +102,22 @@ def _follow(db: Path) -> int:
     printer = Printer()
     totals = {"tokens": 0, "usd": 0.0}
     status, error = "lost", None
-    client, gone = None, None
     try:
         client = ControlClient(db)
-    except ControlError as exc:
-        gone = exc
-    with nullcontext() if client is None else client:
-        # The runner may have finished before it could be followed (a suite with nothing left to
-        # run ends at once): no listener, or the connection closed before the snapshot.
-        snapshot = None if client is None else next(feed := client.subscribe(events=False), None)
-        if snapshot is None:
+    except ControlError:
+        # The runner already finished (a suite with nothing left to run ends at once).
+        if last_run_status(db) in ("finished", "stopped"):
+            printer.line("the run has finished; nothing left to follow")
+            return 0
+        raise
+    with client:
+        feed = client.subscribe(events=False)
+        snapshot = next(feed, None)
+        if snapshot is None:  # the runner ended between the connection and the snapshot
             if last_run_status(db) in ("finished", "stopped"):
                 printer.line("the run has finished; nothing left to follow")
                 return 0
-            raise gone or ControlError("the runner closed the connection")
+            raise ControlError("the runner closed the connection")
         if not snapshot.get("ok", True):
             raise ControlError(snapshot.get("error", "the runner refused to be followed"))
         progress = snapshot.get("progress", {})
