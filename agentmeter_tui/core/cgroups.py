@@ -136,13 +136,25 @@ def _has_kill(parent: Path) -> bool:
     return (parent / "cgroup.kill").exists()
 
 
+def started(pid: int) -> int:
+    """When ``pid`` started, in clock ticks since boot (field 22 of its stat): the kernel's
+    count, which no clock change moves. psutil's epoch figure adds the boot time, which moves
+    with each step of the clock, so two runners could disagree on a live one's key, and one
+    would take the other for gone and kill its trials, remove its folders and containers."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        raise psutil.NoSuchProcess(pid) from None
+    return int(stat.rsplit(b")", 1)[1].split()[19])  # after the name (which may hold spaces): field 3 on
+
+
 def owner_key(pid: int | None = None) -> str:
-    """``<pid>-<start time>`` of ``pid`` (default: this process, looked up once)."""
+    """``<pid>-<start>`` of ``pid`` (default: this process, looked up once)."""
     return _own_key(os.getpid()) if pid is None else _key_of(pid)
 
 
 def _key_of(pid: int) -> str:
-    return f"{pid}-{int(psutil.Process(pid).create_time())}"
+    return f"{pid}-{started(pid)}"
 
 
 @functools.lru_cache(maxsize=4)
@@ -153,7 +165,7 @@ def _own_key(pid: int) -> str:  # keyed by pid: a forked child is another owner
 def owner_alive(key: str) -> bool:
     """The runner (or meter) of ``key`` still runs: same pid and start time, and not a zombie
     (one killed with kill -9 stays one until its parent reaps it)."""
-    pid, _, started = key.partition("-")
+    pid = key.partition("-")[0]
     try:
         return pid.isdigit() and owner_key(int(pid)) == key and \
             psutil.Process(int(pid)).status() != psutil.STATUS_ZOMBIE

@@ -19,12 +19,13 @@ from typing import Any, TypeVar
 
 import psutil
 
+from ... import cgroups
 from ...extras import MissingExtra, require
 
 T = TypeVar("T")
 
 MANAGED = "agentmeter.managed"
-RUNNER = "agentmeter.runner"  # "<hostname>:<pid>:<start time>" of the runner that created the object
+RUNNER = "agentmeter.runner"  # "<hostname>:<pid>:<start>" of the runner that made the object (cgroups.started)
 TRIAL = "agentmeter.trial"  # the trial's token
 TRIAL_ID = "agentmeter.trial-id"
 SUITE = "agentmeter.suite"
@@ -35,7 +36,7 @@ POOL = 64
 
 def runner_label() -> str:
     # The start time tells a live runner from a later process that reused its pid.
-    return f"{socket.gethostname()}:{os.getpid()}:{int(psutil.Process().create_time())}"
+    return f"{socket.gethostname()}:{os.getpid()}:{cgroups.started(os.getpid())}"
 
 
 def trial_labels(suite_id: str, trial_id: int | None, token: str) -> dict[str, str]:
@@ -194,7 +195,7 @@ def _orphaned(labels: dict[str, str] | None, include_live: bool) -> bool:
     try:
         proc = psutil.Process(int(pid))
         # a runner killed with kill -9 is a zombie until its parent reaps it: gone all the same
-        return str(int(proc.create_time())) != started or proc.status() == psutil.STATUS_ZOMBIE
+        return str(cgroups.started(proc.pid)) != started or proc.status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
 
