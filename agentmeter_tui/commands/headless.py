@@ -4,6 +4,7 @@ terminal and as plain lines into a pipe or a file."""
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from rich.live import Live
 from rich.text import Text
 
 from ..core.inert import inert
+from ..core.paths import runner_log_path
 from ..core.run.control import ControlClient, ControlError
 
 EXIT_NOT_STARTED = 6  # the runner's own exit code when a run cannot start (core/run/runner.py)
@@ -98,69 +100,105 @@ def follow_headless(db: Path) -> int:
         return 130
 
 
-def _follow(db: Path) -> int:
-    printer = Printer()
-    totals = {"tokens": 0, "usd": 0.0}
-    status, error = "lost", None
-    try:
-        client = ControlClient(db)
-    except ControlError:
-        # The runner already finished (a suite with nothing left to run ends at once).
-        if last_run_status(db) in ("finished", "stopped"):
-            printer.line("the run has finished; nothing left to follow")
-            return 0
-        raise
-    with client:
+RECONNECTS = 20  # a connection dropped under a live runner is followed again, this many times at most
+DONE = ("finished", "stopped")
+
+
+class Follower:
+    """What one ``run --headless`` has printed, kept across connections: a connection that
+    drops while the runner goes on (a client dropped as slow on a loaded machine, say) is
+    followed again, and no trial is printed twice."""
+
+    def __init__(self, printer: Printer) -> None:
+        self.printer = printer
+        self.totals = {"tokens": 0, "usd": 0.0}
+        self.printed: set[int | None] = set()
+        self.preparing: str | None = None
+        self.progress: dict = {}
+        self.attached = False  # a snapshot came at least once
+
+    def prepared(self, text: str | None) -> None:  # image builds and the like: a line each, as they go
+        if text and text != self.preparing:
+            self.preparing = text
+            self.printer.line(Text(f"preparing: {inert(text)}", style="dim"))
+
+    def finished(self, meter: dict) -> None:
+        if meter.get("id") in self.printed:
+            return
+        self.printed.add(meter.get("id"))
+        self.totals["tokens"] += sum((meter.get("tokens") or {}).values())
+        self.totals["usd"] += meter.get("cost_usd") or 0.0
+        self.printer.line(trial_line(meter))
+
+    def follow(self, client: ControlClient) -> tuple[str, str | None]:
+        """Follow one connection: ("finished" or the run's status, its error), or ("lost", None)
+        when the connection ended before the runner said the run was over."""
         feed = client.subscribe(events=False)
         snapshot = next(feed, None)
-        if snapshot is None:  # the runner ended between the connection and the snapshot
-            if last_run_status(db) in ("finished", "stopped"):
-                printer.line("the run has finished; nothing left to follow")
-                return 0
-            raise ControlError("the runner closed the connection")
+        if snapshot is None:  # the runner ended (or dropped us) between the connection and the snapshot
+            return "lost", None
         if not snapshot.get("ok", True):
             raise ControlError(snapshot.get("error", "the runner refused to be followed"))
-        progress = snapshot.get("progress", {})
-        printed: set[int | None] = set()
-        preparing = [None]
-
-        def prepared(text: str | None) -> None:  # image builds and the like: a line each, as they go
-            if text and text != preparing[0]:
-                preparing[0] = text
-                printer.line(Text(f"preparing: {inert(text)}", style="dim"))
-
-        def finished(meter: dict) -> None:
-            if meter.get("id") in printed:
-                return
-            printed.add(meter.get("id"))
-            totals["tokens"] += sum((meter.get("tokens") or {}).values())
-            totals["usd"] += meter.get("cost_usd") or 0.0
-            printer.line(trial_line(meter))
-
-        prepared(progress.get("preparing"))
+        self.attached = True
+        self.progress = snapshot.get("progress", {})
+        self.prepared(self.progress.get("preparing"))
         for meter in snapshot.get("done", ()):  # finished before this printer attached
-            finished(meter)
-        with printer.following(summary(progress, totals)):
+            self.finished(meter)
+        with self.printer.following(summary(self.progress, self.totals)):
             try:
                 for message in feed:
                     kind = message.get("type")
-                    progress = message.get("progress", progress)
-                    prepared(message.get("text") if kind == "preparing" else progress.get("preparing"))
+                    self.progress = message.get("progress", self.progress)
+                    self.prepared(message.get("text") if kind == "preparing" else self.progress.get("preparing"))
                     for meter in message.get("finished", ()):
-                        finished(meter)
-                    printer.update(summary(progress, totals))
+                        self.finished(meter)
+                    self.printer.update(summary(self.progress, self.totals))
                     if kind == "finished":
-                        status, error = message.get("status", "finished"), message.get("error")
-                        break
+                        return message.get("status", "finished"), message.get("error")
             except (ControlError, ConnectionError):
                 pass
+        return "lost", None
+
+
+def _follow(db: Path) -> int:
+    follower = Follower(Printer())
+    status, error = "lost", None
+    for attempt in range(1 + RECONNECTS):
+        if attempt:
+            time.sleep(min(0.05 * attempt, 1.0))  # a runner that drops us again and again is not hammered
+        try:
+            client = ControlClient(db)
+        except ControlError:
+            if follower.attached or last_run_status(db) in DONE:
+                break  # the runner is gone: what the store says decides below
+            raise
+        with client:
+            status, error = follower.follow(client)
+        if status != "lost" or last_run_status(db) in DONE:
+            break
     if status == "failed":  # as the runner itself exits: 6, the run could not start
         print(f"agentmeter: {error or 'the run could not start; see the runner log'}", file=sys.stderr)
         return EXIT_NOT_STARTED
-    printer.line(summary(progress, totals))
-    if status == "lost" and last_run_status(db) in ("finished", "stopped"):
+    if status == "lost" and last_run_status(db) in DONE:
         status = "finished"
+    if not follower.attached:
+        if status == "finished":  # a suite with nothing left to run ends at once
+            follower.printer.line("the run has finished; nothing left to follow")
+            return 0
+        raise ControlError(f"the runner ended without finishing the run; its log: {runner_log_path(db)}")
+    follower.printer.line(summary(follower.progress, follower.totals))
     if status == "lost":
-        printer.line(Text("lost the connection to the runner", style="red"))
+        follower.printer.line(Text("the runner ended without finishing the run (agentmeter status says what"
+                                   f" the store holds); the last lines of its log, {runner_log_path(db)}:",
+                                   style="red"))
+        for line in log_tail(db):
+            follower.printer.line(Text(f"  {inert(line)}", style="dim"))
         return 1
     return 0
+
+
+def log_tail(db: Path, lines: int = 10) -> list[str]:
+    try:
+        return runner_log_path(db).read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return []

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentmeter_tui.core.harnesses import ADAPTERS
-from agentmeter_tui.core.paths import default_clis_root
+from agentmeter_tui.core.paths import default_clis_root, runner_log_path
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TOKEN_CLASSES, TokenUsage
 from tests.conftest import agentmeter, need
@@ -98,7 +98,9 @@ def run_scenario(tmp_path: Path, cli: str, scenario: str, *, instruction: str = 
         path.write_text(text)
     db = tmp_path / "e2e.db"
     result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=timeout)
-    assert result.returncode == 0, f"run failed ({result.returncode}):\n{result.stderr}\n{result.stdout}"
+    log = runner_log_path(db)
+    assert result.returncode == 0, (f"run failed ({result.returncode}):\n{result.stderr}\n{result.stdout}\n"
+                                    f"runner log:\n{log.read_text(errors='replace') if log.exists() else '(none)'}")
     store = Store(db)
     (row,) = store.trials(f"e2e-{cli}")
     return TrialResult(store, row, result.stdout, result.stderr)

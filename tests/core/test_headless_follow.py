@@ -1,0 +1,95 @@
+"""``agentmeter run --headless`` follows the runner over its socket. A connection that ends
+before the runner says the run is over is not the run's end: while the runner still answers,
+the follower connects again and prints each trial once; when the runner is gone without
+finishing, it says so with its log's last lines (CI once saw only "lost the connection to the
+runner" and exit 1, with nothing to tell why)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+from agentmeter_tui.commands.headless import follow_headless
+from agentmeter_tui.core.paths import runner_log_path
+from agentmeter_tui.core.run.control import encode, socket_path
+
+
+def meter(trial_id: int, status: str = "passed") -> dict:
+    return {"id": trial_id, "task": "t", "model": "m", "cli": "c", "trial": trial_id, "status": status,
+            "tokens": {"output": 10}, "cost_usd": 0.001}
+
+
+def snapshot(*done: dict) -> dict:
+    return {"ok": True, "type": "snapshot", "progress": {"done": len(done), "total": 2, "running": 2 - len(done)},
+            "done": list(done)}
+
+
+class FakeRunner:
+    """A socket that plays one script per connection: the lines it sends, then it closes."""
+
+    def __init__(self, db, scripts: list[list[dict]]):
+        path = socket_path(db)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen(4)
+        self.scripts = scripts
+        self.thread = threading.Thread(target=self._serve)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        for script in self.scripts:
+            conn, _ = self.server.accept()
+            with conn:
+                conn.recv(4096)  # the subscribe request
+                for message in script:
+                    conn.sendall(encode(message))
+        self.server.close()  # the runner is gone: nothing listens any more
+        self.path.unlink()
+
+    def join(self) -> None:
+        """Wait for the scripts; those no follower came for are played to a throwaway client
+        (a follower that gave up too early must fail the test, not hang it)."""
+        while self.thread.is_alive():
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+                try:
+                    client.connect(str(self.path))
+                    client.sendall(b"\n")
+                    while client.recv(4096):
+                        pass
+                except OSError:
+                    pass
+            self.thread.join(0.05)
+
+
+def test_a_dropped_connection_under_a_live_runner_is_followed_again(tmp_path, capsys):
+    db = tmp_path / "a.db"
+    runner = FakeRunner(db, [
+        [snapshot(meter(1))],  # dropped before the run is over
+        [snapshot(meter(1)), {"type": "tick", "finished": [meter(2)], "progress": {"done": 2, "total": 2}},
+         {"type": "finished", "status": "finished", "progress": {"done": 2, "total": 2}}],
+    ])
+    try:
+        code = follow_headless(db)
+    finally:
+        runner.join()
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.count("#1 ") == 1 and out.count("#2 ") == 1, out
+    assert "2/2 done" in out
+
+
+def test_a_runner_gone_without_finishing_is_named_with_its_log(tmp_path, capsys):
+    db = tmp_path / "a.db"
+    runner_log_path(db).write_text("run 1: 2 trial(s) to go\nTraceback (most recent call last):\nRuntimeError: boom\n")
+    runner = FakeRunner(db, [[snapshot(meter(1))]])
+    try:
+        code = follow_headless(db)
+    finally:
+        runner.join()
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.count("#1 ") == 1
+    assert "ended without finishing the run" in out and str(runner_log_path(db)) in out
+    assert "RuntimeError: boom" in out
