@@ -20,6 +20,7 @@ from typing import Any
 from ...usage import TOKEN_CLASSES
 from ..render import fmt_tokens, fmt_usd
 from . import model
+from .presplit import PreSplit
 
 TEMPLATES = Path(__file__).parent / "templates"
 PARALLEL_FROM = 200  # fewer trials than this: written in this process
@@ -68,7 +69,7 @@ def _start(db: Path, folder: Path, shared: Shared) -> None:
 
     # Read-only, without the damage scan: the parent opened (and checked) this store a moment ago.
     _WORKER.update(store=Store(db, readonly=True), folder=folder, shared=shared,
-                   page=environment().get_template("trial.html"))
+                   page=PreSplit(environment().get_template("trial.html")))
 
 
 def _start_worker(db: Path, folder: Path, shared: Shared) -> None:
@@ -137,11 +138,20 @@ def _write(trial: dict[str, Any], events: list[tuple], usage_rows: dict[int, dic
            shared: Shared) -> None:
     from ...interop.atif import trajectory_json
 
+    text = page.render(**trial_context(trial, events, shared))
+    stem = f"{folder}/trial/{trial['id']}"
+    _put(stem + ".html", text.encode())
+    atif = trajectory_json(events, trial=trial, usage_rows=usage_rows)  # the bytes `agentmeter export atif` writes
+    _put(stem + ".atif.json", shared.names.text(atif.decode()).encode() if shared.names.blind else atif)
+
+
+def trial_context(trial: dict[str, Any], events: list[tuple], shared: Shared) -> dict[str, Any]:
+    """What trial.html is rendered with for one trial."""
     names = shared.names
     scores = shared.scores.get(trial["id"], [])
     usage = [int(trial.get(c) or 0) for c in TOKEN_CLASSES]
     actual = trial.get("cost_actual_usd")
-    text = page.render(
+    return dict(
         **shared.common, root="../", title=f"Trial {trial['id']}", t=trial_line(trial, scores, names),
         config=f"{names(trial['model'])} / {names(trial['cli'])}",
         config_index=shared.config_index.get((trial["model"], trial["cli"]), 0),
@@ -154,10 +164,6 @@ def _write(trial: dict[str, Any], events: list[tuple], usage_rows: dict[int, dic
                for n in shared.notes.get(trial["id"], [])],
         verifier=names.text(trial.get("verifier_output")), event_count=len(events),
         transcript=model.transcript_html(events, names))
-    stem = f"{folder}/trial/{trial['id']}"
-    _put(stem + ".html", text.encode())
-    atif = trajectory_json(events, trial=trial, usage_rows=usage_rows)  # the bytes `agentmeter export atif` writes
-    _put(stem + ".atif.json", names.text(atif.decode()).encode() if names.blind else atif)
 
 
 def _put(path: str, data: bytes) -> None:
