@@ -67,7 +67,7 @@ _WORKER: dict[str, Any] = {}
 def _start(db: Path, folder: Path, shared: Shared) -> None:
     from ...store import Store
 
-    # Read-only, without the damage scan: the parent opened (and checked) this store a moment ago.
+    # Read-only, without the damage scan: the parent has this store open (a site only reads it).
     _WORKER.update(store=Store(db, readonly=True), folder=folder, shared=shared,
                    page=PreSplit(environment().get_template("trial.html")))
 
