@@ -87,7 +87,8 @@ def report_command(args: argparse.Namespace) -> int:
         try:
             report = report_from_store(store, args.suite, selection=args.select, rubric=args.rubric,
                                        subset=subset, subset_source=args.validate,
-                                       agreement=args.agreement, resamples=args.intervals, seed=args.seed)
+                                       agreement=args.agreement, resamples=args.intervals, seed=args.seed,
+                                       defer_intervals=folder)
             if folder:  # a folder shows the gate's verdict, passed or failed
                 # From the same store: it only reads it, and a writer's open scans every page
                 # (1.5 s of a paper grid's 10 s site).

@@ -17,6 +17,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from ...interop.atif import trajectory_json
 from ...usage import TOKEN_CLASSES
 from ..render import fmt_tokens, fmt_usd
 from . import model
@@ -119,6 +120,7 @@ def _write_trials(db: Path, folder: Path, trials: Sequence[dict[str, Any]], shar
         finally:
             _WORKER.pop("store").close()
         return
+    _warm(trials)
     chunks = [trials[n:n + CHUNK] for n in range(0, len(trials), CHUNK)]
     with ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=_start_worker,
                              initargs=(db, folder, shared)) as pool:
@@ -126,6 +128,15 @@ def _write_trials(db: Path, folder: Path, trials: Sequence[dict[str, Any]], shar
         meanwhile()
         for _ in done:
             pass
+
+
+def _warm(trials: Sequence[dict[str, Any]]) -> None:
+    """Import the trials' CLI parsers (ATIF re-runs them) once, before the fork, not in each worker."""
+    from ...harnesses import ADAPTERS, get_adapter
+
+    for cli in {t["cli"] for t in trials}:
+        if cli in ADAPTERS:
+            get_adapter(cli).new_parser()
 
 
 def _methods() -> list[str]:
@@ -136,8 +147,6 @@ def _methods() -> list[str]:
 
 def _write(trial: dict[str, Any], events: list[tuple], usage_rows: dict[int, dict], folder: Path, page: Any,
            shared: Shared) -> None:
-    from ...interop.atif import trajectory_json
-
     text = page.render(**trial_context(trial, events, shared))
     stem = f"{folder}/trial/{trial['id']}"
     _put(stem + ".html", text.encode())
