@@ -214,11 +214,11 @@ def steps_of(rows: list[Row], usage_rows: Mapping[int, Mapping | Sequence] | Non
                     found_model = meta["model"]
         model = model or found_model
         if slot == 4:
-            if arguments is None:
-                arguments = {"input": text}
             call = {"tool_call_id": call_id or f"call_{int(seq)}", "function_name": tool_name or "tool",
-                    "arguments": arguments}
-            if tool_text(arguments) != text:
+                    "arguments": {"input": text} if arguments is None else arguments}
+            # Without arguments the text is kept twice: tool_text({"input": text}) is that object's
+            # JSON, longer than the text, so never equal to it.
+            if arguments is None or tool_text(arguments) != text:
                 call["extra"] = {"agentmeter_text": text}
             calls.append(call)
         elif slot == 5:
