@@ -99,8 +99,7 @@ def build_report(runs: Sequence[Run], *, suite: str, task_tiers: Mapping[str, st
         for row in rows:
             row.rubric_winrate = winrates.get(row.config)
     if resamples > 0:
-        table = task_table(ordered, attempts, selected, tiers, budgets, alpha)
-        report.pending = partial(bootstrap, ordered, table, resamples, seed)
+        report.pending = partial(_intervals, ordered, attempts, selected, tiers, budgets, alpha, resamples, seed)
         if not defer_intervals:
             report.settle()
     if subset is not None:
@@ -110,6 +109,12 @@ def build_report(runs: Sequence[Run], *, suite: str, task_tiers: Mapping[str, st
         report.validation = rank_validation({r.config: r.ams for r in rows}, sub_ams)
         report.validation_source = f"{subset_source or 'subset'} ({len(part)} of {len(tiers)} tasks)"
     return report
+
+
+def _intervals(ordered: list[Config], attempts: Any, selected: Any, tiers: dict[str, str | None],
+               budgets: dict[str, TierBudget], alpha: float, resamples: int, seed: int) -> Any:
+    """The bootstrap: numpy and scipy load with it (deferred, in a site's parent after its workers start)."""
+    return bootstrap(ordered, task_table(ordered, attempts, selected, tiers, budgets, alpha), resamples, seed)
 
 
 def _notes(rows: list, sizes: dict[str, int]) -> list[str]:
