@@ -121,13 +121,23 @@ def _write_trials(db: Path, folder: Path, trials: Sequence[dict[str, Any]], shar
             _WORKER.pop("store").close()
         return
     _warm(trials)
-    chunks = [trials[n:n + CHUNK] for n in range(0, len(trials), CHUNK)]
+    chunks = _chunks(trials, workers)
     with ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=_start_worker,
                              initargs=(db, folder, shared)) as pool:
         done = pool.map(_chunk, chunks)  # every chunk is queued (and the workers forked) here
         meanwhile()
         for _ in done:
             pass
+
+
+def _chunks(trials: Sequence[dict[str, Any]], workers: int) -> list[Sequence[dict[str, Any]]]:
+    """Chunks of CHUNK trials, the last few of a quarter of that: a worker that takes the last big
+    chunk as the others run out of work would leave their cores idle for most of a chunk's time."""
+    small = max(1, CHUNK // 4)
+    head = max(0, len(trials) - 2 * workers * CHUNK)
+    head -= head % CHUNK
+    return [*(trials[n:n + CHUNK] for n in range(0, head, CHUNK)),
+            *(trials[n:n + small] for n in range(head, len(trials), small))]
 
 
 def _warm(trials: Sequence[dict[str, Any]]) -> None:
