@@ -110,3 +110,13 @@ def test_no_resamples_no_intervals_and_the_report_is_unchanged():
     assert plain.intervals is None
     assert "intervals" not in orjson.loads(render_json(plain))
     assert "## Intervals" not in render_markdown(plain)
+
+
+def test_deferred_intervals_are_the_same_once_settled():
+    """A site defers the bootstrap to overlap it with its workers: settled, the report is the same."""
+    runs = _runs()
+    now = build_report(runs, suite="s", task_tiers=TASKS, resamples=RESAMPLES, seed=SEED)
+    later = build_report(runs, suite="s", task_tiers=TASKS, resamples=RESAMPLES, seed=SEED, defer_intervals=True)
+    assert later.intervals is None and later.pending is not None
+    assert render_json(later.settle()) == render_json(now) and later.pending is None
+    assert later.settle().intervals is not None  # settling twice computes nothing more

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -56,14 +57,16 @@ def build_report(runs: Sequence[Run], *, suite: str, task_tiers: Mapping[str, st
                  configs: Sequence[Config] | None = None, scoring: Any | None = None, own: str | None = None,
                  selection: Selection = "latest", seed_prompt_hash: str | None = None,
                  scores: Mapping[int, float] | None = None, subset: Sequence[str] | None = None,
-                 subset_source: str | None = None, resamples: int = 0, seed: int = DEFAULT_SEED) -> Report:
+                 subset_source: str | None = None, resamples: int = 0, seed: int = DEFAULT_SEED,
+                 defer_intervals: bool = False) -> Report:
     """The whole report.
 
     ``task_tiers``: the suite's tasks in order -> tier (default: the tasks seen in ``runs``,
     untiered). ``scoring``: a ``suites.Scoring`` (alpha, grids, tau, tiers) or None for the
     defaults. ``scores``: trial id -> latest rubric score, to add the rubric table (runs need
     ids; a float where reviewers' median falls between two points). ``subset``: task ids for rank validation against the full set.
-    ``resamples``: with a positive count, bootstrap intervals over tasks (seeded by ``seed``).
+    ``resamples``: with a positive count, bootstrap intervals over tasks (seeded by ``seed``);
+    ``defer_intervals``: computed by :meth:`Report.settle`, not here.
     """
     tiers: dict[str, str | None] = dict(task_tiers) if task_tiers is not None else {}
     for run in runs:
@@ -96,8 +99,9 @@ def build_report(runs: Sequence[Run], *, suite: str, task_tiers: Mapping[str, st
         for row in rows:
             row.rubric_winrate = winrates.get(row.config)
     if resamples > 0:
-        table = task_table(ordered, attempts, selected, tiers, budgets, alpha)
-        report.intervals = bootstrap(ordered, table, resamples, seed)
+        report.pending = partial(_intervals, ordered, attempts, selected, tiers, budgets, alpha, resamples, seed)
+        if not defer_intervals:
+            report.settle()
     if subset is not None:
         _check_subset(subset, tiers, subset_source)
         part = {t: tiers[t] for t in dict.fromkeys(subset)}
@@ -105,6 +109,12 @@ def build_report(runs: Sequence[Run], *, suite: str, task_tiers: Mapping[str, st
         report.validation = rank_validation({r.config: r.ams for r in rows}, sub_ams)
         report.validation_source = f"{subset_source or 'subset'} ({len(part)} of {len(tiers)} tasks)"
     return report
+
+
+def _intervals(ordered: list[Config], attempts: Any, selected: Any, tiers: dict[str, str | None],
+               budgets: dict[str, TierBudget], alpha: float, resamples: int, seed: int) -> Any:
+    """The bootstrap: numpy and scipy load with it (deferred, in a site's parent after its workers start)."""
+    return bootstrap(ordered, task_table(ordered, attempts, selected, tiers, budgets, alpha), resamples, seed)
 
 
 def _notes(rows: list, sizes: dict[str, int]) -> list[str]:
@@ -205,7 +215,7 @@ def suite_settings(row: Mapping[str, Any]) -> tuple[Any | None, str | None, Path
 def report_from_store(store: Any, suite_id: str | None = None, *, selection: Selection = "latest",
                       rubric: bool = False, subset: Sequence[str] | None = None, subset_source: str | None = None,
                       scoring: Any | None = None, agreement: bool = False, resamples: int = 0,
-                      seed: int = DEFAULT_SEED) -> Report:
+                      seed: int = DEFAULT_SEED, defer_intervals: bool = False) -> Report:
     """A report on a suite of a store (the latest suite when ``suite_id`` is None)."""
     row = store.suite_row(suite_id)
     if row is None:
@@ -230,7 +240,8 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
         scores = agreed_scores(store, suite_id)
     report = build_report(runs, suite=suite_id, task_tiers=tiers, configs=configs, scoring=scoring, own=own,
                           selection=selection, seed_prompt_hash=row.get("seed_hash"), scores=scores,
-                          subset=subset, subset_source=subset_source, resamples=resamples, seed=seed)
+                          subset=subset, subset_source=subset_source, resamples=resamples, seed=seed,
+                          defer_intervals=defer_intervals)
     report.notes[:0] = notes
     report.notes += cost_notes(store.cost_checks(suite_id))
     sources = store.source_counts(suite_id, STATUSES)

@@ -12,6 +12,7 @@ per configuration, ``detail`` (--detail: the terms of Eq. 7 per tier).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +80,15 @@ class Report:
     funnel: list[dict[str, Any]] | None = None  # the differential funnel per configuration, where tasks have one
     intervals: Intervals | None = None  # bootstrap intervals over tasks, when asked for
     tool_version: str = __version__  # which agentmeter-tui computed it: part of the methodology
+    # The bootstrap, when its computation was deferred (see :meth:`settle`).
+    pending: Callable[[], Intervals] | None = field(default=None, repr=False, compare=False)
+
+    def settle(self) -> Report:
+        """Compute the intervals if they were deferred: a site's parent does it (scipy's import is
+        most of a second) while its workers already write the trial pages, which show none."""
+        if self.pending is not None:
+            self.intervals, self.pending = self.pending(), None
+        return self
 
     @property
     def n_tasks(self) -> int:

@@ -100,6 +100,7 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) ->
 
     def own_pages() -> None:
         """The index and the configuration pages, written while the workers write the trials'."""
+        report.settle()  # the intervals, if deferred: only the index shows them
         scatter = scatter_data(report)
         agreement = None
         if report.agreement is not None:

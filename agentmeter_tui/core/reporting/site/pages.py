@@ -17,9 +17,11 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from ...interop.atif import trajectory_json
 from ...usage import TOKEN_CLASSES
 from ..render import fmt_tokens, fmt_usd
 from . import model
+from .presplit import PreSplit
 
 TEMPLATES = Path(__file__).parent / "templates"
 PARALLEL_FROM = 200  # fewer trials than this: written in this process
@@ -66,9 +68,9 @@ _WORKER: dict[str, Any] = {}
 def _start(db: Path, folder: Path, shared: Shared) -> None:
     from ...store import Store
 
-    # Read-only, without the damage scan: the parent opened (and checked) this store a moment ago.
+    # Read-only, without the damage scan: the parent has this store open (a site only reads it).
     _WORKER.update(store=Store(db, readonly=True), folder=folder, shared=shared,
-                   page=environment().get_template("trial.html"))
+                   page=PreSplit(environment().get_template("trial.html")))
 
 
 def _start_worker(db: Path, folder: Path, shared: Shared) -> None:
@@ -118,13 +120,33 @@ def _write_trials(db: Path, folder: Path, trials: Sequence[dict[str, Any]], shar
         finally:
             _WORKER.pop("store").close()
         return
-    chunks = [trials[n:n + CHUNK] for n in range(0, len(trials), CHUNK)]
+    _warm(trials)
+    chunks = _chunks(trials, workers)
     with ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=_start_worker,
                              initargs=(db, folder, shared)) as pool:
         done = pool.map(_chunk, chunks)  # every chunk is queued (and the workers forked) here
         meanwhile()
         for _ in done:
             pass
+
+
+def _chunks(trials: Sequence[dict[str, Any]], workers: int) -> list[Sequence[dict[str, Any]]]:
+    """Chunks of CHUNK trials, the last few of a quarter of that: a worker that takes the last big
+    chunk as the others run out of work would leave their cores idle for most of a chunk's time."""
+    small = max(1, CHUNK // 4)
+    head = max(0, len(trials) - 2 * workers * CHUNK)
+    head -= head % CHUNK
+    return [*(trials[n:n + CHUNK] for n in range(0, head, CHUNK)),
+            *(trials[n:n + small] for n in range(head, len(trials), small))]
+
+
+def _warm(trials: Sequence[dict[str, Any]]) -> None:
+    """Import the trials' CLI parsers (ATIF re-runs them) once, before the fork, not in each worker."""
+    from ...harnesses import ADAPTERS, get_adapter
+
+    for cli in {t["cli"] for t in trials}:
+        if cli in ADAPTERS:
+            get_adapter(cli).new_parser()
 
 
 def _methods() -> list[str]:
@@ -135,13 +157,20 @@ def _methods() -> list[str]:
 
 def _write(trial: dict[str, Any], events: list[tuple], usage_rows: dict[int, dict], folder: Path, page: Any,
            shared: Shared) -> None:
-    from ...interop.atif import trajectory_json
+    text = page.render(**trial_context(trial, events, shared))
+    stem = f"{folder}/trial/{trial['id']}"
+    _put(stem + ".html", text.encode())
+    atif = trajectory_json(events, trial=trial, usage_rows=usage_rows)  # the bytes `agentmeter export atif` writes
+    _put(stem + ".atif.json", shared.names.text(atif.decode()).encode() if shared.names.blind else atif)
 
+
+def trial_context(trial: dict[str, Any], events: list[tuple], shared: Shared) -> dict[str, Any]:
+    """What trial.html is rendered with for one trial."""
     names = shared.names
     scores = shared.scores.get(trial["id"], [])
     usage = [int(trial.get(c) or 0) for c in TOKEN_CLASSES]
     actual = trial.get("cost_actual_usd")
-    text = page.render(
+    return dict(
         **shared.common, root="../", title=f"Trial {trial['id']}", t=trial_line(trial, scores, names),
         config=f"{names(trial['model'])} / {names(trial['cli'])}",
         config_index=shared.config_index.get((trial["model"], trial["cli"]), 0),
@@ -154,10 +183,6 @@ def _write(trial: dict[str, Any], events: list[tuple], usage_rows: dict[int, dic
                for n in shared.notes.get(trial["id"], [])],
         verifier=names.text(trial.get("verifier_output")), event_count=len(events),
         transcript=model.transcript_html(events, names))
-    stem = f"{folder}/trial/{trial['id']}"
-    _put(stem + ".html", text.encode())
-    atif = trajectory_json(events, trial=trial, usage_rows=usage_rows)  # the bytes `agentmeter export atif` writes
-    _put(stem + ".atif.json", names.text(atif.decode()).encode() if names.blind else atif)
 
 
 def _put(path: str, data: bytes) -> None:
