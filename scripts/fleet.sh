@@ -209,6 +209,18 @@ status() {
   dk 1 node ls
 }
 
+# One up or down at a time per FLEET_DIR: two at once each started engines the other's state
+# file did not name, and left them behind. The lock is beside the folder (which down removes),
+# and flock itself holds it (-o): an engine started here must not inherit it, or the lock would
+# live as long as the fleet.
+case ${1:-} in
+  up | down)
+    if [ -z "${FLEET_LOCKED:-}" ]; then
+      mkdir -p "$(dirname "$DIR")"
+      FLEET_LOCKED=1 exec flock -o "$DIR.lock" sh "$0" "$@"
+    fi ;;
+esac
+
 case ${1:-} in
   up) up "${2:-3}" ;;
   down) down ;;
