@@ -23,6 +23,11 @@ def count_problem(name: str, value: object) -> str | None:
     return None
 
 
+# The text of a usage event, the five classes in TokenUsage's order (adapters write it, ATIF
+# export compares with it to know whether a step must keep its own text).
+USAGE_TEXT = "in {} cached {} write {} out {} reasoning {}"
+
+
 @dataclass(frozen=True, slots=True)
 class TokenUsage:
     """Disjoint token counts: their sum is the trial's raw tokens.
@@ -77,6 +82,10 @@ class TokenUsage:
 
     def as_tuple(self) -> tuple[int, int, int, int, int]:
         return (self.uncached_input, self.cached_input, self.cache_write, self.output, self.reasoning)
+
+    def text(self) -> str:
+        """This figure as a usage event's text (:data:`USAGE_TEXT`)."""
+        return USAGE_TEXT.format(*self.as_tuple())
 
     @classmethod
     def from_dict(cls, data: dict | None) -> TokenUsage:

@@ -110,7 +110,7 @@ class StreamParser(ABC):
     def add_usage(self, delta: TokenUsage, model: str | None = None, turns: int = 1) -> ParsedEvent:
         self.usage = self.usage + delta
         self.turns += turns
-        return ParsedEvent(EventKind.USAGE, _usage_text(delta), usage=delta, turns=turns, model=model)
+        return ParsedEvent(EventKind.USAGE, delta.text(), usage=delta, turns=turns, model=model)
 
     def count_message(self, message_id: str, usage: TokenUsage, model: str | None = None) -> ParsedEvent | None:
         """One model call's usage, printed on several lines under one message id: counted once
@@ -144,7 +144,7 @@ class StreamParser(ABC):
         self._total_set = True
         self.usage = total
         self.turns += new_turns
-        return ParsedEvent(EventKind.USAGE, _usage_text(delta), usage=delta, turns=new_turns, model=model)
+        return ParsedEvent(EventKind.USAGE, delta.text(), usage=delta, turns=new_turns, model=model)
 
     def absorb(self, recovery: Recovery) -> ParsedEvent | None:
         """Usage read from the CLI's session files (during the run or after it), taken as the
@@ -172,15 +172,10 @@ class StreamParser(ABC):
         if (self.usage, self.turns) == (usage, turns):
             return None
         delta = self.usage - usage
-        return ParsedEvent(EventKind.USAGE, _usage_text(delta), usage=delta, turns=self.turns - turns)
+        return ParsedEvent(EventKind.USAGE, delta.text(), usage=delta, turns=self.turns - turns)
 
     def raw(self, line: bytes) -> ParsedEvent:
         return ParsedEvent(EventKind.RAW, line.decode("utf-8", "replace")[:2000])
-
-
-def _usage_text(u: TokenUsage) -> str:
-    return (f"in {u.uncached_input} cached {u.cached_input} write {u.cache_write} "
-            f"out {u.output} reasoning {u.reasoning}")
 
 
 @dataclass

@@ -35,8 +35,7 @@ def split_tool_key(tool_key: str, tool_name: str | None = None) -> tuple[str, di
 
 def usage_text(u: TokenUsage) -> str:
     """The text of a usage event (the adapters' format)."""
-    return (f"in {u.uncached_input} cached {u.cached_input} write {u.cache_write} "
-            f"out {u.output} reasoning {u.reasoning}")
+    return u.text()
 
 
 @dataclass(slots=True)

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from ..harnesses.jsonl import tool_text
-from ..usage import TokenUsage
+from ..usage import USAGE_TEXT, TokenUsage
 from ..vocab import EventKind
 from .atif_read import split_tool_key
 
@@ -240,7 +240,7 @@ def steps_of(rows: list[Row], usage_rows: Mapping[int, Mapping | Sequence] | Non
             if not sum(figures):  # type: ignore[arg-type]
                 figures = (0, 0, 0, 0, 0)  # as a TokenUsage of no raw tokens reads (``usage or TokenUsage()``)
             metrics = metrics_for(figures, cost)  # type: ignore[arg-type]
-            if text != "in {} cached {} write {} out {} reasoning {}".format(*figures):  # atif_read.usage_text
+            if text != USAGE_TEXT.format(*figures):
                 metrics["extra"]["agentmeter_text"] = text
     if open_slot:
         steps.append(_agent_step(len(steps) + 1, ts0, model, message, reasoning, calls, results, metrics, extra))

@@ -17,8 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import psutil
-
 from ... import cgroups
 from ...extras import MissingExtra, require
 
@@ -35,8 +33,8 @@ POOL = 64
 
 
 def runner_label() -> str:
-    # The start time tells a live runner from a later process that reused its pid.
-    return f"{socket.gethostname()}:{os.getpid()}:{cgroups.started(os.getpid())}"
+    # The start tells a live runner from a later process that reused its pid (its owner key).
+    return f"{socket.gethostname()}:{cgroups.owner_key().replace('-', ':')}"
 
 
 def trial_labels(suite_id: str, trial_id: int | None, token: str) -> dict[str, str]:
@@ -192,12 +190,7 @@ def _orphaned(labels: dict[str, str] | None, include_live: bool) -> bool:
     host, pid, started = (labels.get(RUNNER, "").split(":") + ["", "", ""])[:3]
     if host != socket.gethostname() or not pid.isdigit():
         return False  # another machine's runner: not ours to judge
-    try:
-        proc = psutil.Process(int(pid))
-        # a runner killed with kill -9 is a zombie until its parent reaps it: gone all the same
-        return str(cgroups.started(proc.pid)) != started or proc.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+    return not cgroups.owner_alive(f"{pid}-{started}")  # the same judge as the runner's groups and folders
 
 
 def clean_leftovers(url: str | None = None, *, dry_run: bool = False, include_live: bool = False,
