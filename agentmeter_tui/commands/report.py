@@ -88,7 +88,7 @@ def report_command(args: argparse.Namespace) -> int:
             report = report_from_store(store, args.suite, selection=args.select, rubric=args.rubric,
                                        subset=subset, subset_source=args.validate,
                                        agreement=args.agreement, resamples=args.intervals, seed=args.seed,
-                                       defer_intervals=folder)
+                                       defer_intervals=folder and fmt.defers_intervals)
             if folder:  # a folder shows the gate's verdict, passed or failed
                 # From the same store: it only reads it, and a writer's open scans every page
                 # (1.5 s of a paper grid's 10 s site).

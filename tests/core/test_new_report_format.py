@@ -68,3 +68,35 @@ def test_an_unregistered_format_is_refused_with_the_known_ones(grid_db, capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'plain'" in err and "'md'" in err and "'csv'" in err and "'json'" in err
+
+
+FOLDER_MODULE = '''
+"""A made-up folder format: each configuration's Pass interval, one file."""
+import json
+from agentmeter_tui.core.reporting.formats import FolderFormat
+
+
+class IntervalsFolder(FolderFormat):
+    name = "intervals-folder"
+
+    def write(self, store, report, out, *, blind=False):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "intervals.json").write_text(json.dumps(report.intervals is not None))
+        return "wrote intervals.json"
+'''
+
+
+def test_a_new_folder_format_gets_the_intervals_computed(tmp_path, grid_db, monkeypatch):
+    """The site takes the bootstrap deferred and settles it itself; a folder format that does not
+    say so gets the report with its intervals, as before."""
+    (tmp_path / "intervals_folder_format.py").write_text(textwrap.dedent(FOLDER_MODULE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    FORMATS.register("intervals-folder", "intervals_folder_format:IntervalsFolder")
+    try:
+        out = tmp_path / "out"
+        assert main(["report", "--db", str(grid_db), "--format", "intervals-folder", "--out", str(out)]) == 0
+        assert orjson.loads((out / "intervals.json").read_text()) is True
+    finally:
+        FORMATS._entries.pop("intervals-folder", None)
+        FORMATS._loaded.pop("intervals-folder", None)
+        sys.modules.pop("intervals_folder_format", None)

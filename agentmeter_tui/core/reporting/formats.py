@@ -37,6 +37,9 @@ class FolderFormat(ABC):
     name: ClassVar[str]
     #: a failed honesty gate is shown in the folder (its verdict), not a reason to write nothing
     shows_gate = True
+    #: the report comes with its bootstrap deferred and the format calls ``report.settle()`` (the
+    #: site does, once its workers have started); otherwise the intervals are computed before
+    defers_intervals = False
 
     @abstractmethod
     def write(self, store: Any, report: Report, out: Path, *, blind: bool = False) -> str:

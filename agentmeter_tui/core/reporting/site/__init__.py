@@ -153,6 +153,7 @@ class SiteFormat(FolderFormat):
     """``--format html``: the static site."""
 
     name = "html"
+    defers_intervals = True  # build_site settles them in the parent while the workers write trials
 
     def write(self, store: Any, report: Report, out: Path, *, blind: bool = False) -> str:
         summary = build_site(store, report, out, blind=blind)
