@@ -169,9 +169,9 @@ def _follow(db: Path) -> int:
         try:
             client = ControlClient(db)
         except ControlError:
-            if follower.attached or last_run_status(db) in DONE:
-                break  # the runner is gone: what the store says decides below
-            raise
+            if attempt == 0 and last_run_status(db) not in DONE:
+                raise  # no runner to follow (it says which store)
+            break  # the runner is gone: what the store says decides below
         with client:
             status, error = follower.follow(client)
         if status != "lost" or last_run_status(db) in DONE:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import socket
 import threading
 
+import pytest
+
 from agentmeter_tui.commands.headless import follow_headless
 from agentmeter_tui.core.paths import runner_log_path
-from agentmeter_tui.core.run.control import encode, socket_path
+from agentmeter_tui.core.run.control import ControlError, encode, socket_path
 
 
 def meter(trial_id: int, status: str = "passed") -> dict:
@@ -93,3 +95,16 @@ def test_a_runner_gone_without_finishing_is_named_with_its_log(tmp_path, capsys)
     assert out.count("#1 ") == 1
     assert "ended without finishing the run" in out and str(runner_log_path(db)) in out
     assert "RuntimeError: boom" in out
+
+
+def test_a_runner_gone_before_its_first_snapshot_is_named_with_its_log(tmp_path):
+    """Connected, then dropped before any snapshot, and nothing listens any more: the runner
+    ended without finishing (its log says why), not 'no runner is listening'."""
+    db = tmp_path / "a.db"
+    runner = FakeRunner(db, [[]])
+    try:
+        with pytest.raises(ControlError, match="ended without finishing the run") as info:
+            follow_headless(db)
+    finally:
+        runner.join()
+    assert str(runner_log_path(db)) in str(info.value)
