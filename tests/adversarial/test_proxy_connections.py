@@ -62,3 +62,55 @@ async def test_a_routes_open_connections_are_capped(upstream, proxy, tmp_path, m
     await eventually(admitted, "a freed connection's place to be taken again")
     for _, writer in held[1:]:
         writer.close()
+
+
+async def test_a_cli_that_hangs_up_after_the_last_event_had_a_completed_call(proxy):
+    """A CLI reads its answer to ``data: [DONE]`` and closes at once, before the provider's
+    stream has ended (the chunked framing's last zero-size chunk). The call was whole: the
+    record says completed and carries the recorded usage, not "client disconnected" (CI's
+    test_proxy_meters_the_trial_and_keeps_the_agents_figures, once). The provider here holds
+    its stream's end until the proxy has seen the CLI go, which makes the race certain.
+    Answer: OpenAI's recorded stream (tests/fixtures/providers, SOURCES.toml's expect)."""
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    from agentmeter_tui.core.usage import TokenUsage
+    from tests.core.test_proxy_providers import FIXTURES, RECORDINGS
+    from tests.core.test_proxy_providers import Sink as ProviderSink
+
+    recording = RECORDINGS["openai-chat-stream"]
+    answer = (FIXTURES / recording.file).read_bytes()
+    release = asyncio.Event()
+
+    async def provider(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": recording.content_type})
+        await response.prepare(request)
+        await response.write(answer)
+        await release.wait()  # the stream's end, after the CLI has gone
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post(recording.path, provider)
+    upstream = TestServer(app)
+    await upstream.start_server()
+    try:
+        sink = ProviderSink()
+        route = proxy.route(str(upstream.make_url("")), "sk-real", sink)
+        body = b'{"model": "gpt-4o-mini", "stream": true, "messages": []}'
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(f"POST {recording.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {route.key}\r\n"
+                     f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        received = await asyncio.wait_for(reader.readuntil(b"data: [DONE]\n\n"), FAILSAFE)
+        assert received.startswith(b"HTTP/1.1 200")
+        writer.close()  # the CLI has its answer and goes
+        await writer.wait_closed()
+        await eventually(lambda: all(c.transport is None or c.transport.is_closing() for c in route.connections),
+                         "the proxy to see the CLI's connection go")
+        release.set()
+        await proxy.release(route)
+        (call,) = sink.calls
+        assert call.outcome == "completed"
+        assert call.usage == sink.metered == TokenUsage(**recording.expect)
+    finally:
+        await upstream.close()

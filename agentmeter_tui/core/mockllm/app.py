@@ -63,6 +63,7 @@ class _Call:
         if self.session is not None:
             self.session.requests_seen += 1
         self.status, self.answer, self.outcome, self.first_byte = 0, None, "completed", None
+        self.delivered = False  # every byte of the answer handed to the client
 
     def done(self) -> None:
         entry = finish_entry(self.entry, self.status, self.answer, self.outcome, self.first_byte)
@@ -112,6 +113,9 @@ async def model_call(request: web.Request, protocol: ScriptedProtocol) -> web.St
                         await asyncio.sleep(reply.stall_ms / 1000)
                     if reply.reset:
                         return _reset(request, response, call)
+            # Every frame is the client's: one that hangs up on the last event, before the
+            # chunked stream's end, had its answer whole (as the proxy counts it).
+            served.completed = call.delivered = True
             await response.write_eof()
         else:
             if reply.stall_ms:  # nothing to hold mid-body: a stall just delays the whole answer
@@ -122,7 +126,8 @@ async def model_call(request: web.Request, protocol: ScriptedProtocol) -> web.St
         served.completed = True
         return response
     except (asyncio.CancelledError, ConnectionResetError):
-        call.outcome = "client disconnected"
+        if not call.delivered:
+            call.outcome = "client disconnected"
         raise
     finally:
         call.done()

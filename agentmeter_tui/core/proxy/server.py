@@ -236,15 +236,21 @@ class MeteringProxy:
                     self._meter(route, call, scanner)
                 if failed is not None:
                     call.error = read_error(upstream.status, upstream.headers, bytes(failed))
-                await response.write_eof()
+                # Every byte of the answer is the CLI's now. A CLI that read its answer to the end
+                # ([DONE], the last event) may hang up before the stream's framing ends: that call
+                # is complete, not cut (CI saw it as "client disconnected", 1 run in hundreds).
                 call.outcome = "completed"
+                await response.write_eof()
                 return response
         except asyncio.CancelledError:
-            call.outcome = "client disconnected"
+            if call.outcome != "completed":
+                call.outcome = "client disconnected"
             raise
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             # Messages name the exception and path only: a URL's query may hold a key.
             transport = request.transport
+            if response is not None and call.outcome == "completed":  # gone after the whole answer
+                return response
             if response is not None:
                 # Mid-stream the CLI went away, or the provider did: either way the answer is cut,
                 # and the CLI must see it cut, not a stream that ends as if complete.
