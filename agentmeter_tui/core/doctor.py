@@ -25,6 +25,7 @@ from .harnesses import ADAPTERS, HarnessAdapter, LaunchContext, get_adapter
 from .sandboxes.base import KillPolicy, LaunchSpec
 from .sandboxes.hostcheck import HostCheck
 from .sandboxes.local import LocalSession
+from .sandboxes.rootpool import FOLDERS
 from .usage import TokenUsage
 from .wire import fold
 
@@ -104,7 +105,7 @@ async def check_cli(plan: CliPlan, clis_root: Path, server_url: str, *, timeout:
         return check
     check.installed = True
     root = Path(tempfile.mkdtemp(prefix=f"doctor-{adapter.name}-", dir=work_root))
-    for name in ("workspace", "home", "tmp", "scratch"):
+    for name in FOLDERS:
         (root / name).mkdir()
     token = secrets.token_hex(8)
     session = LocalSession(root, token, cgroups.new_group(token))
