@@ -84,9 +84,6 @@ class RunContext:
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.wrap_future(self.writer.call(fn, *args))
 
-    def call_nowait(self, fn: Callable[..., Any], *args: Any) -> None:
-        self.writer.call(fn, *args)
-
     def log(self, text: str) -> None:
         self._log(text)
 

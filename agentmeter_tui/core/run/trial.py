@@ -341,7 +341,7 @@ class TrialRun(BudgetChecks):
 
     def _set_status(self, status: TrialStatus, **fields: Any) -> None:
         self.status = status
-        self.ctx.call_nowait(Store.update_trial, self.id, {"status": status.value, **fields})
+        self.ctx.writer.update_trial(self.id, {"status": status.value, **fields})
         self.ctx.sink.trial_changed(self)
 
     async def _finish(self, status: TrialStatus, reason: str | None, verdict) -> None:

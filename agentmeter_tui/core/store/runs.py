@@ -68,11 +68,8 @@ class RunQueries:
     def update_trial(self, trial_id: int, fields: dict[str, Any]) -> None:
         if not fields:
             return
-        names = list(fields)
         with immediate(self.db):
-            changed = self.db.conn.execute(
-                f"update trials set {', '.join(f'{_quoted(name)} = ?' for name in names)} where id = ?",
-                [*(fields[name] for name in names), trial_id]).rowcount
+            changed = self.db.conn.execute(*trial_update(trial_id, fields)).rowcount
         if changed != 1:
             raise LookupError(f"no trial {trial_id} in the store")
 
@@ -144,6 +141,13 @@ class RunQueries:
             sql += " and suite_id = ?"
             params.append(suite_id)
         return list(self.db.query(sql + " group by node order by node", params))
+
+
+def trial_update(trial_id: int, fields: dict[str, Any]) -> tuple[str, list[Any]]:
+    """The statement and parameters that set ``fields`` of trial ``trial_id``."""
+    names = list(fields)
+    return (f"update trials set {', '.join(f'{_quoted(name)} = ?' for name in names)} where id = ?",
+            [*(fields[name] for name in names), trial_id])
 
 
 def _quoted(name: str) -> str:

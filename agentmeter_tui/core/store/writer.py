@@ -39,6 +39,7 @@ from typing import Any
 
 from . import Store
 from .imports import EVENT_SQL
+from .runs import trial_update
 from .tx import immediate
 
 FLUSH_SECONDS = 0.1
@@ -65,6 +66,7 @@ class StoreWriter:
         self.full: str | None = None  # why the disk is full, while it is
         self._events: list[tuple] = []
         self._usage: list[tuple] = []
+        self._updates: list[tuple[int, dict[str, Any]]] = []
         self._lock = threading.Lock()
         self._calls: queue.Queue[tuple[Callable, tuple, Future] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
@@ -103,6 +105,13 @@ class StoreWriter:
         with self._lock:
             self._usage.append(row)
 
+    def update_trial(self, trial_id: int, fields: dict[str, Any]) -> None:
+        """A trial's new state (running, verifying), written with the next batch of events, in
+        their transaction: a transaction and a hop to this thread each cost a trivial trial more
+        than the row (issue 28's overhead). Its final row goes through :meth:`call`, awaited."""
+        with self._lock:
+            self._updates.append((trial_id, fields))
+
     def call(self, fn: Callable[..., Any], *args: Any) -> Future:
         """Run ``fn(store, *args)`` on the writer thread after flushing pending events."""
         future: Future = Future()
@@ -120,6 +129,7 @@ class StoreWriter:
         with self._lock:
             events, self._events = self._events, []
             usage, self._usage = self._usage, []
+            updates, self._updates = self._updates, []
             room = None
             if self.full is None:  # on a full disk the agents stay held: the batch comes back
                 room, self._room = self._room, None
@@ -129,7 +139,7 @@ class StoreWriter:
                 room[0].call_soon_threadsafe(_release, room[1])
             except RuntimeError:  # the run's loop is closed: nobody waits any more
                 pass
-        if not events and not usage:
+        if not events and not usage and not updates:
             return
         conn = self.store.db.conn
         try:
@@ -138,12 +148,15 @@ class StoreWriter:
                     conn.executemany(EVENT_SQL, events)
                 if usage:
                     conn.executemany(USAGE_SQL, usage)
+                for trial_id, fields in updates:
+                    conn.execute(*trial_update(trial_id, fields))
         except BaseException:
             # The transaction rolled back, so nothing of the batch is in the store: keep it,
             # ahead of what arrived meanwhile, for the next flush (a full disk may clear).
             with self._lock:
                 self._events[:0] = events
                 self._usage[:0] = usage
+                self._updates[:0] = updates
             raise
         self.events_written += len(events)
         self._set_full(None)
