@@ -23,11 +23,13 @@ Printed, with the machine's load average (the figures are noisy on a shared mach
 
 Targets (issue 26): build < 10 s, index < 2 MB, a trial page < 300 ms, bootstrap < 2 s.
 
-Deleting a site just before writing one costs seconds of system time on an ext4 without a journal
+Deleting a site before writing one costs seconds of system time on an ext4 without a journal
 (this machine's): its inode allocator reads and skips, one by one, every inode freed in the last
-30 s (``recently_deleted``), and a site frees twenty thousand. So the whole command runs before the
-write floor deletes its files, and pairs of runs should write into new folders, or wait 35 s after
-deleting one.
+60 s, or 300 s while the inode table's block is not yet written back (the kernel's
+``recently_deleted``, RECENTCY_MIN and RECENTCY_DIRTY), and a site frees twenty thousand. A new
+folder does not help (the skip is per block group, not per folder). So the whole command runs
+before the write floor deletes its files, and a figure is only comparable with another taken
+as long after the disk's last large deletion (say how long).
 """
 
 from __future__ import annotations
