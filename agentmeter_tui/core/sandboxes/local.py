@@ -1,6 +1,7 @@
 """The local sandbox: a fresh copy of the workspace seed and a fresh HOME per trial, under a
-temporary root on this machine; the agent runs in its own session with a clean environment,
-and every process of the trial (verifier included) in the trial's cgroup (:mod:`..cgroups`).
+temporary root on this machine (new, or a finished trial's emptied one: :mod:`.rootpool`); the
+agent runs in its own session with a clean environment, and every process of the trial
+(verifier included) in the trial's cgroup (:mod:`..cgroups`).
 
 A trial folder's name carries the runner that made it (``t<id>-r<pid>-<start time>-...``), so
 the next runner removes what one killed with kill -9 left, and leaves a live one's alone.
