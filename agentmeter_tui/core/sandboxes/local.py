@@ -10,7 +10,6 @@ the next runner removes what one killed with kill -9 left, and leaves a live one
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import itertools
 import os
@@ -35,7 +34,7 @@ from .base import (
 )
 from .common import SYSTEM_PATH
 from .hostcheck import HostCheck
-from .rootpool import FOLDERS, RootPool
+from .rootpool import FOLDERS, RootPool, remove_root
 from .spawn import Spawned
 
 if TYPE_CHECKING:
@@ -249,12 +248,6 @@ def _base(base: str) -> str:
     if base not in BASES:
         raise ValueError(f"no folder '{base}' in a trial: one of {', '.join(BASES)}")
     return base
-
-
-def remove_root(root: Path) -> None:
-    """A trial's root gone, whatever the agent left in it (``hostfs.remove_tree``)."""
-    with contextlib.suppress(OSError):
-        hostfs.remove_tree(root)
 
 
 class _Removals:

@@ -62,7 +62,7 @@ class RootPool:
                 raise FileExistsError(target)
             os.rename(root, target)
         except OSError:
-            _remove(root)
+            remove_root(root)
             return None
         self.reused += 1
         return target
@@ -76,7 +76,7 @@ class RootPool:
                 if not self.closed:  # closed meanwhile: nobody would take it, or remove it
                     self._roots.append(root)
                     return
-        _remove(root)
+        remove_root(root)
 
     def clear(self) -> None:
         """Remove every pooled root, and any offered later (the sandbox is closing)."""
@@ -84,7 +84,7 @@ class RootPool:
             roots, self._roots = list(self._roots), collections.deque()
             self.closed = True
         for root in roots:
-            _remove(root)
+            remove_root(root)
 
 
 def _emptied(root: Path) -> bool:
@@ -96,10 +96,8 @@ def _emptied(root: Path) -> bool:
             path = root / name
             if name in FOLDERS and _ours(path):
                 _empty(path)
-            elif stat.S_ISDIR(os.lstat(path).st_mode):
-                hostfs.remove_tree(path)
-            else:
-                os.unlink(path)
+            else:  # anything else the agent left at the top, a folder of ours swapped for a link too
+                _discard(path)
         for name in FOLDERS:
             path = root / name
             if not os.path.lexists(path):
@@ -118,11 +116,15 @@ def _ours(path: Path) -> bool:
 
 def _empty(folder: Path) -> None:
     for name in os.listdir(folder):
-        path = folder / name
-        if stat.S_ISDIR(os.lstat(path).st_mode):
-            hostfs.remove_tree(path)
-        else:
-            os.unlink(path)
+        _discard(folder / name)
+
+
+def _discard(path: Path) -> None:
+    """A folder removed as a trial's root is (no link followed, no recursion); anything else unlinked."""
+    if stat.S_ISDIR(os.lstat(path).st_mode):
+        hostfs.remove_tree(path)
+    else:
+        os.unlink(path)
 
 
 def _reset(folder: Path, mode: int) -> None:
@@ -140,6 +142,7 @@ def _umask() -> int:
     return 0o022
 
 
-def _remove(root: Path) -> None:
+def remove_root(root: Path) -> None:
+    """A trial's root gone, whatever the agent left in it (``hostfs.remove_tree``)."""
     with contextlib.suppress(OSError):
         hostfs.remove_tree(root)
