@@ -141,11 +141,17 @@ def started(pid: int) -> int:
     count, which no clock change moves. psutil's epoch figure adds the boot time, which moves
     with each step of the clock, so two runners could disagree on a live one's key, and one
     would take the other for gone and kill its trials, remove its folders and containers."""
+    return _stat(pid)[1]
+
+
+def _stat(pid: int) -> tuple[bytes, int]:
+    """``pid``'s state letter and start (fields 3 and 22 of /proc/PID/stat), in one read."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         raise psutil.NoSuchProcess(pid) from None
-    return int(stat.rsplit(b")", 1)[1].split()[19])  # after the name (which may hold spaces): field 3 on
+    fields = stat.rsplit(b")", 1)[1].split()  # after the name (which may hold spaces): field 3 on
+    return fields[0], int(fields[19])
 
 
 def owner_key(pid: int | None = None) -> str:
@@ -166,11 +172,13 @@ def owner_alive(key: str) -> bool:
     """The runner (or meter) of ``key`` still runs: same pid and start time, and not a zombie
     (one killed with kill -9 stays one until its parent reaps it)."""
     pid = key.partition("-")[0]
+    if not pid.isdigit():
+        return False
     try:
-        return pid.isdigit() and owner_key(int(pid)) == key and \
-            psutil.Process(int(pid)).status() != psutil.STATUS_ZOMBIE
+        state, start = _stat(int(pid))
     except psutil.NoSuchProcess:
         return False
+    return f"{pid}-{start}" == key and state != b"Z"
 
 
 def _mounts() -> list[tuple[str, Path, set[str]]]:

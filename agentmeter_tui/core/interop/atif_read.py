@@ -33,11 +33,6 @@ def split_tool_key(tool_key: str, tool_name: str | None = None) -> tuple[str, di
     return tool_name or name, value if isinstance(value, dict) else {"input": value}
 
 
-def usage_text(u: TokenUsage) -> str:
-    """The text of a usage event (the adapters' format)."""
-    return u.text()
-
-
 @dataclass(slots=True)
 class ImportedEvent:
     """One event read from another tool's file, ready for the store."""
@@ -114,7 +109,7 @@ def _step_events(step: Step, default_model: str | None) -> list[ImportedEvent]:
     if step.metrics is not None:
         usage = usage_from_metrics(step.metrics)
         label = (step.metrics.extra or {}).get("agentmeter_text")
-        out.append(ImportedEvent(EventKind.USAGE, label if isinstance(label, str) else usage_text(usage), ts,
+        out.append(ImportedEvent(EventKind.USAGE, label if isinstance(label, str) else usage.text(), ts,
                                  usage=usage, cost_usd=step.metrics.cost_usd, model=model))
     for call in step.tool_calls or []:
         call_text = (call.extra or {}).get("agentmeter_text")

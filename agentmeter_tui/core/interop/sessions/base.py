@@ -22,7 +22,7 @@ import orjson
 from ...harnesses import get_adapter
 from ...usage import TokenUsage
 from ...vocab import EventKind
-from ..atif_read import ImportedEvent, usage_text
+from ..atif_read import ImportedEvent
 from ..trials import ImportedTrial
 
 LINE_LIMIT = 8 * 1024 * 1024  # bytes; a longer line is refused (named), never read whole into memory
@@ -73,11 +73,11 @@ class CliSession:
         seen = self._calls.get(call_id)
         if seen is None:
             self._calls[call_id] = usage
-            self.events.append(ImportedEvent(EventKind.USAGE, usage_text(usage), ts, usage=usage, model=model))
+            self.events.append(ImportedEvent(EventKind.USAGE, usage.text(), ts, usage=usage, model=model))
         elif usage.raw > seen.raw:
             self._calls[call_id] = usage
             delta = usage - seen
-            self.events.append(ImportedEvent(EventKind.USAGE, usage_text(delta), ts, usage=delta, model=model))
+            self.events.append(ImportedEvent(EventKind.USAGE, delta.text(), ts, usage=delta, model=model))
 
 
 def parse_ts(value: Any) -> float | None:
@@ -162,7 +162,7 @@ class SessionReader(ABC):
         shown = sum((e.usage for e in session.events if e.usage is not None), TokenUsage())
         if shown != tokens:
             delta = tokens - shown
-            session.events.append(ImportedEvent(EventKind.USAGE, f"{usage_text(delta)} (session total)",
+            session.events.append(ImportedEvent(EventKind.USAGE, f"{delta.text()} (session total)",
                                                 session.finished, usage=delta, model=session.model))
         project = session.project or ""
         trial = ImportedTrial(
