@@ -141,14 +141,15 @@ class GridScreen(MoneyKeys, SessionScreen):
             self._detail = detail
             self.query_one("#cell-detail", Static).update(detail, layout=False)
         if config != self._preview or force:
+            if config != self._preview:  # the title names the cell: a forced redraw keeps it
+                self.query_one("#preview-title", Static).update(
+                    f"Trials of [b]{escape(config[0])} × {escape(config[1])}[/] · enter opens the cell",
+                    layout=False)  # one fixed line: no re-layout of the screen
             self._preview, self._preview_at, self._preview_stale = config, time.monotonic(), False
             scores = self.session.scores
             rows = [{"id": t.id, "task": t.task, "trial": t.trial, "status": t.status, "reason": t.reason,
                      "raw": t.raw, "cost_usd": t.cost, "score": scores.get(t.id), "flags": t.flags}
                     for t in grid.cell_trials(config)]
-            self.query_one("#preview-title", Static).update(
-                f"Trials of [b]{escape(config[0])} × {escape(config[1])}[/] · enter opens the cell",
-                layout=False)  # one fixed line: no re-layout of the screen
             self.query_one(TrialTable).sync(rows)
 
     def on_data_table_cell_highlighted(self, event: DataTable.CellHighlighted) -> None:
