@@ -49,13 +49,14 @@ def cells_left(store, suite: Suite) -> int:
 
 
 def recover_previous(store, suite_id: str) -> int:
-    """Trials a dead runner left active become infra-invalid, and their processes are killed."""
+    """Trials a dead runner left active become infra-invalid with what they spent counted (a
+    cap bounds the whole bill), and their processes are killed."""
     stale = store.trial_tokens(suite_id, ACTIVE_STATUSES | {TrialStatus.QUEUED})
     tokens = {row["proc_token"] for row in stale if row["proc_token"]}
     if tokens:
         SWEEPER.add_all(tokens)
         SWEEPER.final()  # one environment scan for all of them, repeated until none is left
-    store.set_trials_status([row["id"] for row in stale], TrialStatus.INFRA_INVALID.value, INTERRUPTED_LOST)
+    store.close_lost_trials([row["id"] for row in stale], TrialStatus.INFRA_INVALID.value, INTERRUPTED_LOST)
     return len(stale)
 
 

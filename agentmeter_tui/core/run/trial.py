@@ -92,15 +92,17 @@ class TrialRun(BudgetChecks):
 
     # -- output handling (event loop, hot path) ------------------------------------------------
 
-    def emit(self, stream: str, events: list[tuple[ParsedEvent, bytes | None]]) -> list[tuple]:
+    def emit(self, stream: str, events: list[tuple[ParsedEvent, bytes | None]],
+             usage: list[tuple] = ()) -> list[tuple]:
         """Every event of the trial goes out here: one time stamp for the batch, the next seq
         numbers, and the same rows ``(trial_id, seq, ts, kind, stream, text, data)`` to the
-        store writer and to the sink. ``data`` is the raw line an event came from, if any."""
+        store writer and to the sink. ``data`` is the raw line an event came from, if any;
+        ``usage``, the usage rows of the calls among the events, stored with them."""
         ts = time.time()
         trial_id, seq = self.id, self.seq
         rows = [(trial_id, (seq := seq + 1), ts, event.kind, stream, event.text, data) for event, data in events]
         self.seq = seq
-        self.ctx.writer.add_events(rows)
+        self.ctx.writer.add_events(rows, usage)
         self.ctx.sink.trial_events(self, rows)
         return rows
 
@@ -117,21 +119,26 @@ class TrialRun(BudgetChecks):
                     metered.append(len(events))
                 events.append((event, data))
                 data = None  # the raw line is stored once, with the first event it produced
-        first = self.seq + 1
-        self.emit(stream, events)
-        for index in metered:
-            self._account(events[index][0], first + index)
+        first = self.seq + 1  # the seq emit gives the first event
+        usage = [row for index in metered if (row := self._meter(events[index][0], first + index))]
+        self.emit(stream, events, usage)
+        for index in metered:  # after the batch: a thrash notes it in the transcript
+            self._count_tool(events[index][0])
         self._check_budgets()
         return self.ctx.writer.room()
 
-    def _account(self, event: ParsedEvent, seq: int) -> None:
-        if event.usage is not None:
-            self.turns += event.turns
-            cost = self.ctx.price(self.plan.config.model, event.usage)
-            if self.proxy_route is None:  # behind the proxy it meters; the CLI's figures are kept beside
-                self._add_usage(event.usage, cost)
-            self.ctx.writer.add_usage((self.id, seq, "stdout", event.model, *event.usage.as_tuple(),
-                                       _float(cost), _float(event.reported_cost_usd), event.usage.cache_write_1h))
+    def _meter(self, event: ParsedEvent, seq: int) -> tuple | None:
+        """Count the event's call; its usage row (``seq``: the event's), if it carries usage."""
+        if event.usage is None:
+            return None
+        self.turns += event.turns
+        cost = self.ctx.price(self.plan.config.model, event.usage)
+        if self.proxy_route is None:  # behind the proxy it meters; the CLI's figures are kept beside
+            self._add_usage(event.usage, cost)
+        return (self.id, seq, "stdout", event.model, *event.usage.as_tuple(),
+                _float(cost), _float(event.reported_cost_usd), event.usage.cache_write_1h)
+
+    def _count_tool(self, event: ParsedEvent) -> None:
         if event.tool_key is not None:
             self.tool_calls += 1
             self._tool_counts[event.tool_key] += 1
@@ -191,11 +198,12 @@ class TrialRun(BudgetChecks):
         self._rate_limited(call.status == 429)
         kind = EventKind.USAGE if call.usage else EventKind.ERROR if call.outcome != "completed" or \
             call.status >= 400 else EventKind.SYSTEM
-        (row,) = self.emit("proxy", [(ParsedEvent(kind, call.summary()), orjson.dumps(call.as_dict()))])
+        usage = []
         if call.usage:
             cost = self.ctx.price(self.plan.config.model, call.usage)
-            self.ctx.writer.add_usage((self.id, row[1], "proxy", call.model, *call.usage.as_tuple(),
-                                       _float(cost), None, call.usage.cache_write_1h))
+            usage.append((self.id, self.seq + 1, "proxy", call.model, *call.usage.as_tuple(),
+                          _float(cost), None, call.usage.cache_write_1h))
+        self.emit("proxy", [(ParsedEvent(kind, call.summary()), orjson.dumps(call.as_dict()))], usage)
 
     def note(self, text: str, kind: EventKind = EventKind.STATUS) -> None:
         """A runner-side event in the transcript (state changes, kills, flags)."""
@@ -335,8 +343,9 @@ class TrialRun(BudgetChecks):
         event = self.parser.absorb(recovery) if recovery is not None else None
         if event is None:
             return False
-        (row,) = self.emit("runner", [(ParsedEvent(EventKind.USAGE, event.text), None)])
-        self._account(event, row[1])
+        row = self._meter(event, self.seq + 1)
+        self.emit("runner", [(ParsedEvent(EventKind.USAGE, event.text), None)], [row] if row else [])
+        self._count_tool(event)
         return bool(event.usage)
 
     def _set_status(self, status: TrialStatus, **fields: Any) -> None:

@@ -14,6 +14,8 @@ if TYPE_CHECKING:  # sqlite-utils loads when a Store opens, not when a light com
 
 from .tx import immediate
 
+_TOKENS = ("uncached_input", "cached_input", "cache_write", "output", "reasoning", "cache_write_1h")
+
 
 class RunQueries:
     db: sqlite_utils.Database
@@ -90,10 +92,28 @@ class RunQueries:
             f"select id, proc_token from trials where suite_id = ? and status in ({','.join('?' * len(statuses))})",
             [suite_id, *statuses]))
 
-    def set_trials_status(self, trial_ids: Iterable[int], status: str, reason: str) -> None:
+    def close_lost_trials(self, trial_ids: Iterable[int], status: str, reason: str) -> None:
+        """Trials a dead runner left: ``status`` and ``reason``, and what they spent counted from
+        their usage rows, which reached the store as they came while their row's counters were
+        written only at the end. The proxy's rows where it metered the trial, else the CLI's."""
+        trial_ids = list(trial_ids)
+        spent: dict[int, dict[str, Any]] = {}
+        for chunk in range(0, len(trial_ids), 500):  # SQLite's bound-variable limit
+            ids = trial_ids[chunk:chunk + 500]
+            for row in self.db.query(
+                    f"select trial_id, source, {', '.join(f'sum({c}) as {c}' for c in _TOKENS)}, "
+                    "sum(cost_usd) as cost_usd, count(cost_usd) = count(*) as priced from usage "
+                    f"where trial_id in ({','.join('?' * len(ids))}) and source in ('proxy', 'stdout') "
+                    "group by trial_id, source order by source = 'proxy'", ids):
+                spent[row["trial_id"]] = row  # ordered so that the proxy's rows win
         with immediate(self.db):
             for trial_id in trial_ids:
-                self.db["trials"].update(trial_id, {"status": status, "reason": reason})
+                fields: dict[str, Any] = {"status": status, "reason": reason}
+                if (row := spent.get(trial_id)) is not None:
+                    fields.update({c: row[c] for c in _TOKENS}, usage_source=row["source"])
+                    if row["priced"]:  # a partial sum would pass for the whole bill
+                        fields.update(cost_usd=row["cost_usd"], cost_source="snapshot")
+                self.db["trials"].update(trial_id, fields)
 
     def configuration_ids(self, suite_id: str) -> dict[str, int]:
         """``{"model|cli": id}`` of a suite's configurations the store has."""

@@ -78,11 +78,15 @@ class StoreWriter:
 
     # -- producer side (event loop thread) --------------------------------------------------
 
-    def add_events(self, rows: list[tuple]) -> None:
+    def add_events(self, rows: list[tuple], usage: list[tuple] = ()) -> None:
+        """``rows`` of events and the ``usage`` rows of the calls among them, taken together so
+        that one flush writes both: a runner killed between two flushes leaves no call's event
+        without its usage row, nor the reverse."""
         with self._lock:
             events = self._events
             before = len(events)
             events.extend(rows)
+            self._usage.extend(usage)
             crossed = before < MAX_BACKLOG <= len(events)
         if crossed:
             self._calls.put(...)  # wake the writer now rather than at its next flush time
@@ -100,10 +104,6 @@ class StoreWriter:
                 self._room = (loop, loop.create_future())
                 self.held += 1
             return self._room[1]
-
-    def add_usage(self, row: tuple) -> None:
-        with self._lock:
-            self._usage.append(row)
 
     def update_trial(self, trial_id: int, fields: dict[str, Any]) -> None:
         """A trial's new state (running, verifying), written with the next batch of events, in
