@@ -25,6 +25,12 @@ async def test_slow_header_connections_are_closed_and_calls_go_through(upstream,
     slow = [await asyncio.open_connection("127.0.0.1", proxy.port) for _ in range(300)]
     for _, writer in slow:
         writer.write(SLOW_HEAD)
+    # Once the proxy has taken all 300 (each on its 0.5 s timer), the real call's connection
+    # gets the long timeout: a machine that stalls half a second between its connect and its
+    # head must not make the proxy close it.
+    guard = proxy._guard
+    await eventually(lambda: len(guard._pending) + guard.closed >= len(slow), "the slow connections to be taken")
+    monkeypatch.setattr(limits, "HEADER_TIMEOUT", FAILSAFE)
     status, _, _ = await send(proxy.base_url, "anthropic", route.key)
     assert status == 200
     # Fail-safe only: the old proxy never closed them, and this is what turned into a failure.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from types import SimpleNamespace
 
 import aiohttp
 import pytest
@@ -230,11 +231,19 @@ async def test_a_call_whose_cli_hangs_up_before_the_answer_begins_is_metered(ups
     """The agent is killed while its model still thinks (no byte of the answer yet): aiohttp
     cancels the proxy's handler, but the request is at the provider, which finishes and bills
     the answer. The proxy reads it for its figures and records the call with them: what the
-    server served (found by the caps under the fault matrix's kills, issue 25). The drain's
-    bound is raised here so the server's think time never races it."""
+    server served (found by the caps under the fault matrix's kills, issue 25). The model
+    thinks until the test has seen the CLI go (a gate, not a think time a slow machine could
+    outlast), and the drain's bound is raised so the gate never races it."""
+    import agentmeter_tui.core.mockllm.app as scripted
     import agentmeter_tui.core.proxy.server as server_module
 
     monkeypatch.setattr(server_module, "ANSWER_DRAIN", 60.0)
+    gate = asyncio.Event()
+
+    async def held(seconds: float) -> None:
+        await gate.wait()
+
+    monkeypatch.setattr(scripted, "asyncio", SimpleNamespace(sleep=held, CancelledError=asyncio.CancelledError))
     think = '[[turns]]\ntext = "thought long"\ndelay_ms = 2000\nusage = { uncached_input = 1100, output = 10 }\n'
     await session(upstream, tmp_path, text=think)
     sink = Sink()
@@ -248,6 +257,9 @@ async def test_a_call_whose_cli_hangs_up_before_the_answer_begins_is_metered(ups
         posting.cancel()  # the CLI is killed: its connection closes
         with pytest.raises(asyncio.CancelledError):
             await posting
+    await eventually(lambda: all(c.transport is None or c.transport.is_closing() for c in route.connections),
+                     "the proxy to see the CLI's connection go")
+    gate.set()  # the model's answer comes now
     await eventually(lambda: sink.calls, "the call to be recorded")
     info = await served(upstream)
     assert info["served"][0]["completed"]

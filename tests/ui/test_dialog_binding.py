@@ -56,7 +56,10 @@ async def test_a_kill_dialog_whose_trial_ended_says_so_and_kills_nothing(sample_
         assert any("already ended" in t for t in told) and not any("failed" in t for t in told)
 
 
-async def test_the_budget_dialog_holds_the_trials_budget_kill_until_raise_or_cancel(sample_db, fake_runner):
+async def test_the_budget_dialog_holds_the_trials_budget_kill_until_raise_or_cancel(sample_db, fake_runner,
+                                                                                   monkeypatch):
+    # The countdown redraws once a second: a still clock keeps a slow machine's "29 s" out of it.
+    monkeypatch.setattr(BudgetDialog, "clock", staticmethod(lambda: 1000.0))
     app = make_app(sample_db, screen="live", live=True, runner=fake_runner)
     async with app.run_test(size=SIZE) as pilot:
         screen, dialog, holds = await open_dialog(pilot, "b", 1000)

@@ -34,8 +34,12 @@ from .wire import MAX_ERROR_BODY, read_error, response_headers, upstream_headers
 
 KEY_PREFIX = "amp-"
 SHUTDOWN_TIMEOUT = 0.5
-DRAIN_TIMEOUT = 2.0  # seconds a finished trial waits for its last calls to be recorded
-ANSWER_DRAIN = 1.5  # seconds the rest of an answer is read for its figures once its CLI is gone (< DRAIN_TIMEOUT)
+ANSWER_DRAIN = 1.5  # seconds the rest of an answer is read for its figures once its CLI is gone
+# Seconds a finished trial waits for its last calls to be recorded: a fail-safe only, since each
+# call ends on its own within ANSWER_DRAIN of its CLI going. The margin is for a loaded loop: a
+# stall past both deadlines wakes them together, and a wait of ANSWER_DRAIN + 0.5 s gave up on
+# a call whose drain had just ended and was being recorded (its usage lost).
+DRAIN_TIMEOUT = ANSWER_DRAIN + 3.5
 
 
 class MeteringProxy:

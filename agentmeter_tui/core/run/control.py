@@ -144,6 +144,14 @@ class ControlError(Exception):
     pass
 
 
+class NotListening(ControlError):
+    """Nothing listens on the store's control socket: no runner runs for it."""
+
+
+class Hangup(ControlError):
+    """The runner closed the connection without answering: it is going down."""
+
+
 def encode(message: dict[str, Any]) -> bytes:
     return orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS) + b"\n"
 
@@ -159,7 +167,7 @@ class ControlClient:
             self.sock.connect(str(self.path))
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             self.sock.close()
-            raise ControlError(f"no runner is listening for {db} ({exc.strerror})") from None
+            raise NotListening(f"no runner is listening for {db} ({exc.strerror})") from None
         self.reader = self.sock.makefile("rb")
 
     def close(self) -> None:
@@ -181,7 +189,7 @@ class ControlClient:
         except (ConnectionResetError, BrokenPipeError):  # a runner going down resets, not closes
             line = b""
         if not line:
-            raise ControlError("the runner closed the connection")
+            raise Hangup("the runner closed the connection")
         reply = orjson.loads(line)
         if not reply.get("ok", False):
             raise ControlError(reply.get("error", "request failed"))
@@ -204,13 +212,20 @@ async def open_async(db: str | Path) -> tuple[asyncio.StreamReader, asyncio.Stre
     try:
         return await asyncio.open_unix_connection(str(socket_path(Path(db))), limit=MAX_LINE)
     except (FileNotFoundError, ConnectionRefusedError) as exc:
-        raise ControlError(f"no runner is listening for {db} ({exc.strerror})") from None
+        raise NotListening(f"no runner is listening for {db} ({exc.strerror})") from None
 
 
 def runner_alive(db: str | Path) -> bool:
+    """Whether a runner holds the store's control socket. One that took the connection but did
+    not answer in time is alive and busy (a loaded machine): saying it was not running made
+    `attach` turn the operator away from a run that was going on."""
     try:
         with ControlClient(db, timeout=2) as client:
             client.request("hello")
-        return True
-    except (ControlError, OSError, json.JSONDecodeError):
+    except (NotListening, Hangup, json.JSONDecodeError):
         return False
+    except (TimeoutError, ControlError):  # busy, or refusing in its own words (a full door)
+        return True
+    except OSError:
+        return False
+    return True

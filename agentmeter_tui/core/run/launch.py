@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..paths import owner_only, runner_log_path, socket_path, suites_root
-from .control import ControlClient, ControlError
+from .control import ControlClient, ControlError, NotListening
 
 
 def _stderr(text: str) -> None:
@@ -95,8 +95,11 @@ def request_rerun(db: Path, request: dict[str, Any], suite: str | None = None,
         with ControlClient(db, timeout=10) as client:
             reply = client.request(**request)
     except ControlError as exc:
-        if "no runner is listening" not in str(exc):
+        if not isinstance(exc, NotListening):
             return RerunOutcome(1, f"agentmeter rerun: {exc}")
+    except OSError as exc:  # a runner too busy to answer in time, or its socket gone bad
+        return RerunOutcome(1, f"agentmeter rerun: the runner did not answer ({exc or type(exc).__name__}); "
+                               "try again")
     else:
         added = int(reply.get("added", 0))
         return RerunOutcome(0, f"{added} cell(s) added to the running runner's queue as new attempts", added=added)

@@ -132,6 +132,7 @@ class BudgetDialog(TrialBound, ModalScreen[dict | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="budget-cancel")]
     FIELDS = (("tokens", "tokens"), ("usd", "USD"), ("wall_seconds", "seconds"))  # (limit, label) asked for
     APPLY = "Raise"
+    clock = staticmethod(time.monotonic)  # the hold's countdown (a test holds it still)
 
     def __init__(self, title: str, budget: dict, trial_id: int | None = None, detail: str = "") -> None:
         super().__init__(classes="dialog")
@@ -168,7 +169,7 @@ class BudgetDialog(TrialBound, ModalScreen[dict | None]):
         """The runner's answer to the hold (it can come before the dialog is drawn): held
         ``seconds``, or not (``error``)."""
         if seconds:
-            self._held_until = time.monotonic() + seconds
+            self._held_until = self.clock() + seconds
         else:
             self._hold_error = error or "the runner did not hold it"
         if self.is_mounted:
@@ -182,7 +183,7 @@ class BudgetDialog(TrialBound, ModalScreen[dict | None]):
         elif self._held_until is None:
             text = "Asking the runner to hold its budget kill…"
         else:
-            left = max(0, round(self._held_until - time.monotonic()))
+            left = max(0, round(self._held_until - self.clock()))
             text = (f"Its budget kill is held for {left} s while you type" if left
                     else "[$warning]The hold is over: its budgets apply again.[/]")
         self.query_one("#budget-hold", Static).update(text)
