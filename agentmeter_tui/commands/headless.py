@@ -113,13 +113,13 @@ class Follower:
         self.printer = printer
         self.totals = {"tokens": 0, "usd": 0.0}
         self.printed: set[int | None] = set()
-        self.preparing: str | None = None
+        self.told: set[str] = set()  # preparation lines printed (a snapshot repeats those said before)
         self.progress: dict = {}
         self.attached = False  # a snapshot came at least once
 
     def prepared(self, text: str | None) -> None:  # image builds and the like: a line each, as they go
-        if text and text != self.preparing:
-            self.preparing = text
+        if text and text not in self.told:
+            self.told.add(text)
             self.printer.line(Text(f"preparing: {inert(text)}", style="dim"))
 
     def finished(self, meter: dict) -> None:
@@ -141,7 +141,8 @@ class Follower:
             raise ControlError(snapshot.get("error", "the runner refused to be followed"))
         self.attached = True
         self.progress = snapshot.get("progress", {})
-        self.prepared(self.progress.get("preparing"))
+        for text in [*snapshot.get("prepared", ()), self.progress.get("preparing")]:
+            self.prepared(text)  # what the runner prepared before this connection, then now
         for meter in snapshot.get("done", ()):  # finished before this printer attached
             self.finished(meter)
         with self.printer.following(summary(self.progress, self.totals)):

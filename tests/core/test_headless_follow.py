@@ -108,3 +108,34 @@ def test_a_runner_gone_before_its_first_snapshot_is_named_with_its_log(tmp_path)
     finally:
         runner.join()
     assert str(runner_log_path(db)) in str(info.value)
+
+
+def test_a_follower_that_came_during_the_preparation_prints_its_steps_from_the_start(tmp_path, capsys):
+    """The runner answers before it prepares (image builds take minutes), and a loaded machine
+    can start following after the first steps went by: the snapshot carries them."""
+    from types import SimpleNamespace
+
+    from agentmeter_tui.core.run.feed import Feed
+
+    runner = SimpleNamespace(scheduler=None, run_id=None, suite=SimpleNamespace(id="s"), db=tmp_path / "a.db",
+                             started=0.0, early={}, caps=SimpleNamespace(status=lambda: []), subscribers={})
+    feed = Feed(runner)  # type: ignore[arg-type]
+    steps = ["task images on local: 1/2", "building the image of task a: Step 1/2 : FROM scratch",
+             "building the image of task a: Step 2/2 : COPY x /x"]
+    for text in steps:
+        feed.prepare(text)
+    told = feed.snapshot()
+    assert told["prepared"] == steps and told["progress"]["preparing"] == steps[-1]
+
+    db = tmp_path / "a.db"
+    end = {"type": "finished", "status": "finished", "progress": {"done": 0, "total": 0}}
+    fake = FakeRunner(db, [[{"ok": True, **told}, {"type": "preparing", "text": steps[-1]},
+                            {"type": "preparing", "text": "task images on local: 2/2"}, end]])
+    try:
+        code = follow_headless(db)
+    finally:
+        fake.join()
+    out = capsys.readouterr().out
+    assert code == 0, out
+    printed = [line.split("preparing: ", 1)[1] for line in out.splitlines() if "preparing: " in line]
+    assert printed == [*steps, "task images on local: 2/2"]  # each once, in order

@@ -110,6 +110,7 @@ class Snapshot(TypedDict):
     done: list[Meter]  # the trials this run finished before the client attached
     nodes: list[NodeState]  # a fleet's nodes (the swarm sandbox's); [] for other sandboxes
     forecast_cells: dict[str, dict[str, float]]  # "task|model|cli" -> projected final usd, tokens
+    prepared: list[str]  # while the runner prepares: what it has told so far, oldest first
 
 
 class Tick(TypedDict, total=False):

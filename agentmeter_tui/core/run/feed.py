@@ -52,6 +52,7 @@ MAX_BACKLOG = 8 << 20  # bytes buffered for one client before it is considered g
 DEFAULT_MAX_EVENTS = 200
 MAX_LIVE = 5000  # the most events of one trial a tick can carry (a client's max_events at most)
 NODES_EVERY = 1.0  # seconds between two reads of a fleet's nodes (a tick carries them when they changed)
+PREPARED_KEPT = 500  # the preparation's latest lines a snapshot carries (a build's steps, image by image)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class Feed:
         self.live_enabled = True  # whether any subscriber wants events (else no live copies are kept)
         self.done_before = 0
         self.preparing: str | None = None  # what the runner does before the first trial (builds...)
+        self.prepared: deque[str] = deque(maxlen=PREPARED_KEPT)  # its lines so far, for late followers
         self._nodes_sent: list[NodeState] = []
         self._nodes_at = 0.0  # monotonic time of the last read of the nodes
 
@@ -157,6 +159,7 @@ class Feed:
         """Before the schedule exists: say what the runner is doing (a ``preparing`` message to
         every subscriber, and ``progress.preparing`` in snapshots)."""
         self.preparing = text
+        self.prepared.append(text)
         message = encode({"type": "preparing", "text": text})
         self._broadcast({options: message for options in set(self.subscribers.values())})
 
@@ -182,7 +185,9 @@ class Feed:
                 "db": str(self.runner.db), "pid": os.getpid(), "started": self.runner.started,
                 "progress": self.progress(), "running": running, "subscribers": len(self.subscribers),
                 "done": list(self._done), "nodes": self.nodes(),
-                "forecast_cells": self.runner.forecast.project(scheduler)["cells"] if scheduler else {}}
+                "forecast_cells": self.runner.forecast.project(scheduler)["cells"] if scheduler else {},
+                # a follower that came during the preparation sees its steps from the start
+                "prepared": [] if scheduler else list(self.prepared)}
 
     def nodes(self) -> list[NodeState]:
         """A fleet's nodes with the slots each holds now (running trials placed there)."""
