@@ -65,18 +65,23 @@ class FakeRunner:
             self.thread.join(0.05)
 
 
-def test_a_dropped_connection_under_a_live_runner_is_followed_again(tmp_path, capsys):
-    db = tmp_path / "a.db"
-    runner = FakeRunner(db, [
-        [snapshot(meter(1))],  # dropped before the run is over
-        [snapshot(meter(1)), {"type": "tick", "finished": [meter(2)], "progress": {"done": 2, "total": 2}},
-         {"type": "finished", "status": "finished", "progress": {"done": 2, "total": 2}}],
-    ])
+def followed(db, scripts: list[list[dict]], capsys) -> tuple[int, str]:
+    """``run --headless``'s follower against a runner playing ``scripts``: its exit code and output."""
+    runner = FakeRunner(db, scripts)
     try:
         code = follow_headless(db)
     finally:
         runner.join()
-    out = capsys.readouterr().out
+    return code, capsys.readouterr().out
+
+
+def test_a_dropped_connection_under_a_live_runner_is_followed_again(tmp_path, capsys):
+    db = tmp_path / "a.db"
+    code, out = followed(db, [
+        [snapshot(meter(1))],  # dropped before the run is over
+        [snapshot(meter(1)), {"type": "tick", "finished": [meter(2)], "progress": {"done": 2, "total": 2}},
+         {"type": "finished", "status": "finished", "progress": {"done": 2, "total": 2}}],
+    ], capsys)
     assert code == 0, out
     assert out.count("#1 ") == 1 and out.count("#2 ") == 1, out
     assert "2/2 done" in out
@@ -85,12 +90,7 @@ def test_a_dropped_connection_under_a_live_runner_is_followed_again(tmp_path, ca
 def test_a_runner_gone_without_finishing_is_named_with_its_log(tmp_path, capsys):
     db = tmp_path / "a.db"
     runner_log_path(db).write_text("run 1: 2 trial(s) to go\nTraceback (most recent call last):\nRuntimeError: boom\n")
-    runner = FakeRunner(db, [[snapshot(meter(1))]])
-    try:
-        code = follow_headless(db)
-    finally:
-        runner.join()
-    out = capsys.readouterr().out
+    code, out = followed(db, [[snapshot(meter(1))]], capsys)
     assert code == 1
     assert out.count("#1 ") == 1
     assert "ended without finishing the run" in out and str(runner_log_path(db)) in out
@@ -129,13 +129,8 @@ def test_a_follower_that_came_during_the_preparation_prints_its_steps_from_the_s
 
     db = tmp_path / "a.db"
     end = {"type": "finished", "status": "finished", "progress": {"done": 0, "total": 0}}
-    fake = FakeRunner(db, [[{"ok": True, **told}, {"type": "preparing", "text": steps[-1]},
-                            {"type": "preparing", "text": "task images on local: 2/2"}, end]])
-    try:
-        code = follow_headless(db)
-    finally:
-        fake.join()
-    out = capsys.readouterr().out
+    code, out = followed(db, [[{"ok": True, **told}, {"type": "preparing", "text": steps[-1]},
+                               {"type": "preparing", "text": "task images on local: 2/2"}, end]], capsys)
     assert code == 0, out
     printed = [line.split("preparing: ", 1)[1] for line in out.splitlines() if "preparing: " in line]
     assert printed == [*steps, "task images on local: 2/2"]  # each once, in order
