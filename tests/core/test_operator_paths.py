@@ -52,8 +52,11 @@ def test_pause_resume_and_budget_answer_in_words(tmp_path, db):
 
 def test_ctrl_c_on_a_headless_run_detaches_and_says_how_to_stop(tmp_path, db):
     suite, gate = gated_slow(tmp_path)
+    # As from a terminal: SIGINT at its default, whatever this process inherited (a shell
+    # without job control starts background jobs with SIGINT ignored, and so would the client).
     client = subprocess.Popen([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless", "--db",
-                               str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wait_for(lambda: db.exists() and len(Store(db).trials("slow", "status = 'running'")) == 2, "two trials running")
     os.kill(client.pid, signal.SIGINT)
     _out, err = client.communicate(timeout=900)
