@@ -39,12 +39,13 @@ def test_the_next_run_removes_a_killed_runners_containers_and_folders(tmp_path, 
              "all three trials started")
     sleeper = wait_for(lambda: store.trials(suite_id, "model = 'sleeper' and status = 'running'"), "the sleeper")[0]
     runner = next(store.db.query("select pid from runs"))["pid"]
+    # bind mode's host folders, named with the runner: seen while it lives, since once it is
+    # dead any docker run's preflight on this machine (another test's, in parallel) removes them
+    folders = list((Path(tempfile.gettempdir()) / "agentmeter-docker").glob(f"t*-r{runner}-*"))
+    assert bool(folders) == (workspace == "bind"), folders
     os.kill(runner, signal.SIGKILL)
     wait_for(lambda: not pid_running(runner), "the runner's death")
     assert leftovers(docker_engine, suite_id), "the killed runner left nothing: the attack did not happen"
-    # bind mode's host folders, named with the dead runner
-    folders = list((Path(tempfile.gettempdir()) / "agentmeter-docker").glob(f"t*-r{runner}-*"))
-    assert bool(folders) == (workspace == "bind"), folders
 
     # The next run reruns the interrupted sleeper: once it runs, the next run has started (its
     # sandbox's preflight is done), and nothing of the dead runner may be left.

@@ -5,6 +5,7 @@ its trials end infra-invalid and rerun on the others, and what it kept goes when
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from collections import Counter
@@ -162,6 +163,9 @@ async def test_the_fleet_view_shows_the_nodes_and_a_drain_from_it_stops_placemen
 
     try:
         wait_for(lambda: db.exists() and any(t["status"] == "running" for t in store_trials()), "a trial running")
+        # Held until the drain is in place, so that trials start after it however slowly the
+        # TUI gets there (with every trial started first, nothing would show where they went).
+        agentmeter("pause", "--db", str(db), check=True)
         session = Session(db, reviewer="fleet", live=True, suite_id=suite_id)
         app = AgentMeterApp(session, screen="grid", settings=UiSettings())
         try:
@@ -177,6 +181,7 @@ async def test_the_fleet_view_shows_the_nodes_and_a_drain_from_it_stops_placemen
                 await eventually(lambda: any(n["name"] == drained and n["state"] == "drain"
                                              for n in session.live.nodes), f"{drained} drained in the feed")
                 cut = max(t["id"] for t in store_trials())  # every trial after this one starts on a drained node
+                await asyncio.to_thread(agentmeter, "resume", "--db", str(db), check=True)
                 await eventually(lambda: str(table.get_row(drained)[1]) == "drained", "the row says drained")
                 await eventually(lambda: session.live.ended, "the run's end")
                 await eventually(lambda: all(t.status not in ("queued", "starting", "running", "verifying")

@@ -88,8 +88,10 @@ def test_forecast_passes_the_cap_raise_it_rerun_the_infra_invalid_cell(tmp_path)
         tui.keys("Enter")
         tui.wait_for("Run cap now")
         # the schedule resumes; m2's second trial breaks on our side (the infra fault)
-        slow = wait_for(lambda: next((t for t in _rows(db) if t["model"] == "m2" and t["status"] == "running"), None),
-                        "m2's second trial to run")
+        # (its second, not its first: a raise quick enough could find the first still running,
+        # and about to end before the kill reaches the runner)
+        slow = wait_for(lambda: next((t for t in _rows(db) if t["model"] == "m2" and t["trial_index"] == 2
+                                      and t["status"] == "running"), None), "m2's second trial to run")
         killed = command("kill", str(slow["id"]), "--reason", "infra", "--db", str(db))
         assert killed.returncode == 0, killed.stderr
         wait_for(lambda: _runs_finished(db) == 1, "the run to finish")
