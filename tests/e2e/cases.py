@@ -75,25 +75,29 @@ def assert_runaway_stopped(result: TrialResult, cli: str) -> None:
     assert row["status"] == "killed" and row["reason"] == "budget:tokens", (row["status"], row["reason"])
     assert processes_of(row["proc_token"]) == [], f"{cli} left processes behind"
     assert result.usage.raw >= LOOP_BUDGET
-    completed = [usage for _status, done, usage in served_calls(result) if done]
+    served = served_calls(result)
+    completed = [usage for _status, done, usage in served if done]
     if cli == "claude-code":
-        completed = claude_final_or_announced(result, completed)
+        completed = claude_final_or_announced(result, served) or completed
     kept = sum(completed[:row["turns"]], TokenUsage())
     assert row["turns"] >= LOOP_BUDGET // 2500
     classes = merged(cli)
     assert fold(result.usage, classes) == fold(kept, classes), (result.usage, kept, row["turns"], len(completed))
 
 
-def claude_final_or_announced(result: TrialResult, completed: list[TokenUsage]) -> list[TokenUsage]:
+def claude_final_or_announced(result: TrialResult,
+                              served: list[tuple[str, bool, TokenUsage]]) -> list[TokenUsage] | None:
     """Claude Code prints each call with its ``message_start`` output count (1); the final one
     reaches only its ``result`` line and its session file, written on a 100 ms timer. Killed
     before its ``result`` (seen once in CI under load), each call is knowable only as the CLI
     wrote it down: the served figures with the largest output count it recorded, in its
-    session file or on stdout."""
+    session file or on stdout. A call whose start it printed counts so even when the kill cut
+    the rest of its stream (its input is in the start: seen once in CI); a call it never
+    printed counts only if the server finished it. None: the completed calls are exact."""
     lines = json_lines(stdout_stream(result))
     home = Path(result.row["workspace"]).parent / "home"
     if any(obj.get("type") == "result" for obj in lines) or not home.is_dir():
-        return completed  # exact; or its files are in a container this test cannot read
+        return None  # exact; or its files are in a container this test cannot read
     files = [obj for path in home.glob(".claude/projects/*/*.jsonl") for obj in json_lines(path.read_bytes())]
     output: dict[str, int] = {}  # message id -> largest output_tokens recorded
     announced: list[str] = []  # message ids in the order stdout printed them (the server's order)
@@ -104,8 +108,8 @@ def claude_final_or_announced(result: TrialResult, completed: list[TokenUsage]) 
                 if on_stdout and message["id"] not in output:
                     announced.append(message["id"])
                 output[message["id"]] = max(output.get(message["id"], 0), message["usage"]["output_tokens"])
-    return [replace(served, output=output[announced[index]]) if index < len(announced) else served
-            for index, served in enumerate(completed)]
+    return [replace(usage, output=output[announced[index]]) if index < len(announced) else usage
+            for index, (_status, done, usage) in enumerate(served) if done or index < len(announced)]
 
 
 def json_lines(data: bytes) -> list[dict]:

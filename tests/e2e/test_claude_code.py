@@ -71,6 +71,7 @@ def test_a_token_budget_sees_the_output_before_the_result(tmp_path):
                                 suite_extra=cases.KEEP)
     assert (result.row["status"], result.row["reason"]) == ("killed", "budget:tokens")
     assert "from session:" in " ".join(row[4] for row in result.events("usage"))
-    completed = [usage for _status, done, usage in cases.served_calls(result) if done]
-    kept = sum(cases.claude_final_or_announced(result, completed)[:result.row["turns"]], TokenUsage())
+    served = cases.served_calls(result)
+    calls = cases.claude_final_or_announced(result, served) or [usage for _s, done, usage in served if done]
+    kept = sum(calls[:result.row["turns"]], TokenUsage())
     assert result.usage == kept and result.usage.output >= 5000
