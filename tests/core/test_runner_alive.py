@@ -24,13 +24,12 @@ class Listener:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(str(socket_path(db)))
         self.sock.listen()
-        self.answer, self.done, self.taken = answer, threading.Event(), []
+        self.answer, self.done = answer, threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
     def _serve(self) -> None:
         conn, _ = self.sock.accept()
-        self.taken.append(conn)
         conn.recv(4096)
         if self.answer == "never":
             self.done.wait()

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # sqlite-utils loads when a Store opens, not when a light command imports this
     import sqlite_utils
 
+from ..usage import TOKEN_CLASSES
 from .tx import immediate
 
-_TOKENS = ("uncached_input", "cached_input", "cache_write", "output", "reasoning", "cache_write_1h")
+_TOKENS = (*TOKEN_CLASSES, "cache_write_1h")  # a trial's counter columns, as its usage rows have them
 
 
 class RunQueries:
