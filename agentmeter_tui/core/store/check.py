@@ -73,8 +73,13 @@ def check_file(path: Path, *, create: bool, write: bool) -> bool:
     page_size = int.from_bytes(head[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(head[28:32], "big")
-    # The header's page count is valid when its "version valid for" matches the change counter.
-    if head[92:96] == head[24:28] and pages and size < pages * page_size:
+    # The header's page count is valid when its "version valid for" matches the change counter,
+    # and says the file's size only while no write-ahead log holds pages: a checkpoint (a runner
+    # closing the store as a client opens it) writes page 1, with the new count, before the
+    # pages that grow the file, and a finished run's store was once refused as truncated.
+    wal = path.with_name(path.name + "-wal")
+    logged = wal.exists() and wal.stat().st_size > 0
+    if head[92:96] == head[24:28] and pages and size < pages * page_size and not logged:
         raise StoreError(path, f"truncated ({size} bytes of the {pages * page_size} its header gives)")
     if write and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
         raise StoreError(path, "read-only (this command writes to the store)")
