@@ -108,3 +108,17 @@ def test_an_imported_transcript_is_stored_redacted(tmp_path, monkeypatch):
     assert json.loads(trial["extra"])["redactions"] == 2
     assert _hits(sorted(tmp_path.glob("store.db*")), KEY) == [] and \
         _hits(sorted(tmp_path.glob("store.db*")), "AKIAIOSFODNN7EXAMPL3") == []
+
+
+def test_the_runner_log_is_redacted(tmp_path, monkeypatch, capsys):
+    """The runner's log (beside the store) quotes exceptions, image builds and provider answers,
+    any of which may carry a key: it passes the same redactor as the store."""
+    from agentmeter_tui.core.run.runner import Runner
+    from agentmeter_tui.core.suites.load import load_suite
+
+    monkeypatch.setenv("AMTEST_PROVIDER_KEY", KEY)
+    runner = Runner(load_suite(_suite(tmp_path / "suite")), tmp_path / "store.db")
+    runner.log(f"provider said: invalid key {KEY}; build printed ghp_{'Z9' * 18}")
+    logged = capsys.readouterr().err
+    assert KEY not in logged and "ghp_" + "Z9" * 18 not in logged, logged
+    assert "[redacted:AMTEST_PROVIDER_KEY]" in logged and "[redacted:github-token]" in logged, logged

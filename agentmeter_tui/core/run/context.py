@@ -76,7 +76,7 @@ class RunContext:
         self._call_rates: dict[str, Any] = {}  # provider -> its CallRate (calls_per_minute), shared by trials
         self.prices = PriceSnapshot.load(suite.path / suite.spec.suite.pricing) if suite.spec.suite.pricing \
             else PriceSnapshot.empty()
-        self.redactor = _redactor(suite)  # every event and final row passes it before the store
+        self.redactor = run_redactor(suite)  # every event and final row passes it before the store
         self._log = log or (lambda text: print(text, file=sys.stderr, flush=True))
         self.sink = sink or NULL_SINK
         self.scripted: ScriptedServer | None = None  # the watched scripted model server, if the run has one
@@ -199,7 +199,7 @@ class RunContext:
             await self.proxy.release(trial.proxy_route)
 
 
-def _redactor(suite: Suite) -> Redactor:
+def run_redactor(suite: Suite) -> Redactor:
     """The run's redactor: the keys the runner holds (its environment's secret-looking
     variables, each provider's key, the CLIs' secret-looking ``env`` values) and key shapes."""
     more = [(p.api_key_env, os.environ.get(p.api_key_env, "")) for p in suite.spec.providers.values()

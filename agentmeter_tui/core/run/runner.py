@@ -33,7 +33,7 @@ from ..suites.suite import Suite
 from ..suites.load import load_suite
 from ..tomlerrors import InputError
 from ..vocab import COUNTABLE_STATUSES, KillReason
-from .context import RunContext
+from .context import RunContext, run_redactor
 from .caps import CapLedger
 from .clients import MAX_REQUEST, ControlDoor
 from .feed import Feed
@@ -48,6 +48,7 @@ from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
 class Runner:
     def __init__(self, suite: Suite, db: Path, *, clis_root: Path | None = None, rerun: Rerun | None = None):
         self.suite, self.db = suite, db
+        self.redactor = run_redactor(suite)  # the log quotes errors, builds and answers: no key in it either
         self.rerun, self.config_ids = rerun, None  # cells to run again by hand; the suite's configuration ids
         self.clis_root = clis_root or default_clis_root()
         self.scheduler: Scheduler | None = None
@@ -70,7 +71,7 @@ class Runner:
 
     def log(self, text: str) -> None:
         try:
-            print(f"[{utcnow()}] {text}", file=sys.stderr, flush=True)
+            print(f"[{utcnow()}] {self.redactor.text(text)[0]}", file=sys.stderr, flush=True)
         except OSError:  # the log shares the store's disk, which may be full: the run goes on
             pass
 
