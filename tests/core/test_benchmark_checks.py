@@ -23,3 +23,12 @@ def test_the_paper_grid_store_check_passes_on_a_small_clean_run():
     assert "store check: every trial final once, every event count right" in result.stdout, \
         result.stdout + result.stderr
     assert result.returncode == 0
+
+
+def test_the_flood_store_check_passes_on_a_short_flood():
+    """flood.py hung on its own gate once the local sandbox hid the script's folder from the
+    watching agent: its own check (every numbered line stored once, in order) never ran."""
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "flood.py"), "--seconds", "4"],
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert "(0 out of order, 0 missing)" in result.stdout, result.stdout + result.stderr
+    assert result.returncode == 0
