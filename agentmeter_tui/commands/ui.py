@@ -137,8 +137,11 @@ def review_command(args: argparse.Namespace) -> int:
         return 2
     if args.reviews is not None or args.disagreement is not None:
         code = _set_plan(db, args)
-        if code:
+        if code or not has_terminal():  # the plan is set: that much a script may ask for
             return code
+    if not has_terminal():
+        return _needs_terminal("review", f"score a trial with `agentmeter score --db {db} TRIAL N`, "
+                               f"read one with `agentmeter export atif --db {db}` or the HTML report")
     from ..core.scanners import SCANNERS
     from ..core.scanners.scan import scan_store
     from ..core.store import Store
@@ -154,6 +157,17 @@ def review_command(args: argparse.Namespace) -> int:
 
     return run_app(db, mode="review", trial=args.trial, suite=args.suite, blind=args.blind, seed=args.seed,
                    screen="adjudicate" if args.adjudicate else None, flag=args.flag, by_flags=args.by_flags)
+
+
+def has_terminal() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _needs_terminal(command: str, instead: str) -> int:
+    """A screen opened without a terminal (cron, CI, output into a file) would draw into the
+    file and wait for keys that never come: say so and end, with a code a script can act on."""
+    print(f"agentmeter {command}: needs a terminal (stdin and stdout are not one); {instead}", file=sys.stderr)
+    return 2
 
 
 def _set_plan(db: Path, args: argparse.Namespace) -> int:
@@ -190,6 +204,9 @@ def compare_command(args: argparse.Namespace) -> int:
     if missing:
         print(f"agentmeter compare: no trial {missing[0]} in {db}", file=sys.stderr)
         return 1
+    if not has_terminal():
+        return _needs_terminal("compare", f"`agentmeter export atif --db {db}` writes both trials' steps to read "
+                               "or diff; `agentmeter report --compare A B` compares two stores' runs")
     from ..ui.app import run_app
 
     return run_app(db, mode="review", screen="compare", compare=(args.left, args.right))

@@ -22,6 +22,31 @@ def test_review_and_attach_say_what_is_missing(tmp_path):
     assert result.returncode == 1 and "no runner is running" in result.stderr and "agentmeter review" in result.stderr
 
 
+def test_review_and_compare_without_a_terminal_end_with_one_line(tmp_path):
+    """From cron or CI (output captured, no terminal) a screen would draw into the pipe and
+    wait for keys forever: review and compare say so and end with code 2; a review plan,
+    the part a script may ask for, is still set."""
+    db = tmp_path / "store.db"
+    store = Store(db)
+    import_records(store, [parse_record({"suite": "s", "task": "t1", "tier": "easy", "model": "m", "cli": "c",
+                                         "trial": n, "status": "failed", "passed": False, "quality": 0.0,
+                                         "tokens": {"output": 10}, "turns": 1, "tool_calls": 0,
+                                         "started_at": "2026-01-01T00:00:00+00:00",
+                                         "finished_at": "2026-01-01T00:01:00+00:00"}) for n in (1, 2)])
+    ids = [str(t["id"]) for t in store.trials("s")]
+    store.close()
+    for args in (["review"], ["compare", *ids]):
+        result = agentmeter(*args, "--db", str(db))
+        assert result.returncode == 2, result
+        assert result.stderr.count("\n") == 1 and "needs a terminal" in result.stderr, result.stderr
+        assert result.stdout == ""
+    result = agentmeter("review", "--db", str(db), "--suite", "s", "--reviews", "2")
+    assert result.returncode == 0, result.stderr
+    store = Store(db, readonly=True)
+    assert store.review_plan(store.suite_row("s")["id"])["reviews"] == 2
+    store.close()
+
+
 async def test_review_opens_imported_trials_without_a_runner(tmp_path):
     db = tmp_path / "imported.db"
     store = Store(db)
