@@ -116,6 +116,8 @@ async def test_the_dialogs_at_80x24(sample_db):
         text = await opened(pilot, ("dollar_sign",))
         assert "Set cap (enter)" in text and "Remove cap (ctrl+r)" in text and "Cancel (esc)" in text, text
         assert "USD" in text and "tokens" in text
+        flat = " ".join(text.replace("│", " ").split())  # the title wraps at 80 columns, never cut
+        assert "raising it resumes)" in flat, text
         await pilot.press("escape", "R")
         await settle(pilot)
         box = pilot.app.screen.query_one(".dialog-box")
