@@ -1,6 +1,8 @@
 """Running the scanners over a store: every finished trial not scanned yet is read once, its
-findings stored as flags (``Store.record_scan``). A native trial is scanned when it is finished
-and an imported one when it is imported or at the next ``agentmeter scan``."""
+findings stored as flags (``Store.record_scan``). A native trial is scanned as soon as its final
+row is committed (``scan_finished``, on the runner's store writer thread, off the event loop),
+an imported one at the end of its import (``interop/trials.py`` ``store_all``); ``agentmeter
+scan`` picks up whatever neither reached (a store from before, a scanner added since)."""
 
 from __future__ import annotations
 
@@ -44,9 +46,19 @@ def scan_trial(trial: TrialView, using: Sequence[Scanner]) -> list[Finding]:
 def scan_store(store: Any, suite_id: str | None = None, names: list[str] | None = None) -> ScanOutcome:
     """Scan every finished trial of ``suite_id`` (all suites when None) not scanned yet."""
     using = scanners(names)
+    return scan_ids(store, store.unscanned(FINAL_STATUSES, suite_id), using)
+
+
+def scan_finished(store: Any, trial_id: int) -> ScanOutcome:
+    """Scan one trial whose final row was just committed (the runner, on its writer thread),
+    unless a scan already read it."""
+    return scan_ids(store, store.unscanned(FINAL_STATUSES, trial_ids=[trial_id]), scanners())
+
+
+def scan_ids(store: Any, pending: Sequence[int], using: Sequence[Scanner]) -> ScanOutcome:
+    """Scan the trials ``pending`` (ids) with ``using``, ``BATCH`` trials' events per query."""
     used = [s.name for s in using]
     outcome = ScanOutcome()
-    pending = store.unscanned(FINAL_STATUSES, suite_id)
     for start in range(0, len(pending), BATCH):
         ids = pending[start:start + BATCH]
         rows = {row["id"]: row for row in store.trials(where="id in ({})".format(", ".join("?" * len(ids))),

@@ -44,8 +44,10 @@ class FlagQueries:
     db: Any
     audit: Any
 
-    def unscanned(self, statuses: Iterable[str], suite_id: str | None = None) -> list[int]:
-        """Finished trials (in ``statuses``) no scan has read yet, by id."""
+    def unscanned(self, statuses: Iterable[str], suite_id: str | None = None,
+                  trial_ids: Sequence[int] | None = None) -> list[int]:
+        """Finished trials (in ``statuses``; of ``suite_id``, among ``trial_ids`` when given) no
+        scan has read yet, by id."""
         statuses = [str(s) for s in statuses]
         sql = (f"select t.id from trials t where t.status in ({', '.join('?' * len(statuses))}) "
                "and not exists (select 1 from flag_scans f where f.trial_id = t.id)")
@@ -53,6 +55,9 @@ class FlagQueries:
         if suite_id is not None:
             sql += " and t.suite_id = ?"
             args.append(suite_id)
+        if trial_ids is not None:
+            sql += f" and t.id in ({', '.join('?' * len(trial_ids))})"
+            args.extend(trial_ids)
         return [row[0] for row in self.db.execute(sql + " order by t.id", args)]
 
     def record_scan(self, trial_id: int, findings: Sequence[Any], scanners: Sequence[str]) -> int:
