@@ -10,11 +10,13 @@ at all, rather than kept in part.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 MAX_ENTRIES = 200_000  # files and folders: a workspace of a million empty files is not kept
 MAX_DEPTH = 64
@@ -91,3 +93,29 @@ def _copy_file(source: Path, dest: Path, limit: int, copied: Copied) -> None:
                 out.write(chunk)
         os.chmod(dest, stat.S_IMODE(info.st_mode) & 0o755)  # no setuid bit comes back with it
     copied.files += 1
+
+
+async def keep_for_regrade(trial: Any, session: Any) -> None:
+    """A judged trial's final workspace (``TrialRun``, after its final row), copied under the
+    store's ``<db>.kept/`` for a later ``agentmeter regrade``; a line in the runner's log when it
+    is not (too large, or the sandbox could not hand it over)."""
+    from ..vocab import TrialStatus
+
+    ctx = trial.ctx
+    limit = ctx.suite.spec.suite.regrade_keep_mb << 20
+    if not limit or trial.status not in (TrialStatus.PASSED, TrialStatus.FAILED) or \
+            not type(ctx.sandbox).keeps_for_regrade:
+        return
+    name = f"t{trial.id}"
+    dest = kept_folder(ctx.writer.store.path, name)
+    staging = dest.with_name(name + ".part")  # a container's workspace is copied out there first
+    try:
+        await asyncio.to_thread(shutil.rmtree, dest, True)  # a store made anew at the same path
+        source = await session.collect_workspace(staging)
+        await asyncio.to_thread(copy_workspace, source, dest, limit)
+    except Exception as exc:  # noqa: BLE001 - a workspace we cannot copy is only not regradable
+        ctx.log(f"trial {trial.id}: final workspace not kept for regrade: {exc}")
+        return
+    finally:
+        await asyncio.to_thread(shutil.rmtree, staging, True)
+    ctx.writer.update_trial(trial.id, {"kept": name})

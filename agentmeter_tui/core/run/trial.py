@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import shutil
 import time
 import traceback
 from collections import Counter
@@ -24,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..harnesses import AgentOutcome, TaskUnfit, get_adapter
+from ..regrade.keep import keep_for_regrade
 from ..sandboxes.base import KillPolicy, LaunchSpec, SandboxSession
+from ..scanners.scan import queue_scan
 from ..store import Store, utcnow
 from ..usage import TokenUsage
 from ..verifiers import VERIFIERS
@@ -376,48 +377,13 @@ class TrialRun(BudgetChecks):
         row = self._row(finished_at=self.finished_at, exit_code=getattr(self, "_exit_code", None), **fields)
         await ctx.call(Store.update_trial, self.id, row)  # committed before anyone sees the trial as done
         ctx.sink.trial_changed(self)
-        self._scan()
+        queue_scan(ctx, self.id)  # its triage flags, off the loop (scanners/scan.py)
         if self.session is not None:
-            await self._keep_for_regrade(self.session)
+            await keep_for_regrade(self, self.session)  # its final workspace (regrade/keep.py)
             try:
                 await self.session.cleanup(keep=ctx.suite.spec.suite.keep_workspaces)
             except Exception as exc:
                 ctx.log(f"trial {self.id} cleanup failed: {exc!r}")
-
-    async def _keep_for_regrade(self, session: SandboxSession) -> None:
-        """The final workspace of a judged trial, copied under the store's ``<db>.kept/``
-        (``core/regrade/keep.py``) for a later ``agentmeter regrade``; a note when it is not."""
-        from ..regrade import keep
-
-        limit = self.ctx.suite.spec.suite.regrade_keep_mb << 20
-        if not limit or self.status not in (TrialStatus.PASSED, TrialStatus.FAILED) or \
-                not type(self.ctx.sandbox).keeps_for_regrade:
-            return
-        name = f"t{self.id}"
-        dest = keep.kept_folder(self.ctx.writer.store.path, name)
-        staging = dest.with_name(name + ".part")
-        try:
-            await asyncio.to_thread(shutil.rmtree, dest, True)  # a store made anew at the same path
-            source = await session.collect_workspace(staging)
-            await asyncio.to_thread(keep.copy_workspace, source, dest, limit)
-        except Exception as exc:  # noqa: BLE001 - a workspace we cannot copy is only not regradable
-            self.ctx.log(f"trial {self.id}: final workspace not kept for regrade: {exc}")
-            return
-        finally:
-            await asyncio.to_thread(shutil.rmtree, staging, True)
-        self.ctx.writer.update_trial(self.id, {"kept": name})
-
-    def _scan(self) -> None:
-        """The triage scanners over the finished trial (``scanners/scan.py``), queued on the store
-        writer's thread behind its final row: not awaited, so neither the loop nor the trial's
-        slot waits on them; the writer runs every queued call before it closes."""
-        from ..scanners.scan import scan_finished
-
-        def failed(future) -> None:
-            if (exc := future.exception()) is not None:
-                self.ctx.log(f"trial {self.id}: the triage scan failed: {exc!r}")
-
-        self.ctx.writer.call(scan_finished, self.id).add_done_callback(failed)
 
     async def _final_fields(self, status: TrialStatus, reason: str | None, verdict) -> dict[str, Any]:
         await self.ctx.release_proxy(self)  # its last calls recorded before the meter is final

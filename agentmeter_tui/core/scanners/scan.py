@@ -70,3 +70,14 @@ def scan_ids(store: Any, pending: Sequence[int], using: Sequence[Scanner]) -> Sc
             outcome.scanned += 1
             outcome.flagged.update(f.scanner for f in findings)
     return outcome
+
+
+def queue_scan(ctx: Any, trial_id: int) -> None:
+    """Scan a trial whose final row is committed (``TrialRun``), queued on the run's store writer
+    thread: not awaited, so neither the loop nor the trial's slot waits on it; the writer runs
+    every queued call before it closes."""
+    def failed(future: Any) -> None:
+        if (exc := future.exception()) is not None:
+            ctx.log(f"trial {trial_id}: the triage scan failed: {exc!r}")
+
+    ctx.writer.call(scan_finished, trial_id).add_done_callback(failed)
