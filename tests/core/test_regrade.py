@@ -109,3 +109,29 @@ def bad_arguments(db: Path, suite_id: str) -> None:
     assert "Traceback" not in result.stderr
     missing = agentmeter("regrade", "--db", str(db.with_name("none.db")))
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+
+
+@pytest.mark.docker
+def test_a_harbor_task_regrades_in_its_container(tmp_path, db, docker_engine):
+    """Harbor's contract: the kept /app goes back into a fresh container of the task's image and
+    tests/test.sh writes /logs/verifier/reward.txt again. The "wrong" model's greeting is made
+    right by a test that now accepts it; the solver's stays passed."""
+    from tests.core.harbor_support import harbor_suite, run
+
+    suite, suite_id = harbor_suite(tmp_path, "agents")
+    toml = suite / "suite.toml"
+    toml.write_text(toml.read_text().replace('exclude = ["no-*"]', 'exclude = ["no-*", "probe", "count"]'))
+    trials = run(suite, db)
+    wrong = trials[("greet", "wrong")]
+    assert wrong["status"] == "failed" and wrong["kept"], wrong
+    test = suite.parent / "tasks" / "greet" / "tests" / "test.sh"
+    test.write_text(test.read_text().replace('= "hello, harbor" ]', '= "hello, harbor" ] || [ "$(cat /app/greeting.txt)" = goodbye ]'))
+    result = agentmeter("regrade", "--suite", suite_id, "--task", "greet", "--db", str(db), timeout=600)
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert f"trial {wrong['id']}: failed -> passed" in result.stdout
+    assert f"trial {trials[('greet', 'solver')]['id']}: passed -> passed" in result.stdout
+    store = Store(db)
+    (regrade,) = store.regrades_of([wrong["id"]])[wrong["id"]]
+    store.close()
+    assert regrade.quality == 1.0 and "reward.txt: reward = 1" in regrade.verifier_output
+    assert leftovers(docker_engine, suite_id) == {}

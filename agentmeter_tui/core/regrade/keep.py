@@ -48,7 +48,8 @@ def copy_workspace(source: Path, dest: Path, limit_bytes: int) -> Copied:
     """Copy ``source`` to ``dest`` (made new) as the module says; raises TooLarge (``dest``
     removed) past the limits. Blocking: call it off the event loop."""
     copied = Copied()
-    dest.mkdir(parents=True, exist_ok=False)
+    dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # agents' files: the store's owner's only
+    dest.mkdir(exist_ok=False)
     try:
         _copy_dir(source, dest, limit_bytes, copied, 0)
     except BaseException:

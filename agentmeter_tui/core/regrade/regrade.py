@@ -79,8 +79,10 @@ def select_trials(store: Any, suite_id: str, *, task: str | None = None, model: 
 def why_not_regradable(row: dict, suite: Suite, db: Path) -> str | None:
     """Why a trial cannot be regraded here (one line), or None."""
     kind = suite.spec.sandbox.kind
+    if not row.get("kept") and row.get("imported"):
+        return "imported: its source kept no final workspace to run the verifier on"
     if not row.get("kept"):
-        return "its final workspace was not kept (imported, run before regrades, too large, or not judged)"
+        return "its final workspace was not kept (run before regrades, past regrade_keep_mb, or not judged)"
     if not keep.kept_folder(db, row["kept"]).is_dir():
         return f"its kept workspace {row['kept']} is gone (cleaned)"
     if row.get("sandbox") and row["sandbox"] != kind:

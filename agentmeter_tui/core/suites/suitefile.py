@@ -142,7 +142,7 @@ class SuiteSection(Strict):
     keep_workspaces: bool = False
     # A finished trial's final workspace kept for `agentmeter regrade` (local and docker sandboxes),
     # up to this size; 0: none kept. Under the store's <db>.kept/; `agentmeter regrade --clean` frees it.
-    regrade_keep_mb: int = Field(64, ge=0, le=4096)
+    regrade_keep_mb: int = Field(64, ge=0, le=1024)  # at most what a sandbox copies back (hostfs.FETCH_LIMIT)
     max_retries: int = Field(2, ge=0, le=10)
     kill_on_thrash: bool = False
     thrash_repeats: int = Field(8, ge=2)
