@@ -72,6 +72,11 @@ def run_then_regrade(tmp_path: Path, db: Path, sandbox: str) -> str:
     assert first.verifier_hash != second.verifier_hash
     store.close()
 
+    records = tmp_path / "records.jsonl"
+    assert agentmeter("export-trials", "--suite", suite_id, "--out", str(records), "--db", str(db)).returncode == 0
+    (record,) = [json.loads(line) for line in records.read_text().splitlines()]
+    assert (record["status"], record["passed"]) == ("passed", True)  # the counted verdict, the original beside it
+    assert record["regrade"]["original"]["status"] == "failed"
     report = agentmeter("report", "--suite", suite_id, "--format", "json", "--db", str(db))
     assert report.returncode == 0, report.stderr
     assert "regraded: 1 trial verdict(s)" in report.stdout and "failed -> passed" in report.stdout
