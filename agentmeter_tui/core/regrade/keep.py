@@ -111,12 +111,19 @@ async def keep_for_regrade(trial: Any, session: Any) -> None:
     dest = kept_folder(ctx.writer.store.path, name)
     staging = dest.with_name(name + ".part")  # a container's workspace is copied out there first
     try:
-        await asyncio.to_thread(shutil.rmtree, dest, True)  # a store made anew at the same path
-        source = await session.collect_workspace(staging)
-        await asyncio.to_thread(copy_workspace, source, dest, limit)
+        source = await session.collect_workspace(staging)  # a local workspace: its own path, no copy
+        await asyncio.to_thread(_keep, source, dest, staging, limit)  # one hop: a trivial trial's end stays cheap
     except Exception as exc:  # noqa: BLE001 - a workspace we cannot copy is only not regradable
+        await asyncio.to_thread(shutil.rmtree, staging, True)
         ctx.log(f"trial {trial.id}: final workspace not kept for regrade: {exc}")
         return
+    ctx.writer.update_trial(trial.id, {"kept": name})  # with the next batch of events: no transaction of its own
+
+
+def _keep(source: Path, dest: Path, staging: Path, limit: int) -> None:
+    shutil.rmtree(dest, ignore_errors=True)  # a store made anew at the same path left its own
+    try:
+        copy_workspace(source, dest, limit)
     finally:
-        await asyncio.to_thread(shutil.rmtree, staging, True)
-    ctx.writer.update_trial(trial.id, {"kept": name})
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)

@@ -7,6 +7,7 @@ scan`` picks up whatever neither reached (a store from before, a scanner added s
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,10 +50,10 @@ def scan_store(store: Any, suite_id: str | None = None, names: list[str] | None 
     return scan_ids(store, store.unscanned(FINAL_STATUSES, suite_id), using)
 
 
-def scan_finished(store: Any, trial_id: int) -> ScanOutcome:
-    """Scan one trial whose final row was just committed (the runner, on its writer thread),
-    unless a scan already read it."""
-    return scan_ids(store, store.unscanned(FINAL_STATUSES, trial_ids=[trial_id]), scanners())
+def scan_finished(store: Any, trial_ids: Sequence[int]) -> ScanOutcome:
+    """Scan trials whose final rows were just committed (the runner, on its writer thread),
+    unless a scan already read them."""
+    return scan_ids(store, store.unscanned(FINAL_STATUSES, trial_ids=list(trial_ids)), scanners())
 
 
 def scan_ids(store: Any, pending: Sequence[int], using: Sequence[Scanner]) -> ScanOutcome:
@@ -64,20 +65,45 @@ def scan_ids(store: Any, pending: Sequence[int], using: Sequence[Scanner]) -> Sc
         rows = {row["id"]: row for row in store.trials(where="id in ({})".format(", ".join("?" * len(ids))),
                                                        params=ids)}
         events = dict(store.events_of(ids))
-        for trial_id in ids:
-            findings = scan_trial(view_of(rows[trial_id], events.get(trial_id, [])), using)
-            store.record_scan(trial_id, findings, used)
-            outcome.scanned += 1
+        scanned = [(trial_id, scan_trial(view_of(rows[trial_id], events.get(trial_id, [])), using)) for trial_id in ids]
+        store.record_scans(scanned, used)
+        outcome.scanned += len(scanned)
+        for _trial_id, findings in scanned:
             outcome.flagged.update(f.scanner for f in findings)
     return outcome
 
 
-def queue_scan(ctx: Any, trial_id: int) -> None:
-    """Scan a trial whose final row is committed (``TrialRun``), queued on the run's store writer
-    thread: not awaited, so neither the loop nor the trial's slot waits on it; the writer runs
-    every queued call before it closes."""
-    def failed(future: Any) -> None:
-        if (exc := future.exception()) is not None:
-            ctx.log(f"trial {trial_id}: the triage scan failed: {exc!r}")
+class ScanQueue:
+    """Trials to scan once their final rows are committed (``TrialRun``), scanned on the run's
+    store writer thread: not awaited, so neither the loop nor a trial's slot waits on them. Trials
+    that end while a scan is queued join it: one query and one commit for them all. The writer
+    runs every queued call before it closes."""
 
-    ctx.writer.call(scan_finished, trial_id).add_done_callback(failed)
+    def __init__(self) -> None:
+        self.pending: list[int] = []
+        self.lock = threading.Lock()  # add() runs on the loop's thread, _scan on the writer's
+
+    def add(self, ctx: Any, trial_id: int) -> None:
+        with self.lock:
+            self.pending.append(trial_id)
+            first = len(self.pending) == 1
+        if first:
+            ctx.writer.call(self._scan, ctx).add_done_callback(lambda f: self._failed(ctx, f))
+
+    def _scan(self, store: Any, ctx: Any) -> ScanOutcome:
+        with self.lock:
+            ids, self.pending = self.pending, []
+        return scan_finished(store, ids)
+
+    @staticmethod
+    def _failed(ctx: Any, future: Any) -> None:
+        if (exc := future.exception()) is not None:
+            ctx.log(f"the triage scan of finished trials failed: {exc!r}")
+
+
+def queue_scan(ctx: Any, trial_id: int) -> None:
+    """Queue ``trial_id`` on the run's :class:`ScanQueue` (made on first use)."""
+    queue = ctx.scan_queue
+    if queue is None:
+        queue = ctx.scan_queue = ScanQueue()
+    queue.add(ctx, trial_id)

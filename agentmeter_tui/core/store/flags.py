@@ -63,15 +63,21 @@ class FlagQueries:
     def record_scan(self, trial_id: int, findings: Sequence[Any], scanners: Sequence[str]) -> int:
         """Store one trial's findings (``.scanner``, ``.evidence``, ``.why``) and mark it scanned,
         in one transaction; a flag already stored is kept. Returns the flags added."""
+        return self.record_scans([(trial_id, findings)], scanners)
+
+    def record_scans(self, scanned: Sequence[tuple[int, Sequence[Any]]], scanners: Sequence[str]) -> int:
+        """:meth:`record_scan` for several trials, in one transaction (trials that finish together
+        are scanned together: one commit, not one each)."""
         now, added = utcnow(), 0
         with immediate(self.db):
-            for found in findings:
-                cursor = self.db.execute(
-                    "insert or ignore into flags (trial_id, scanner, evidence, why, created_at) values (?, ?, ?, ?, ?)",
-                    [trial_id, found.scanner, json.dumps(list(found.evidence)), found.why, now])
-                added += cursor.rowcount
-            self.db.execute("insert or replace into flag_scans (trial_id, scanners, scanned_at) values (?, ?, ?)",
-                            [trial_id, ",".join(scanners), now])
+            for trial_id, findings in scanned:
+                for found in findings:
+                    cursor = self.db.execute(
+                        "insert or ignore into flags (trial_id, scanner, evidence, why, created_at) "
+                        "values (?, ?, ?, ?, ?)", [trial_id, found.scanner, json.dumps(list(found.evidence)), found.why, now])
+                    added += cursor.rowcount
+                self.db.execute("insert or replace into flag_scans (trial_id, scanners, scanned_at) values (?, ?, ?)",
+                                [trial_id, ",".join(scanners), now])
         return added
 
     def flags_of(self, trial_ids: Sequence[int] | None = None) -> dict[int, list[FlagRow]]:
