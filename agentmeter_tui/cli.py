@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "budget": ("control", "raise (or set) budgets of a running trial, a model, a CLI, a cell or the run, "
                           "and the run's, a provider's or a model's cap"),
     "rerun": ("rerun", "run finished cells again as new attempts (nothing overwritten)"),
+    "regrade": ("regrade", "run the task's current verifier again on trials' kept final workspaces; new verdicts "
+                           "appended, originals kept"),
     "export-trials": ("trials", "write finished trials as JSONL trial records"),
     "import-trials": ("trials", "read JSONL trial records into the store"),
     "import": ("interop", "import runs made elsewhere: Harbor jobs, ATIF files, CLI sessions"),

@@ -20,6 +20,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "budget": ("agentmeter budget --trial 12 --tokens 2000000", "agentmeter budget --run-usd 50",
                "agentmeter budget --provider anthropic --cap-usd 20"),
     "rerun": ("agentmeter rerun --status infra-invalid,errored --db smoke.db --headless",),
+    "regrade": ("agentmeter regrade --task fix-parser --db smoke.db", "agentmeter regrade --status failed --db smoke.db"),
     "export-trials": ("agentmeter export-trials --db smoke.db --out trials.jsonl",),
     "import-trials": ("agentmeter import-trials trials.jsonl --db other.db",),
     "import": ("agentmeter import harbor jobs/2026-11-01__12-00-00 --db runs.db",),

@@ -92,8 +92,7 @@ def test_a_run_that_just_does_the_task_and_a_published_trajectory_raise_nothing(
     assert scan_trial(published, scanners()) == []
 
 
-def store_with_recordings(path: Path) -> tuple[Store, dict[str, int]]:
-    store = Store(path)
+def recorded_trials() -> list[ImportedTrial]:
     trials = []
     for fixture in sorted({f for f, _ in POSITIVE.values()}):
         trial, events = recorded(fixture)
@@ -101,7 +100,12 @@ def store_with_recordings(path: Path) -> tuple[Store, dict[str, int]]:
                                  reason=trial["reason"], flags=json.loads(trial["flags"] or "[]"),
                                  events=[ImportedEvent(e["kind"], e["text"]) for e in events])
         trials.append(imported)
-    store.add_imported(trials)
+    return trials
+
+
+def store_with_recordings(path: Path) -> tuple[Store, dict[str, int]]:
+    store = Store(path)
+    store.add_imported(recorded_trials())
     return store, {row["task_id"]: row["id"] for row in store.trials("triage")}
 
 
@@ -126,6 +130,19 @@ def test_flags_are_stored_once_with_their_evidence_and_verdicts_are_appended(tmp
     # Flagged first: the refusal's only flag was called wrong, so it no longer counts.
     order = [i for i, _ in store.review_queue("triage", statuses, by_flags=True)]
     assert order.index(ids["refusal"]) == len(order) - 1
+
+
+def test_an_import_is_scanned_at_its_end_without_agentmeter_scan(tmp_path):
+    from agentmeter_tui.core.interop.trials import store_all
+
+    store = Store(tmp_path / "s.db")
+    outcome = store_all(store, recorded_trials())
+    assert outcome.added == len(POSITIVE)
+    flags = store.flags_of()
+    ids = {row["task_id"]: row["id"] for row in store.trials("triage")}
+    assert {name: [f.scanner for f in flags.get(ids[fixture], [])] for name, (fixture, _) in POSITIVE.items()} == \
+        {name: [name] for name in POSITIVE}
+    assert scan_store(store).scanned == 0  # nothing left for `agentmeter scan`
 
 
 def test_the_migration_brings_a_store_of_the_previous_release_forward(tmp_path):

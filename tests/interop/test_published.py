@@ -168,3 +168,49 @@ def test_a_subagent_trajectory_is_read_and_counted_once(db, tmp_path):
     marker = texts.index(f"subagent terminus-child (terminus-2): {len(child_raw['steps'])} step(s)")
     calls = [c["function_name"] for s in child_raw["steps"] for c in s.get("tool_calls") or []]
     assert sum(1 for e in list(Store(db).events(row["id"]))[marker:] if e[2] == "tool_call") == len(calls)
+
+
+def test_an_exported_trial_with_a_subagent_writes_subagent_trajectories(db, tmp_path):
+    """Export (ATIF v1.7 and later): the sub-agent read in above goes back out as
+    ``subagent_trajectories``, valid under Harbor's own model, its steps not the parent's, its
+    tokens counted once (figures from the raw files); the file reads back to the same trial."""
+    import subprocess
+
+    from tests.conftest import FIXTURES as ALL
+    from tests.interop.support import harbor_python, harbor_validate
+
+    (parent,) = GEMINI_JOB.glob("*__*/agent/trajectory.json")
+    (child,) = (ALL / "harbor-jobs" / "jobs" / "terminus-solve").glob("hello__*/agent/trajectory.json")
+    made = subprocess.run([str(harbor_python()), "-c", FOLD, str(parent), str(child)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert made.returncode == 0, made.stderr
+    source = tmp_path / "folded.json"
+    source.write_text(made.stdout)
+    assert cli("import", "atif", str(source), "--db", str(db))[0] == 0
+    (row,) = Store(db).trials("atif")
+    out = tmp_path / "out"
+    code, err = cli("export", "atif", "--trial", str(row["id"]), "--out", str(out), "--db", str(db))
+    assert code == 0, err
+    (written,) = out.glob("trial-*/trajectory.json")
+    assert harbor_validate([written]) == {str(written): None}
+    exported, parent_raw, child_raw = raw(written), raw(parent), raw(child)
+    (sub,) = exported["subagent_trajectories"]
+    assert (sub["trajectory_id"], sub["agent"]["name"]) == ("terminus-child", child_raw["agent"]["name"])
+    assert [s["step_id"] for s in sub["steps"]] == list(range(1, len(sub["steps"]) + 1))
+
+    def calls(trajectory: dict) -> list[str]:
+        return [c["function_name"] for s in trajectory["steps"] for c in s.get("tool_calls") or []]
+
+    def prompt(trajectory: dict) -> int:
+        return sum(s["metrics"]["prompt_tokens"] for s in trajectory["steps"] if "metrics" in s)
+
+    assert calls(sub) == calls(child_raw) and calls(exported) == calls(parent_raw)
+    assert prompt(sub) == prompt(child_raw) and prompt(exported) == prompt(parent_raw)
+    assert sub["final_metrics"]["total_prompt_tokens"] == prompt(child_raw)
+    # The parent's total holds the child's once, as Harbor's writer folded it.
+    assert exported["final_metrics"]["total_prompt_tokens"] == raw(source)["final_metrics"]["total_prompt_tokens"]
+    again = tmp_path / "again.db"
+    assert cli("import", "atif", str(written), "--db", str(again))[0] == 0
+    (back,) = Store(again).trials("atif")
+    assert TokenUsage.from_dict(back) == TokenUsage.from_dict(row)
+    assert [e[2:5] for e in Store(again).events(back["id"])] == [e[2:5] for e in Store(db).events(row["id"])]

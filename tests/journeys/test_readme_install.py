@@ -113,6 +113,7 @@ def test_the_readme_commands_on_the_base_install(base, tmp_path):
     wait_for(lambda: "no runner is running" in user.run("agentmeter status --db live.db").stdout, "the runner to end")
     run("agentmeter attach --db live.db", code=1, shows="no runner is running for live.db")
     run("agentmeter rerun --status infra-invalid,errored --db smoke.db", shows="")
+    run("agentmeter regrade --task count-lines --db smoke.db", shows="regraded 4 trial(s)")
     run("agentmeter export-trials --out trials.jsonl --db smoke.db")
     assert len((user.work / "trials.jsonl").read_text().splitlines()) == 8
     run("agentmeter import-trials trials.jsonl --db other.db")

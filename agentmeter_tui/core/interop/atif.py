@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from ..usage import TokenUsage
+from . import atif_subagents
 from .atif_read import ImportedEvent, events_from_trajectory, trajectory_totals
 from .atif_schema import LATEST, AtifError, Trajectory, load_trajectory, parse_trajectory
 from .atif_steps import _iso, rows_of, steps_of  # noqa: F401 - _iso: its test reads it here
@@ -63,11 +64,13 @@ def trajectory_dict(
     keyword arguments override what it says. ``usage``: the trial's five classes (for
     ``final_metrics``). ``usage_rows``: the ``usage`` table's rows by seq; without them each
     usage event's figures are read from its text. A trial without events yet gives one system
-    step (ATIF requires at least one).
+    step (ATIF requires at least one). Sub-agents' events (an imported v1.7 trajectory's) go into
+    ``subagent_trajectories`` (:mod:`.atif_subagents`).
     """
     row = dict(trial or {})
     cli = agent_name or row.get("cli")
-    steps = steps_of(rows_of(events), usage_rows, row.get("cli") or agent_name, usage_from_text)
+    own, subs = atif_subagents.split(rows_of(events))
+    steps = steps_of(own, usage_rows, row.get("cli") or agent_name, usage_from_text)
     if usage is not None:
         row.update(usage.as_dict() if isinstance(usage, TokenUsage) else usage)
     if cost_usd is not None:
@@ -80,6 +83,9 @@ def trajectory_dict(
                   "steps": steps, "final_metrics": _final_metrics(row, len(steps))}
     if trial:
         trajectory["extra"] = {"agentmeter": _trial_extra(row)}
+    if subs:  # ATIF v1.7: each sub-agent its own trajectory, its tokens in the parent's total once
+        trajectory["subagent_trajectories"] = atif_subagents.sub_trajectories(
+            subs, LATEST, trajectory["session_id"], lambda rows: steps_of(rows, usage_rows, None, usage_from_text))
     return trajectory
 
 

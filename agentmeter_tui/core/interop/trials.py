@@ -224,4 +224,9 @@ def store_all(store: Any, items: Iterable[ImportedTrial | Skipped | str | None],
             count(written, writing.result())
         if pending:
             count(pending, write(pending))
+    if outcome.added:  # at the ingest's end, the triage flags of what came in (scanners/scan.py)
+        from ..scanners.scan import scan_store
+
+        for suite in sorted(outcome.suites):
+            scan_store(store, suite)
     return outcome

@@ -198,6 +198,18 @@ def cost_notes(checks: Mapping[str, Any]) -> list[str]:
     return notes
 
 
+def regrade_notes(regraded: Sequence[Mapping[str, Any]], listed: int = 20) -> list[str]:
+    """The report's marker for regraded verdicts (``agentmeter regrade``): how many, and which,
+    with the original verdict the tables no longer count (it stays in the store)."""
+    if not regraded:
+        return []
+    shown = "; ".join(f"trial {r['trial_id']} ({r['task']}, {r['model']}, {r['cli']}) {r['original']} -> "
+                      f"{r['regraded']} at {r['at']} (verifier {r['verifier_hash'][:12]})" for r in regraded[:listed])
+    more = f"; and {len(regraded) - listed} more" if len(regraded) > listed else ""
+    return [f"regraded: {len(regraded)} trial verdict(s) come from a regrade (the latest counts, the "
+            f"original is kept): {shown}{more}"]
+
+
 def suite_settings(row: Mapping[str, Any]) -> tuple[Any | None, str | None, Path | None]:
     """(Scoring, own, suite.toml path) for a store's suite row; Scoring None when unknown."""
     from ..suites.suitefile import Scoring
@@ -245,6 +257,7 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
                           defer_intervals=defer_intervals)
     report.notes[:0] = notes
     report.notes += cost_notes(store.cost_checks(suite_id))
+    report.notes += regrade_notes(store.regraded_verdicts(suite_id))
     sources = store.source_counts(suite_id, STATUSES)
     if set(sources) - {"agentmeter"}:  # imported trials: say how many of each source the report counts
         report.notes.append("trials by source: " + ", ".join(f"{name} {n}" for name, n in sources.items()))

@@ -71,6 +71,9 @@ class TrialRecord:
             extra["flags"] = orjson.loads(row["flags"])
         if row.get("extra"):
             extra.update(orjson.loads(row["extra"]))
+        if row.get("regraded_at"):  # the verdict is a regrade's (store/reports.py): the original goes along
+            extra["regrade"] = {"at": row["regraded_at"], "verifier_hash": row["regrade_verifier_hash"],
+                                "original": {k: row[f"original_{k}"] for k in ("status", "passed", "quality", "reason")}}
         return cls(
             suite=row["suite_id"], task=row["task_id"], tier=row.get("tier"), model=row["model"],
             cli=row["cli"], trial=row["trial_index"], status=row["status"], passed=bool(row.get("passed")),

@@ -82,6 +82,7 @@ class RunContext:
         self.scripted: ScriptedServer | None = None  # the watched scripted model server, if the run has one
         self.caps = caps or CapLedger(suite)  # the run's, providers' and models' caps against the run's spend
         self.suite_dir = str(suite.path.resolve())  # once: a resolve per trial was a stat per folder of the path
+        self.scan_queue: Any = None  # finished trials waiting for the triage scanners (scanners/scan.py)
 
     # -- store --------------------------------------------------------------------------------
 

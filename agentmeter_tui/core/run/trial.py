@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..harnesses import AgentOutcome, TaskUnfit, get_adapter
+from ..regrade.keep import keep_for_regrade
 from ..sandboxes.base import KillPolicy, LaunchSpec, SandboxSession
+from ..scanners.scan import queue_scan
 from ..store import Store, utcnow
 from ..usage import TokenUsage
 from ..verifiers import VERIFIERS
@@ -375,7 +377,9 @@ class TrialRun(BudgetChecks):
         row = self._row(finished_at=self.finished_at, exit_code=getattr(self, "_exit_code", None), **fields)
         await ctx.call(Store.update_trial, self.id, row)  # committed before anyone sees the trial as done
         ctx.sink.trial_changed(self)
+        queue_scan(ctx, self.id)  # its triage flags, off the loop (scanners/scan.py)
         if self.session is not None:
+            await keep_for_regrade(self, self.session)  # its final workspace (regrade/keep.py)
             try:
                 await self.session.cleanup(keep=ctx.suite.spec.suite.keep_workspaces)
             except Exception as exc:

@@ -156,6 +156,9 @@ class Sandbox(ABC):
     # Whether a task written for Harbor (its tests write /logs/verifier/reward.*, as root in
     # a container) runs here as Harbor runs it.
     harbor_contract: ClassVar[bool] = False
+    # Whether a finished trial's final workspace is kept for a regrade (``core/regrade``): the kind
+    # can open a fresh session on a kept copy and run the verifier there again.
+    keeps_for_regrade: ClassVar[bool] = False
     # Whether its trials run in task images it builds (``agentmeter images build`` prepares them).
     task_images: ClassVar[bool] = False
 

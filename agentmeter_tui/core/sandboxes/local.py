@@ -217,6 +217,7 @@ class LocalSession(SandboxSession):
 
 class LocalSandbox(Sandbox):
     name = "local"
+    keeps_for_regrade = True
     differential_side = "agentmeter_tui.core.difftest.executor:LocalExecutor"
     Settings = LocalSettings
 

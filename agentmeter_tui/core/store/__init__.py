@@ -33,6 +33,7 @@ from .flags import FlagQueries
 from .imports import ImportQueries
 from .lazydb import Database
 from .migrations import migrate
+from .regrades import RegradeQueries
 from .reports import ReportQueries
 from .reviews import ReviewQueries, ScoreRow
 from .runs import RunQueries
@@ -93,7 +94,8 @@ class SeedHashChanged(Exception):
         )
 
 
-class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries, SearchQueries, FlagQueries):
+class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries, SearchQueries, FlagQueries,
+            RegradeQueries):
     """Typed access to the store. Cheap to open; every logical write is one transaction."""
 
     def __init__(self, path: str | Path = DEFAULT_DB, *, readonly: bool = False, check: bool = True):

@@ -44,8 +44,10 @@ class FlagQueries:
     db: Any
     audit: Any
 
-    def unscanned(self, statuses: Iterable[str], suite_id: str | None = None) -> list[int]:
-        """Finished trials (in ``statuses``) no scan has read yet, by id."""
+    def unscanned(self, statuses: Iterable[str], suite_id: str | None = None,
+                  trial_ids: Sequence[int] | None = None) -> list[int]:
+        """Finished trials (in ``statuses``; of ``suite_id``, among ``trial_ids`` when given) no
+        scan has read yet, by id."""
         statuses = [str(s) for s in statuses]
         sql = (f"select t.id from trials t where t.status in ({', '.join('?' * len(statuses))}) "
                "and not exists (select 1 from flag_scans f where f.trial_id = t.id)")
@@ -53,20 +55,29 @@ class FlagQueries:
         if suite_id is not None:
             sql += " and t.suite_id = ?"
             args.append(suite_id)
+        if trial_ids is not None:
+            sql += f" and t.id in ({', '.join('?' * len(trial_ids))})"
+            args.extend(trial_ids)
         return [row[0] for row in self.db.execute(sql + " order by t.id", args)]
 
     def record_scan(self, trial_id: int, findings: Sequence[Any], scanners: Sequence[str]) -> int:
         """Store one trial's findings (``.scanner``, ``.evidence``, ``.why``) and mark it scanned,
         in one transaction; a flag already stored is kept. Returns the flags added."""
+        return self.record_scans([(trial_id, findings)], scanners)
+
+    def record_scans(self, scanned: Sequence[tuple[int, Sequence[Any]]], scanners: Sequence[str]) -> int:
+        """:meth:`record_scan` for several trials, in one transaction (trials that finish together
+        are scanned together: one commit, not one each)."""
         now, added = utcnow(), 0
         with immediate(self.db):
-            for found in findings:
-                cursor = self.db.execute(
-                    "insert or ignore into flags (trial_id, scanner, evidence, why, created_at) values (?, ?, ?, ?, ?)",
-                    [trial_id, found.scanner, json.dumps(list(found.evidence)), found.why, now])
-                added += cursor.rowcount
-            self.db.execute("insert or replace into flag_scans (trial_id, scanners, scanned_at) values (?, ?, ?)",
-                            [trial_id, ",".join(scanners), now])
+            for trial_id, findings in scanned:
+                for found in findings:
+                    cursor = self.db.execute(
+                        "insert or ignore into flags (trial_id, scanner, evidence, why, created_at) "
+                        "values (?, ?, ?, ?, ?)", [trial_id, found.scanner, json.dumps(list(found.evidence)), found.why, now])
+                    added += cursor.rowcount
+                self.db.execute("insert or replace into flag_scans (trial_id, scanners, scanned_at) values (?, ?, ?)",
+                                [trial_id, ",".join(scanners), now])
         return added
 
     def flags_of(self, trial_ids: Sequence[int] | None = None) -> dict[int, list[FlagRow]]:

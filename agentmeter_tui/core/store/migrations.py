@@ -139,9 +139,24 @@ def m007_35_triage_flags(db: sqlite_utils.Database) -> None:
     db["flag_verdicts"].create_index(["flag_id", "id"])
 
 
+def m008_35_regrades(db: sqlite_utils.Database) -> None:
+    """Regrades (issue 35): each new verdict a task's current verifier gave on a trial's kept final
+    workspace, with its time and the verifier's hash, append-only (the trial's own verdict stays in
+    ``trials``; reports count the latest); ``trials.kept``: where that workspace was kept (a folder
+    name under the store's ``<db>.kept/``), NULL when it was not."""
+    db["regrades"].create({"id": int, "trial_id": int, "status": str, "passed": int, "quality": float,
+                           "reason": str, "verifier_exit": int, "verifier_output": str, "verifier_hash": str,
+                           "sandbox": str, "created_at": str},
+                          pk="id", not_null={"trial_id", "status", "verifier_hash", "created_at"})
+    db["regrades"].create_index(["trial_id", "id"])
+    if "kept" not in db["trials"].columns_dict:
+        db["trials"].add_column("kept", str)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial, m002_15_reviews, m003_14_cache_write_1h,
                                                            m004_13_import_source, m005_17_event_search,
-                                                           m006_28_trial_node, m007_35_triage_flags]
+                                                           m006_28_trial_node, m007_35_triage_flags,
+                                                           m008_35_regrades]
 
 
 def is_current(conn: sqlite3.Connection) -> bool:

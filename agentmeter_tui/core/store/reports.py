@@ -8,15 +8,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # sqlite-utils loads when a Store opens, not when a light command imports this
     import sqlite_utils
 
+from .regrades import LATEST_VERDICT, latest_verdict_join
 from .tx import immediate
 
+# The verdict counted is the latest regrade's, when there is one (regrades.py), else the trial's own.
 _RUN_SQL = """
-select task_id, model, cli, trial_index, status, passed, coalesce(quality, 0.0),
-       coalesce(uncached_input, 0) + coalesce(cached_input, 0) + coalesce(cache_write, 0)
-         + coalesce(output, 0) + coalesce(reasoning, 0),
-       cost_usd, coalesce(attempt, 0), coalesce(turns, 0), coalesce(tool_calls, 0), finished_at, id
-from trials where suite_id = ? and status in ({statuses})
+select t.task_id, t.model, t.cli, t.trial_index, coalesce(r.status, t.status), coalesce(r.passed, t.passed),
+       coalesce(r.quality, t.quality, 0.0),
+       coalesce(t.uncached_input, 0) + coalesce(t.cached_input, 0) + coalesce(t.cache_write, 0)
+         + coalesce(t.output, 0) + coalesce(t.reasoning, 0),
+       t.cost_usd, coalesce(t.attempt, 0), coalesce(t.turns, 0), coalesce(t.tool_calls, 0), t.finished_at, t.id
+from trials t {join} where t.suite_id = ? and coalesce(r.status, t.status) in ({statuses})
 """
+_REGRADED = ("status", "passed", "quality", "reason", "verifier_exit", "verifier_output")
 
 
 class ReportQueries:
@@ -27,15 +31,22 @@ class ReportQueries:
         status, passed, quality, raw_tokens, cost_usd, attempt, turns, tool_calls, finished_at,
         id)``, in one query (reports read tens of thousands)."""
         statuses = sorted(str(s) for s in statuses)
-        sql = _RUN_SQL.format(statuses=",".join("?" * len(statuses)))
+        sql = _RUN_SQL.format(statuses=",".join("?" * len(statuses)), join=latest_verdict_join(self))
         return self.db.conn.execute(sql, [suite_id, *statuses])
 
     def final_trial_rows(self, suite_id: str, statuses: Iterable[str]) -> Iterable[dict[str, Any]]:
-        """Whole trial rows of a suite in one of ``statuses``, by id."""
+        """Whole trial rows of a suite in one of ``statuses``, by id; a regraded trial's row carries
+        its latest regrade's verdict, the original under ``original_<column>``, and ``regraded_at``
+        and ``regrade_verifier_hash``."""
         statuses = sorted(str(s) for s in statuses)
-        return self.db.query(
-            f"select * from trials where suite_id = ? and status in ({','.join('?' * len(statuses))}) order by id",
-            [suite_id, *statuses])
+        picked = ", ".join(f"r.{key} as regrade_{key}" for key in (*_REGRADED, "created_at", "verifier_hash", "id"))
+        join = latest_verdict_join(self)
+        if join != LATEST_VERDICT:
+            picked = "r.id as regrade_id"
+        rows = self.db.query(
+            f"select t.*, {picked} from trials t {join} where t.suite_id = ? and coalesce(r.status, t.status) "
+            f"in ({','.join('?' * len(statuses))}) order by t.id", [suite_id, *statuses])
+        return (_with_regrade(row) for row in rows)
 
     def cost_checks(self, suite_id: str) -> dict[str, Any]:
         """What a report says about a suite's costs beside the comparable one (issue 14): trials
@@ -86,3 +97,14 @@ class ReportQueries:
                 out.append({**row, "config_id": config_ids[key]})
             self.db["trials"].insert_all(out, batch_size=2000)
         return len(out)
+
+
+def _with_regrade(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with its latest regrade's verdict in place of its own (kept as ``original_*``)."""
+    regrade = {key[len("regrade_"):]: row.pop(key) for key in list(row) if key.startswith("regrade_")}
+    if regrade.get("id") is None:
+        return row
+    for key in _REGRADED:
+        row[f"original_{key}"], row[key] = row[key], regrade[key]
+    row["regraded_at"], row["regrade_verifier_hash"] = regrade["created_at"], regrade["verifier_hash"]
+    return row

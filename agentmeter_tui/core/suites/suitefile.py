@@ -140,6 +140,9 @@ class SuiteSection(Strict):
     pass_threshold: float = Field(1.0, ge=0, le=1)  # Harbor tasks: passed = reward >= this
     own: str | None = None  # the suite author's own configuration ("model|cli") or CLI: the honesty gate
     keep_workspaces: bool = False
+    # A finished trial's final workspace kept for `agentmeter regrade` (local and docker sandboxes),
+    # up to this size; 0: none kept. Under the store's <db>.kept/; `agentmeter regrade --clean` frees it.
+    regrade_keep_mb: int = Field(64, ge=0, le=1024)  # at most what a sandbox copies back (hostfs.FETCH_LIMIT)
     max_retries: int = Field(2, ge=0, le=10)
     kill_on_thrash: bool = False
     thrash_repeats: int = Field(8, ge=2)

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 class DockerSandbox(EngineSandbox):
     name = "docker"
     Settings = DockerSettings
+    keeps_for_regrade = True
     cleans_this_machine = True  # this machine's engine, where swarm services may be left too
 
     def __init__(self, suite: Any, settings: dict[str, Any] | None = None):
