@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ... import procs
 from ..common import SYSTEM_PATH
 from .containers import ISOLATED_NETWORK, ContainerShape, DockerSettings
-from .limits import granted
+from .limits import granted, sized_rootfs
 
 if TYPE_CHECKING:
     from ...suites.suite import Task
@@ -56,8 +56,7 @@ def engine_limits(client: Any) -> EngineLimits:
     info = client.info()
     status = dict(info.get("DriverStatus") or [])
     backing = status.get("Backing Filesystem") or "?"
-    return EngineLimits(int(info.get("NCPU") or 1), info.get("Driver") == "overlay2" and backing == "xfs",
-                        f"{info.get('Driver') or '?'} on {backing}")
+    return EngineLimits(int(info.get("NCPU") or 1), sized_rootfs(info), f"{info.get('Driver') or '?'} on {backing}")
 
 
 def unenforced(task: Task, limits: EngineLimits) -> list[str]:
