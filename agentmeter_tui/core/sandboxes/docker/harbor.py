@@ -72,7 +72,7 @@ def unenforced(task: Task, limits: EngineLimits) -> list[str]:
 def open_network(task: Task, network: str, where: str) -> list[str]:
     """A note when ``allow_internet = false`` cannot be applied ``where`` the trial runs and it
     keeps the suite's ``network`` (never silent): a remote docker engine or swarm manager."""
-    if task.spec.environment.allow_internet or network in ("isolated", "none"):
+    if task.spec.environment.allow_internet or network in ("isolated", "walled", "none"):
         return []
     return [f"[environment] allow_internet = false is not enforced {where}: the trial is on the \"{network}\" network"]
 

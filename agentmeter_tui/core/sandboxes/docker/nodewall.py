@@ -25,8 +25,8 @@ A job's one reachable place is that relay. The suite opts out with ``network = "
 
 from __future__ import annotations
 
-import hashlib
 import json
+import secrets
 import threading
 import time
 from typing import Any
@@ -168,7 +168,7 @@ class NodeWalls:
     def _create(self, client: Any, bridge: str, target: tuple[str, int]) -> str:
         from docker.types import Resources, RestartPolicy, ServiceMode
 
-        tag = hashlib.sha256(f"{engines.runner_label()}:{target}".encode()).hexdigest()[:10]
+        tag = secrets.token_hex(5)  # two sandboxes of one runner may route to the same target
         name = f"agentmeter-wall-{tag}"
         labels = engines.trial_labels(self.suite_id, None, f"wall-{tag}")
         settings = {"bridge": bridge, "chain": CHAIN, "address": ADDRESS, "port": target[1], "host": target[0],
@@ -213,5 +213,5 @@ class NodeWalls:
             self.services.clear()
 
 
-__all__ = ["ADDRESS", "NodeWalls", "WALLED", "WALLED_NETWORK", "host_network_note", "job_networks",
+__all__ = ["ADDRESS", "WALLED", "WALLED_NETWORK", "NodeWalls", "host_network_note", "job_networks",
            "walled_network"]
