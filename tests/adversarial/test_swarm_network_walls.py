@@ -192,3 +192,16 @@ def test_a_run_on_the_walled_fleet_is_metered(tmp_path, db, fleet):
     assert_smoke_verdicts(trials, "swarm")
     metered = [t for t in trials if t["status"] == "passed"]
     assert metered and all((t["uncached_input"] or 0) + (t["output"] or 0) > 0 for t in metered), trials
+
+
+def test_host_network_is_said_by_the_suite_and_noted():
+    """Jobs are walled unless the suite says ``network = "host"``; then each transcript says
+    what the job reaches."""
+    from agentmeter_tui.core.sandboxes.docker.nodewall import WALLED, host_network_note, job_networks
+    from agentmeter_tui.core.sandboxes.docker.swarm import SwarmSettings
+
+    assert SwarmSettings().network == WALLED
+    assert job_networks(WALLED, "agentmeter-walled-swarm") == ["agentmeter-walled-swarm"]
+    assert host_network_note(WALLED) is None
+    assert job_networks("host", "agentmeter-walled-swarm") == ["host"]
+    assert "fleet's registry" in host_network_note("host")
