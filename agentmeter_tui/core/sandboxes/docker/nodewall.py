@@ -85,7 +85,11 @@ async def handle(reader, writer):
         return
     await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 async def main():
-    server = await asyncio.start_server(handle, address, port, reuse_address=True)
+    try:
+        server = await asyncio.start_server(handle, address, port, reuse_address=True)
+    except OSError as exc:  # the port is another runner's relay on this node (a fleet shared by two machines)
+        ipt("iptables", "-D", *accept)
+        sys.exit(f"WALL-FAILED cannot listen on {address}:{port}: {exc}")
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
