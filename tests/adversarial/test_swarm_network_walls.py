@@ -181,6 +181,46 @@ async def test_fleet_jobs_reach_their_relay_and_nothing_else(tmp_path, fleet, no
         host.close()
 
 
+async def test_local_swarm_jobs_reach_their_relay_and_nothing_else(tmp_path):
+    """This machine's own single-node swarm: the walled bridge is on this machine, the wall
+    relays straight to the loopback model, and this machine's addresses are closed."""
+    from tests.adversarial.test_docker_network_walls import _docker0, _host_address
+    from tests.core.sandbox_support import swarm_client
+
+    swarm_client().close()
+    folder = suite_copy(SMOKE, tmp_path / "suite", 'kind = "swarm"\ncpus = 0.25\nmemory = "256m"',
+                        suite_id=unique_id("swarm-walls-local"))
+    suite = load_suite(folder)
+    sandbox = SwarmSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
+    model, host = await _answering("127.0.0.1"), await _answering("0.0.0.0")
+    sessions = []
+    try:
+        await sandbox.preflight()
+        for n in range(2):
+            sessions.append(await sandbox.open(suite.task("count-lines"), n + 1, f"swloc{n}{unique_id('t')[-6:]}0000"))
+        relay = sessions[0].translate_url(f"http://127.0.0.1:{model.sockets[0].getsockname()[1]}/v1")
+        relay = await relay if inspect.isawaitable(relay) else relay
+        relay_host, relay_port = relay.split("//")[1].split("/")[0].split(":")
+        peers = await _listening(sessions[1])
+        port = host.sockets[0].getsockname()[1]
+        targets = [["relay", relay_host, int(relay_port)], ["docker0 listener", _docker0(), port],
+                   ["host listener", _host_address(), port], ["swarm port", _host_address(), 2377],
+                   ["wall address listener", relay_host, port]]
+        targets += [[f"other trial at {address}", address, PEER_PORT] for address in peers]
+        found = await _probe(sessions[0], targets, port)
+        assert found.pop("relay") == "reached", found
+        reached = sorted(f"{name}: {result}" for name, result in found.items() if result.startswith("reached"))
+        assert reached == [], f"the job reached {reached}"
+    finally:
+        for session in sessions:
+            with contextlib.suppress(Exception):
+                await session.kill(KillPolicy())
+            await session.cleanup()
+        await sandbox.close()
+        model.close()
+        host.close()
+
+
 def test_a_run_on_the_walled_fleet_is_metered(tmp_path, db, fleet):
     """The whole smoke suite on the fleet, its jobs on the walled network: every trial's model
     calls went through the walls' relays and were metered."""

@@ -14,7 +14,9 @@ this machine's python and iptables) that, in its node's own network namespace,
 - puts the bridge's INPUT behind chain :data:`CHAIN`: ACCEPT to the route's port on
   :data:`ADDRESS` (a link-local address it adds to the node's ``lo``, so every node's jobs
   name the same URL), DROP the rest; the bridge's FORWARD (out of it, into it, and between
-  its ports when ``br_netfilter`` passes bridged frames to iptables) is dropped, IPv6 too;
+  its ports when ``br_netfilter`` passes bridged frames to iptables) is dropped, IPv6 too, in
+  DOCKER-USER where the engine has one (its own ACCEPTs for a bridge go above anything else
+  in FORWARD each time it makes the bridge);
 - relays what arrives at ``ADDRESS:port`` to the route's target: the model server or
   metering proxy on the runner's loopback (a local engine), or the runner's relay on
   ``relay_address`` (a fleet).
@@ -58,10 +60,14 @@ ipt("iptables", "-N", chain)
 ensure("iptables", chain, "-j", "DROP", insert=False)
 ensure("iptables", *accept)
 ensure("iptables", "INPUT", "-i", bridge, "-j", chain)
+# An engine with iptables puts FORWARD ACCEPTs for a bridge above ours each time it makes the
+# bridge (a container's arrival); DOCKER-USER is the chain it jumps to first and never edits.
+def forward(tool):
+    return "DOCKER-USER" if ipt(tool, "-S", "DOCKER-USER").returncode == 0 else "FORWARD"
 for way in ("-i", "-o"):
-    ensure("iptables", "FORWARD", way, bridge, "-j", "DROP")
-for rule in (["INPUT", "-i", bridge, "-j", "DROP"], ["FORWARD", "-i", bridge, "-j", "DROP"],
-             ["FORWARD", "-o", bridge, "-j", "DROP"]):
+    ensure("iptables", forward("iptables"), way, bridge, "-j", "DROP")
+for rule in (["INPUT", "-i", bridge, "-j", "DROP"], [forward("ip6tables"), "-i", bridge, "-j", "DROP"],
+             [forward("ip6tables"), "-o", bridge, "-j", "DROP"]):
     if ipt("ip6tables", "-C", *rule).returncode:
         ipt("ip6tables", "-I", *rule)
 try:
