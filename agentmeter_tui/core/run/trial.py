@@ -263,7 +263,11 @@ class TrialRun(BudgetChecks):
         poll = self.adapter.live_session_poll if self.proxy_route is None else None  # the proxy sees every call
         watcher = asyncio.ensure_future(self._watch_sessions(session, poll)) \
             if poll and self.adapter.session_globs else None
-        await asyncio.wait({wait_task, kill_task}, return_when=asyncio.FIRST_COMPLETED)
+        breach = session.breach
+        await asyncio.wait({wait_task, kill_task} | ({breach} if breach is not None else set()),
+                           return_when=asyncio.FIRST_COMPLETED)
+        if breach is not None and breach.done() and not wait_task.done():
+            self.request_kill(KillReason("limit:disk", breach.result()))
         self._wall_from = None  # the agent ended: no time budget left to enforce
         if watcher:
             watcher.cancel()

@@ -86,6 +86,9 @@ class SandboxSession(ABC):
     # runner writes those of ``open`` into the trial's transcript, later ones as they come.
     notes: Sequence[str] = ()
     noting: Callable[[str], None] | None = None
+    # Set once a limit the sandbox watches (not one the kernel holds) is crossed while the agent
+    # runs: its result is the reason, and the runner kills the trial with ``limit:disk``.
+    breach: asyncio.Future[str] | None = None
 
     def note(self, text: str) -> None:
         if self.noting is not None:

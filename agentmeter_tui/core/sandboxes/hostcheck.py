@@ -87,7 +87,12 @@ async def check_ssh_host(host: Any, suite: Suite, known_hosts: str | None = None
         checks.append(HostCheck(f"{name}: CLIs", not missing, "missing: " + ", ".join(missing) if missing
                                 else f"the suite's CLIs are under {host.clis}",
                                 "install them there (agentmeter install-clis on the host)" if missing else ""))
-        code, out = await sh(f"mkdir -p {q(host.work_root)} && df -Pk {q(host.work_root)} | tail -1")
+        from .ssh.hosts import private_root
+
+        code, out = await sh(f"{private_root(host.work_root)} && df -Pk {q(host.work_root)} | tail -1")
+        if code == 97:
+            return checks + [HostCheck(f"{name}: work root", False, out.removeprefix("agentmeter-foreign "),
+                                       "remove it, or set work_root elsewhere")]
         fields = out.split()
         free = int(fields[3]) * 1024 if code == 0 and len(fields) >= 4 and fields[3].isdigit() else None
         checks.append(_disk(f"{name}: disk", free, host.work_root))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ... import procs
 from ..common import SYSTEM_PATH
 from .containers import ISOLATED_NETWORK, ContainerShape, DockerSettings
-from .limits import granted
+from .limits import granted, sized_rootfs
 
 if TYPE_CHECKING:
     from ...suites.suite import Task
@@ -56,8 +56,7 @@ def engine_limits(client: Any) -> EngineLimits:
     info = client.info()
     status = dict(info.get("DriverStatus") or [])
     backing = status.get("Backing Filesystem") or "?"
-    return EngineLimits(int(info.get("NCPU") or 1), info.get("Driver") == "overlay2" and backing == "xfs",
-                        f"{info.get('Driver') or '?'} on {backing}")
+    return EngineLimits(int(info.get("NCPU") or 1), sized_rootfs(info), f"{info.get('Driver') or '?'} on {backing}")
 
 
 def unenforced(task: Task, limits: EngineLimits) -> list[str]:
@@ -73,7 +72,7 @@ def unenforced(task: Task, limits: EngineLimits) -> list[str]:
 def open_network(task: Task, network: str, where: str) -> list[str]:
     """A note when ``allow_internet = false`` cannot be applied ``where`` the trial runs and it
     keeps the suite's ``network`` (never silent): a remote docker engine or swarm manager."""
-    if task.spec.environment.allow_internet or network in ("isolated", "none"):
+    if task.spec.environment.allow_internet or network in ("isolated", "walled", "none"):
         return []
     return [f"[environment] allow_internet = false is not enforced {where}: the trial is on the \"{network}\" network"]
 

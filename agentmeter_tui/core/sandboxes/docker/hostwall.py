@@ -100,7 +100,10 @@ class HostWall:
             _run(tool, "-A", self.chain, *final)
         rules = [["INPUT", "-i", self.bridge, "-j", self.chain]]
         if self.peers:
-            rules.append(["FORWARD", "-i", self.bridge, "-o", self.bridge, "-j", "DROP"])
+            # In DOCKER-USER: the engine puts its ACCEPT between a bridge's ports above anything
+            # else in FORWARD each time it makes the bridge again (after its last container left).
+            forward = "DOCKER-USER" if _run(tool, "-S", "DOCKER-USER").returncode == 0 else "FORWARD"
+            rules.append([forward, "-i", self.bridge, "-o", self.bridge, "-j", "DROP"])
         for rule in rules:
             if _run(tool, "-C", *rule).returncode:
                 added = _run(tool, "-I", *rule)

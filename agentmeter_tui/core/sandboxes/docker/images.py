@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 HOST_IMAGE = "agentmeter/host"
 # Images built from this machine's files, by name: rootfs options. ``host-bash`` adds bash, which
 # Harbor-format tasks need (their tests run as ``bash /tests/test.sh``).
-BASE_IMAGES = {HOST_IMAGE: {"python": True}, "agentmeter/host-bash": {"python": True, "bash": True}}
+WALL_IMAGE = "agentmeter/wall"  # the swarm nodes' wall and relay (``nodewall.py``): python and iptables
+BASE_IMAGES = {HOST_IMAGE: {"python": True}, "agentmeter/host-bash": {"python": True, "bash": True},
+               WALL_IMAGE: {"python": True, "iptables": True}}
 IMAGE_LABELS = {"agentmeter.image": "1"}  # images are caches: `doctor --clean` leaves them
 
 

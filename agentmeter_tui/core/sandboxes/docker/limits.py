@@ -16,6 +16,10 @@ touched.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+from collections.abc import Callable
 from typing import Any
 
 KEPT = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL")  # sorted, as granted() gives them
@@ -38,6 +42,13 @@ def workspace_volume(target: str, size: str, files: int, labels: dict[str, str])
                                                       "o": f"size={size},nr_inodes={files},mode=0755"}))
 
 
+def sized_rootfs(info: dict[str, Any] | None) -> bool:
+    """Whether the engine limits a container's root filesystem itself (``--storage-opt size``:
+    overlay2 on xfs with pquota only)."""
+    status = dict((info or {}).get("DriverStatus") or [])
+    return (info or {}).get("Driver") == "overlay2" and status.get("Backing Filesystem") == "xfs"
+
+
 def service_limits(resources: Any, pids: int | None) -> Any:
     """A swarm service's ``Resources`` with a pids limit (``Limits.Pids``, API 1.41; the SDK
     has no argument for it, and ``Resources`` is the dict the engine is sent)."""
@@ -49,3 +60,58 @@ def service_limits(resources: Any, pids: int | None) -> Any:
 def confined(task: Any) -> dict[str, Any]:
     """A swarm service's capability arguments, as the docker sandbox's containers have them."""
     return {"cap_drop": ["ALL"], "cap_add": list(granted(task))}
+
+
+class DiskWatch:
+    """Measures a writable place (``measure``: bytes written, blocking, None when it cannot
+    tell) every ``interval`` seconds from :meth:`start` until :meth:`stop`; :attr:`breach`
+    is set to the reason once it holds more than ``limit`` bytes."""
+
+    def __init__(self, what: str, measure: Callable[[], int | None], limit: int, interval: float = 1.0):
+        self.what, self.measure, self.limit, self.interval = what, measure, limit, interval
+        self.breach: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.task: asyncio.Task | None = None
+
+    def start(self) -> asyncio.Future[str]:
+        if self.task is None:
+            self.task = asyncio.ensure_future(self._watch())
+        return self.breach
+
+    async def _watch(self) -> None:
+        while not self.breach.done():
+            size = await asyncio.to_thread(self.measure)
+            if size is not None and size > self.limit:
+                self.breach.set_result(f"{self.what}: {size >> 20} MB written, the limit is {self.limit >> 20} MB")
+                return
+            await asyncio.sleep(self.interval)
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+
+
+def written_rootfs(api: Any, container: str) -> Callable[[], int | None]:
+    """What a container wrote to its root filesystem (its upper layer), as the engine counts it."""
+    def measure() -> int | None:
+        try:  # the SDK's inspect_container has no ``size`` argument
+            answer = api._result(api._get(api._url("/containers/{0}/json", container), params={"size": 1}), True)
+            return int(answer.get("SizeRw") or 0)
+        except Exception:  # noqa: BLE001 - gone or not answering: the trial's own watchers say so
+            return None
+    return measure
+
+
+def written_folder(root: str) -> Callable[[], int | None]:
+    """The blocks the files under ``root`` take (links not followed, other mounts not entered)."""
+    def measure() -> int:
+        total, device = 0, os.lstat(root).st_dev
+        for folder, subdirs, files in os.walk(root):
+            for name in (*files, *subdirs):
+                with contextlib.suppress(OSError):
+                    info = os.lstat(os.path.join(folder, name))
+                    if info.st_dev == device:
+                        total += info.st_blocks * 512
+        return total
+    return measure

@@ -75,9 +75,10 @@ def stdlib_dir(python: Path) -> Path:
     return Path(out)
 
 
-def build_rootfs(dest: Path, *, python: bool = True, bash: bool = False) -> Path:
+def build_rootfs(dest: Path, *, python: bool = True, bash: bool = False, iptables: bool = False) -> Path:
     """Write the rootfs tar to ``dest`` (busybox, python3 unless ``python=False``, and with
-    ``bash`` the host's bash and its libraries: Harbor runs ``bash /tests/test.sh``)."""
+    ``bash`` the host's bash and its libraries: Harbor runs ``bash /tests/test.sh``; with
+    ``iptables`` the host's iptables and its extensions: the swarm nodes' wall, ``nodewall.py``)."""
     busybox = find_busybox()
     applets = subprocess.run([str(busybox), "--list-full"], capture_output=True, text=True, check=True).stdout.split()
     tmp = dest.with_name(dest.name + ".part")
@@ -99,6 +100,8 @@ def build_rootfs(dest: Path, *, python: bool = True, bash: bool = False) -> Path
         libraries = _add_python(tar, find_python()) if python else set()
         if bash:
             _add_binary(tar, Path("/bin/bash"), "bin/bash", have=libraries)
+        if iptables:
+            _add_iptables(tar, libraries)
         tar.close()
     tmp.replace(dest)
     return dest
@@ -118,6 +121,38 @@ def _add_binary(tar: TarWriter, binary: Path, name: str, *, have: set[str]) -> N
         tar.file(str(resolved), resolved)
         if str(library) != str(resolved):
             tar.link(str(library), str(resolved))
+
+
+def find_iptables() -> Path:
+    """The multi-call binary behind this machine's ``iptables`` (nft or legacy, as the host uses)."""
+    for candidate in ("/usr/sbin/iptables", "/sbin/iptables"):
+        if Path(candidate).exists():
+            return Path(os.path.realpath(candidate))
+    raise RootfsError("no iptables on this machine (Debian: apt-get install iptables)")
+
+
+def _add_iptables(tar: TarWriter, have: set[str]) -> None:
+    """iptables and ip6tables (links to the host's multi-call binary), the match and target
+    extensions it loads at run time (``xtables/*.so``, which ldd of the binary does not list)
+    and the libraries of both."""
+    binary = find_iptables()
+    tar.file(f"usr/sbin/{binary.name}", binary)
+    for name in ("iptables", "ip6tables"):
+        tar.link(f"usr/sbin/{name}", binary.name)
+    extensions = sorted(Path(p) for p in Path("/usr/lib").glob("*/xtables/*.so")) or \
+        sorted(Path("/usr/lib/xtables").glob("*.so"))
+    for extension in extensions:
+        tar.file(str(extension), extension)
+    for library in shared_libraries([binary, *extensions]):
+        if str(library) in have:
+            continue
+        have.add(str(library))
+        real = Path(os.path.realpath(library))
+        tar.file(str(real), real)
+        if str(library) != str(real):
+            tar.link(str(library), str(real))
+    if Path("/etc/protocols").is_file():
+        tar.file("etc/protocols", Path("/etc/protocols"))
 
 
 def stdlib_files(stdlib: Path) -> Iterator[tuple[Path, Path]]:
@@ -157,11 +192,12 @@ def _add_python(tar: TarWriter, python: Path) -> set[str]:
     return {str(p) for p in libraries}
 
 
-def host_fingerprint(python: bool = True, bash: bool = False) -> str:
+def host_fingerprint(python: bool = True, bash: bool = False, iptables: bool = False) -> str:
     """A short hash of what the rootfs would contain (the binaries' identities), cheap to compute:
     it names the image, so an unchanged host reuses the image without building a tar."""
     digest = hashlib.sha256(b"rootfs-v2")
-    parts = [find_busybox()] + ([find_python()] if python else []) + ([Path("/bin/bash")] if bash else [])
+    parts = [find_busybox()] + ([find_python()] if python else []) + ([Path("/bin/bash")] if bash else []) + \
+        ([find_iptables()] if iptables else [])
     for part in parts:
         stat = part.stat()
         digest.update(f"{part}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())

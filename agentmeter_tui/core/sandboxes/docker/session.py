@@ -29,6 +29,7 @@ from . import engine as engines
 from .containers import ROOT
 from .exec import RECORD_PID, DockerAgent, ExecStream, end_agent, run_exec, run_ladder
 from .harbor import ImageContract, agent_env, harbor_home
+from .limits import DiskWatch, sized_rootfs, written_folder, written_rootfs
 
 if TYPE_CHECKING:
     from ...suites.suite import Suite, Task
@@ -53,6 +54,8 @@ class ContainerSession(SandboxSession):
         self.contract: ImageContract | None = None  # a Harbor task: its image's WORKDIR and ENV
         self.run_user = "0:0"  # who the agent runs as (set by ``create``)
         self.notes: list[str] = []
+        self.storage_mb: int | None = None  # a Harbor task's [environment] storage_mb
+        self.disk_watch: DiskWatch | None = None  # a writable place without a size limit (``limits.py``)
 
     # -- hooks of the sandbox that made the container ---------------------------------------------
 
@@ -103,6 +106,7 @@ class ContainerSession(SandboxSession):
         :meth:`seed_tar` makes it and, for a Harbor task, its HOME and its workspace seed."""
         tar = self._seed(task, ROOT.strip("/") + "/")
         self._contract_entries(tar, task)
+        self.storage_mb = task.spec.environment.storage_mb
         return tar.getvalue()
 
     async def seed_contract(self, task: Task) -> None:
@@ -148,9 +152,29 @@ class ContainerSession(SandboxSession):
         stream = ExecStream(self.engine, exec_id, on_output, asyncio.get_running_loop())
         stream.start()
         self.agent = DockerAgent(self.engine, exec_id, stream, on_lost=self.engine_lost)
+        self._watch_disk()
         with contextlib.suppress(*engines.engine_errors()):  # the pid is for display only
             self.agent.pid = (await self.engine.call(api.exec_inspect, exec_id)).get("Pid") or None
         return self.agent
+
+    def _watch_disk(self) -> None:
+        """Bind mode's folder, or a Harbor task's writable root on an engine that cannot limit its
+        size, watched while the agent runs (``limits.py``); the suite's ``workspace_size`` or the
+        task's ``storage_mb`` is the limit."""
+        from docker.utils import parse_bytes
+
+        if self.disk_watch is not None or self.container is None:
+            return
+        limit = parse_bytes(getattr(getattr(self, "config", None), "workspace_size", "2g"))
+        if self.host_files is not None:
+            self.disk_watch = DiskWatch("the workspace folder (bind mode)", written_folder(str(self.host_files.root)),
+                                        limit)
+        elif self.contract is not None and not sized_rootfs(self.engine.info):
+            limit = self.storage_mb << 20 if self.storage_mb else limit
+            self.disk_watch = DiskWatch("the root filesystem", written_rootfs(self.engine.client.api, self.container),
+                                        limit)
+        if self.disk_watch is not None:
+            self.breach = self.disk_watch.start()
 
     def _native(self, argv: list[str]) -> list[str]:
         """A mounted CLI's launcher becomes the command that runs it on the runtime bundle
@@ -182,6 +206,8 @@ class ContainerSession(SandboxSession):
         container itself is killed only when the ladder could not run."""
         if self.container is None:
             return
+        if self.disk_watch is not None:
+            await self.disk_watch.stop()
         if self.agent is None or not await self.engine.call(run_ladder, self.engine, self.container,
                                                              policy.int_grace, policy.grace):
             await self._kill_container()
@@ -198,6 +224,8 @@ class ContainerSession(SandboxSession):
 
     async def remove_container(self) -> None:
         """SIGKILL and remove at once (no stop timeout), with its anonymous volume."""
+        if self.disk_watch is not None:
+            await self.disk_watch.stop()
         if self.container is None:
             return
         try:

@@ -46,7 +46,7 @@ from ..base import (
 from ..common import HostWatch, Settings, load_settings, map_argv, resolve_path, shipped_files, trial_env
 from ..hostcheck import HostCheck, check_docker_engine
 from ..local import LocalSession, remove_root
-from ..relay import RelayPool, is_loopback
+from ..relay import RelayPool, is_loopback, replace_host, target_of
 from . import engine as engines
 from .containers import sweep
 from .fleet import NodeWatch, Publisher
@@ -54,6 +54,7 @@ from .harbor import ContractCache
 from .hostwall import HostWall
 from .images import HOST_IMAGE, ImageError, ImageResolver
 from .limits import SIZE_PATTERN
+from .nodewall import WALLED, NodeWalls, host_network_note, walled_network
 from .leftovers import EngineSandbox, EngineTarget
 from .rootfs import AGENT_UID
 from .session import check_bundle
@@ -70,7 +71,9 @@ class SwarmSettings(Settings):
     slots: int = Field(8, ge=1, le=4096)  # jobs at once; Swarm decides where each one runs
     image: str = HOST_IMAGE
     pull: bool = False
-    network: str = "host"  # "host": jobs on this node reach our loopback; else an attachable network
+    # "walled": jobs reach their model relay and nothing else (``nodewall.py``); "host": the
+    # node's host network, said by the suite (jobs reach all the node reaches); else a network's name
+    network: str = WALLED
     relay_address: str | None = None  # an address of this machine every node reaches (multi-node)
     cpus: float = Field(1.0, gt=0)
     memory: str = Field("1g", pattern=r"^\d+[bkmgBKMG]?$")
@@ -105,6 +108,10 @@ class SwarmSandbox(EngineSandbox):
         self.nodes = NodeWatch()
         self.relays = RelayPool()
         self.walls: dict[str, HostWall] = {}  # closed Harbor trials' bridges (``swarmharbor.py``)
+        self.node_walls = NodeWalls(suite.id, self.config.start_timeout,
+                                    self.publisher.publish if self.publisher is not None else None)
+        self.walled: str | None = None  # the walled network's name, once made (``network = "walled"``)
+        self.walled_bridge = ""
         self.engine: engines.Engine | None = None
         self.watch = HostWatch(self.placement, self._probe, 10.0)
         self._lock = asyncio.Lock()
@@ -147,8 +154,21 @@ class SwarmSandbox(EngineSandbox):
         engine = await self.connect()
         await engine.call(engine.client.ping)
 
+    async def wall(self, engine: engines.Engine) -> str | None:
+        """The network a trial's service joins when the suite leaves ``network`` at "walled"
+        (made, with the wall's image, on first use); None otherwise. Harbor trials
+        (``swarmharbor.py``) and our own jobs both take it from here."""
+        if self.config.network != WALLED:
+            return None
+        async with self._lock:
+            if self.walled is None:
+                self.walled, self.walled_bridge = await engine.call(walled_network, engine.client)
+                await engine.call(self.node_walls.prepare, engine.client)
+        return self.walled
+
     async def preflight(self) -> None:
         engine = await self.connect()
+        await self.wall(engine)
         for number, task in enumerate(self.suite.tasks, 1):
             self.on_progress(f"task images: {number}/{len(self.suite.tasks)} ({task.id})")
             try:
@@ -190,9 +210,11 @@ class SwarmSandbox(EngineSandbox):
             self._bundle = load_manifest(default_clis_root())
         return self._bundle
 
-    def translate_url(self, url: str) -> str:
+    def translate_url(self, url: str) -> Any:
         if not is_loopback(url):
             return url
+        if self.config.network == WALLED:
+            return self._walled_url(url)
         if self.config.relay_address:
             return self.relays.translate(url, self.config.relay_address)
         if self.config.network == "host":
@@ -200,8 +222,23 @@ class SwarmSandbox(EngineSandbox):
         raise RuntimeError(f"the model at {url} is on this machine's loopback: jobs reach it only with "
                            f"network = \"host\" (on this node) or a relay_address every node reaches")
 
+    async def _walled_url(self, url: str) -> str:
+        """``url`` (on this machine's loopback) as a job on the walled network reaches it: the
+        wall's relay on its node, which forwards to the runner's relay on ``relay_address`` (a
+        fleet) or, on this machine's own engine, to the loopback service itself."""
+        engine = await self.connect()
+        await self.wall(engine)
+        target = target_of(self.relays.translate(url, self.config.relay_address) if self.config.relay_address
+                           else url)
+        if not self.config.relay_address and not engine.local:
+            raise RuntimeError(f"the model at {url} is on this machine's loopback: a remote manager's nodes reach "
+                               f"it only through a relay_address every node reaches")
+        host, port = await engine.call(self.node_walls.route, engine.client, self.walled_bridge, target)
+        return replace_host(url, host, port)
+
     async def open(self, task: Task, trial_id: int, token: str) -> SwarmSession | SwarmHarborSession:
         engine = await self.connect()
+        await self.wall(engine)
         image = await self.image(engine, task)
         if task.contract == "harbor":
             harbor = SwarmHarborSession(self, engine, image, trial_id, token)
@@ -221,6 +258,7 @@ class SwarmSandbox(EngineSandbox):
         for wall in self.walls.values():
             await asyncio.to_thread(wall.close)
         if self.engine is not None:
+            await self.engine.call(self.node_walls.close, self.engine.client)
             # What a manager that was gone for a while kept: each trial removes its own service,
             # but not while the engine does not answer.
             if problem := await self.engine.call(sweep, self.engine, self.suite.id, True):
@@ -264,6 +302,8 @@ class SwarmSession(SandboxSession):
 
     async def create(self, task: Task) -> None:
         self.task = task
+        if note := host_network_note(self.config.network):
+            self.note(note)
 
         def prepare() -> None:
             for folder in ("workspace", "home", "tmp", "scratch"):
@@ -310,6 +350,8 @@ class SwarmSession(SandboxSession):
         return job
 
     async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> SwarmAgent:
+        for note in self.sandbox.node_walls.notes:
+            self.note(note)
         self.agent_job = await self._submit(spec.argv, spec.env, spec.cwd, on_output)
         self.slot.node = await self.engine.call(self.agent_job.placed)  # recorded with the trial
         return SwarmAgent(self, self.agent_job)

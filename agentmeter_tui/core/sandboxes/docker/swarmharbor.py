@@ -36,6 +36,7 @@ from .containers import KEEPALIVE
 from .fleet import pinned
 from .hostwall import CLOSED_CHAIN, HostWall
 from .limits import confined, service_limits
+from .nodewall import job_networks
 from .harbor import EngineLimits, ImageContract, open_network, run_as, unenforced
 from .session import ContainerSession
 from .swarmjob import TERMINAL
@@ -161,7 +162,7 @@ class SwarmHarborSession(ContainerSession):
             **confined(task),
             mode=ServiceMode("replicated", replicas=1), restart_policy=RestartPolicy("none"),
             constraints=[f"node.id=={node}"] if node else None,
-            networks=[network] if network else [config.network] if config.network != "bridge" else None,
+            networks=[network] if network else job_networks(config.network, getattr(self.sandbox, "walled", None)),
             stop_grace_period=int(config.stop_grace * 1e9))
         self.service_id = service.id
         pinned(self.image, service.attrs.get("Spec") or {})

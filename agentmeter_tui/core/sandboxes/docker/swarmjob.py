@@ -22,6 +22,7 @@ from . import engine as engines
 from . import fleet
 from .containers import ROOT
 from .limits import confined, service_limits
+from .nodewall import job_networks
 
 if TYPE_CHECKING:
     from ...suites.suite import Suite
@@ -48,6 +49,7 @@ echo "$m-end"
 
 class _JobSandbox(Protocol):
     suite: Suite
+    walled: str | None  # the walled network (``nodewall.py``), when the suite keeps network = "walled"
 
 
 class JobSession(Protocol):
@@ -186,7 +188,7 @@ class Job:
             mounts=[Mount(ROOT, None, type="tmpfs", tmpfs_mode=0o777, tmpfs_size=parse_bytes(config.workspace_size)),
                     Mount("/tmp", None, type="tmpfs", tmpfs_mode=0o777, tmpfs_size=parse_bytes(config.tmp_size))],
             read_only=True, **confined(session.task),
-            networks=[config.network] if config.network != "bridge" else None,
+            networks=job_networks(config.network, session.sandbox.walled),
             stop_signal="SIGINT", stop_grace_period=int(config.stop_grace * 1e9))
         self.service_id = service.id
         fleet.pinned(session.image, service.attrs.get("Spec") or {})

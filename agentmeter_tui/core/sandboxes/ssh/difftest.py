@@ -89,6 +89,9 @@ class SshExecutor(CaseExecutor):
     async def build(self, source: Path) -> BuildResult:
         if not source.is_dir():
             return BuildResult(ok=False, output=f"no tool folder: {source.name or source}")
+        from .hosts import check_root
+
+        await check_root(self.sides.conn.conn, self.sides.host)
         sftp = await self.sides.conn.sftp()
         for sub in ("", "/runner", "/build-home", "/tmp", "/run"):
             await sftp.makedirs(self.folder + sub, exist_ok=True)

@@ -92,6 +92,34 @@ def q(text: str) -> str:
     return shlex.quote(text)
 
 
+FOREIGN = "agentmeter-foreign"  # the first word of what private_root prints when it refuses
+
+
+def private_root(path: str) -> str:
+    """Shell that makes ``path`` (the host's ``work_root``, shared ``/tmp`` by default) a
+    folder of the login user's, mode 0700, and checks it on every use: a link, something not a
+    folder, or a folder another user made first (who would then read every trial's workspace,
+    or swap a trial's folder for a link of theirs) makes it print ``FOREIGN`` and the reason and
+    exit 97. A folder of ours open to others (made by an older version) is closed to 0700."""
+    d = q(path)
+    return (f"mkdir -p -m 700 {d} 2>/dev/null; "
+            f"if [ -L {d} ] || [ ! -d {d} ]; then echo \"{FOREIGN} {path} is a link or not a folder\"; exit 97; fi; "
+            f"o=$(stat -c %u {d}); if [ \"$o\" != \"$(id -u)\" ]; then "
+            f"echo \"{FOREIGN} {path} belongs to uid $o, not to us (uid $(id -u))\"; exit 97; fi; "
+            f"[ \"$(stat -c %a {d})\" = 700 ] || chmod 700 {d}")
+
+
+async def check_root(conn: Any, host: SshHost, path: str | None = None) -> None:
+    """Blocking on the host: ``path`` (default its ``work_root``) is ours alone, or RuntimeError
+    naming the host and the path (the trial, or the run's host check, is refused)."""
+    result = await conn.run(private_root(path or host.work_root), check=False, timeout=60)
+    said = result.stdout.decode(errors="replace") if isinstance(result.stdout, bytes) else (result.stdout or "")
+    if result.exit_status:
+        reason = said.strip().removeprefix(FOREIGN + " ") or f"cannot make {path or host.work_root} (exit status " \
+            f"{result.exit_status})"
+        raise RuntimeError(f"host {host.display}: {reason}: refusing to use it (remove it, or set work_root elsewhere)")
+
+
 def group_of(token: str) -> str:
     """Shell that sets ``g`` to the trial's cgroup on the host: ``agentmeter/ssh/<token>`` under
     its cgroup v2 mount (empty where it has none). Whether the group can be made and joined is

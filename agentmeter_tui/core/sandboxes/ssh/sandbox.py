@@ -41,7 +41,7 @@ from ..hostfs import FETCH_LIMIT
 from ..relay import is_loopback, replace_host, target_of
 from . import files as files_on_host
 from .conn import HostConnection, HostKeyError, connect
-from .hosts import SshHost, SshSettings, containment, kill_script, launch_command, q, sweep_script
+from .hosts import SshHost, SshSettings, check_root, containment, kill_script, launch_command, q, sweep_script
 
 if TYPE_CHECKING:
     from ...suites.suite import Task
@@ -274,6 +274,7 @@ class SshSession(SandboxSession):
     async def create(self, task: Task) -> None:
         import asyncssh
 
+        await check_root(self.conn.conn, self.host)  # every trial: a folder swapped since is seen
         self.sftp = await self.conn.sftp()
         try:
             await self.sftp.makedirs(self.root, exist_ok=True)
