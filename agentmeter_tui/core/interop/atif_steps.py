@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -150,100 +150,143 @@ def _agent_step(step_id: int, ts: Any, model: Any, message: str | None, reasonin
     return step
 
 
+class _OpenStep:
+    """The agent step being filled: rows join it in slot order (reasoning, message, usage,
+    tool calls, their results) until a row's slot says a new step begins."""
+
+    __slots__ = ("ts", "model", "message", "reasoning", "metrics", "extra", "calls", "results")
+
+    def __init__(self, ts: Any):
+        self.ts, self.model = ts, None
+        self.message: str | None = None
+        self.reasoning: str | None = None
+        self.metrics: dict[str, Any] | None = None
+        self.extra: dict[str, Any] | None = None
+        self.calls: list[dict[str, Any]] = []
+        self.results: list[dict[str, Any]] = []
+
+    def step(self, step_id: int) -> dict[str, Any]:
+        return _agent_step(step_id, self.ts, self.model, self.message, self.reasoning, self.calls, self.results,
+                           self.metrics, self.extra)
+
+    def take(self, slot: int, seq: Any, text: str, meta: _RowMeta, figures: Any, cost: Any) -> None:
+        if slot == 4:
+            self._call(seq, text, meta)
+        elif slot == 5:
+            self._result(text, meta)
+        elif slot == 2:
+            self.message = text
+            if text == "":
+                self.extra = {"agentmeter_empty_message": True}
+        elif slot == 1:
+            self.reasoning = text
+        else:
+            if not sum(figures):
+                figures = (0, 0, 0, 0, 0)  # as a TokenUsage of no raw tokens reads (``usage or TokenUsage()``)
+            self.metrics = metrics_for(figures, cost)
+            if text != USAGE_TEXT.format(*figures):
+                self.metrics["extra"]["agentmeter_text"] = text
+
+    def _call(self, seq: Any, text: str, meta: _RowMeta) -> None:
+        call = {"tool_call_id": meta.call_id or f"call_{int(seq)}", "function_name": meta.tool_name or "tool",
+                "arguments": {"input": text} if meta.arguments is None else meta.arguments}
+        # Without arguments the text is kept twice: tool_text({"input": text}) is that object's
+        # JSON, longer than the text, so never equal to it.
+        if meta.arguments is None or tool_text(meta.arguments) != text:
+            call["extra"] = {"agentmeter_text": text}
+        self.calls.append(call)
+
+    def _result(self, text: str, meta: _RowMeta) -> None:
+        at, call_id = len(self.results), meta.call_id
+        if not (call_id and any(c["tool_call_id"] == call_id for c in self.calls)):
+            call_id = self.calls[at]["tool_call_id"] if at < len(self.calls) else None
+        result: dict[str, Any] = {"content": text} if call_id is None else {"source_call_id": call_id,
+                                                                             "content": text}
+        if meta.is_error:
+            result["extra"] = {"is_error": True}
+        self.results.append(result)
+
+
+class _RowMeta(NamedTuple):
+    """What a row says of itself beyond its text."""
+    model: Any = None
+    is_error: bool = False
+    tool_name: str | None = None
+    arguments: dict | None = None
+    call_id: str | None = None
+
+
+def _row_meta(stream: Any, data: Any, again: Any) -> _RowMeta:
+    """An imported event keeps tool name, arguments, call id and model as a JSON object in
+    ``data``; a native one has them from its CLI's parser (``again``, the row reparsed)."""
+    if stream in PARSER_STREAMS:
+        return _RowMeta() if again is None else _RowMeta(again[0], again[1], again[2], again[3])
+    if not data:
+        return _RowMeta()
+    try:
+        meta = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _RowMeta()
+    if not isinstance(meta, dict):
+        return _RowMeta()
+    get = meta.get
+    return _RowMeta(get("model") if isinstance(get("model"), str) else None, bool(get("is_error")),
+                    get("tool_name") if isinstance(get("tool_name"), str) else None,
+                    get("arguments") if isinstance(get("arguments"), dict) else None,
+                    get("call_id") if isinstance(get("call_id"), str) else None)
+
+
+def _usage_of(seq: Any, text: str, usage_rows: Mapping[int, Mapping | Sequence] | None,
+              from_text: Any) -> tuple[Any, Any, Any]:
+    """A usage event's figures, cost and model: from the usage table's row, else (no table
+    given) read from its text; figures None: a usage note without figures."""
+    found = (usage_rows or {}).get(int(seq))
+    if found is not None:
+        return _usage(found)
+    if usage_rows is None and (parsed := from_text(text)) is not None:
+        return parsed.as_tuple(), None, None
+    return None, None, None
+
+
+def _system_step(step_id: int, ts: Any, kind: str, stream: Any, text: str) -> dict[str, Any]:
+    step = _step(step_id, ts, "system")
+    step["message"] = text
+    step["extra"] = {"agentmeter_kind": kind, "agentmeter_stream": stream} if stream else {"agentmeter_kind": kind}
+    return step
+
+
 def steps_of(rows: list[Row], usage_rows: Mapping[int, Mapping | Sequence] | None, cli: str | None,
              from_text: Any) -> list[dict[str, Any]]:
     """The steps of ``rows``. ``usage_rows``: the ``usage`` table's rows by seq; None: each usage
     event's figures are read from its text by ``from_text`` (text -> TokenUsage or None)."""
     reparsed = _reparsed(rows, cli) if cli else {}
-    by_seq = usage_rows or {}
     steps: list[dict[str, Any]] = []
     slot_at = _SLOTS.get
-    open_slot = 0  # the slot last filled in the open agent step; 0: no agent step is open
-    ts0 = model = message = reasoning = metrics = extra = None
-    calls: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
+    open_slot, open_step = 0, None  # the slot last filled in the open agent step; 0: none is open
     for index, (seq, ts, kind, stream, text, data) in enumerate(rows):
         kind, text = str(kind), text or ""
         slot = slot_at(kind)  # type: ignore[call-overload]
         found_model = cost = figures = None
         if kind == _USAGE:
-            found = by_seq.get(int(seq))
-            if found is not None:
-                figures, cost, found_model = _usage(found)
-            elif usage_rows is None and (parsed := from_text(text)) is not None:
-                figures = parsed.as_tuple()
+            figures, cost, found_model = _usage_of(seq, text, usage_rows, from_text)
             if figures is None:
                 slot = None  # a usage note without figures: kept as a system step
         if slot is None:
-            if open_slot:
-                steps.append(_agent_step(len(steps) + 1, ts0, model, message, reasoning, calls, results, metrics, extra))
-                open_slot = 0
-            step = _step(len(steps) + 1, ts, "system")
-            step["message"] = text
-            step["extra"] = {"agentmeter_kind": kind, "agentmeter_stream": stream} if stream else \
-                {"agentmeter_kind": kind}
-            steps.append(step)
+            if open_step is not None:
+                steps.append(open_step.step(len(steps) + 1))
+                open_slot, open_step = 0, None
+            steps.append(_system_step(len(steps) + 1, ts, kind, stream, text))
             continue
-        if not open_slot or slot < open_slot or (slot == open_slot and slot < 4):  # the open step cannot take it
-            if open_slot:
-                steps.append(_agent_step(len(steps) + 1, ts0, model, message, reasoning, calls, results, metrics, extra))
-            ts0, model, message, reasoning, metrics, extra, calls, results = ts, None, None, None, None, None, [], []
+        if open_step is None or slot < open_slot or (slot == open_slot and slot < 4):  # it cannot take the row
+            if open_step is not None:
+                steps.append(open_step.step(len(steps) + 1))
+            open_step = _OpenStep(ts)
         open_slot = slot
-        # What the row says of itself: an imported event keeps tool name, arguments, call id and
-        # model as a JSON object in ``data``; a native one has them from its CLI's parser.
-        tool_name = arguments = call_id = None
-        is_error = False
-        if stream in PARSER_STREAMS:
-            again = reparsed.get(index)
-            if again is not None:
-                if found_model is None:
-                    found_model = again[0]
-                is_error, tool_name, arguments = again[1], again[2], again[3]
-        elif data:
-            try:
-                meta = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                meta = None
-            if isinstance(meta, dict):
-                get = meta.get
-                tool_name = get("tool_name") if isinstance(get("tool_name"), str) else None
-                arguments = get("arguments") if isinstance(get("arguments"), dict) else None
-                call_id = get("call_id") if isinstance(get("call_id"), str) else None
-                is_error = bool(get("is_error"))
-                if found_model is None and isinstance(get("model"), str):
-                    found_model = meta["model"]
-        model = model or found_model
-        if slot == 4:
-            call = {"tool_call_id": call_id or f"call_{int(seq)}", "function_name": tool_name or "tool",
-                    "arguments": {"input": text} if arguments is None else arguments}
-            # Without arguments the text is kept twice: tool_text({"input": text}) is that object's
-            # JSON, longer than the text, so never equal to it.
-            if arguments is None or tool_text(arguments) != text:
-                call["extra"] = {"agentmeter_text": text}
-            calls.append(call)
-        elif slot == 5:
-            at = len(results)
-            if not (call_id and any(c["tool_call_id"] == call_id for c in calls)):
-                call_id = calls[at]["tool_call_id"] if at < len(calls) else None
-            result: dict[str, Any] = {"content": text} if call_id is None else {"source_call_id": call_id,
-                                                                                 "content": text}
-            if is_error:
-                result["extra"] = {"is_error": True}
-            results.append(result)
-        elif slot == 2:
-            message = text
-            if text == "":
-                extra = {"agentmeter_empty_message": True}
-        elif slot == 1:
-            reasoning = text
-        else:
-            if not sum(figures):  # type: ignore[arg-type]
-                figures = (0, 0, 0, 0, 0)  # as a TokenUsage of no raw tokens reads (``usage or TokenUsage()``)
-            metrics = metrics_for(figures, cost)  # type: ignore[arg-type]
-            if text != USAGE_TEXT.format(*figures):
-                metrics["extra"]["agentmeter_text"] = text
-    if open_slot:
-        steps.append(_agent_step(len(steps) + 1, ts0, model, message, reasoning, calls, results, metrics, extra))
+        meta = _row_meta(stream, data, reparsed.get(index))
+        open_step.model = open_step.model or (found_model if found_model is not None else meta.model)
+        open_step.take(slot, seq, text, meta, figures, cost)
+    if open_step is not None:
+        steps.append(open_step.step(len(steps) + 1))
     if not steps:  # ATIF requires a step
         steps.append({"step_id": 1, "source": "system", "message": "no transcript recorded",
                       "extra": {"agentmeter_kind": EventKind.SYSTEM.value}})
