@@ -243,67 +243,73 @@ class MeteringProxy:
                                               headers=response_headers(upstream.headers.items()))
                 if upstream.content_length is not None:
                     response.content_length = upstream.content_length
-                # A provider's error answer is small: keep a copy to record its type and retry-after.
-                failed = bytearray() if protocol is not None and upstream.status >= 400 else None
-                try:  # from the headers on: the CLI can be gone before they reach it
-                    await response.prepare(request)
-                    async for chunk in upstream.content.iter_any():
-                        if call.ttfb_ms is None:
-                            call.ttfb_ms = round((time.monotonic() - call.clock) * 1000, 2)
-                        if scanner is not None and scanner.feed(chunk):
-                            self._meter(route, call, scanner)
-                        elif failed is not None and len(failed) < MAX_ERROR_BODY:
-                            failed += chunk[:MAX_ERROR_BODY - len(failed)]
-                        call.bytes_out += len(chunk)
-                        await response.write(chunk)
-                except (asyncio.CancelledError, OSError):
-                    if not upstream.content.exception():  # the CLI's side failed, not the provider's
-                        await self._meter_rest(route, call, scanner, upstream.content, drain.deadline)
-                    raise
-                if scanner is not None and scanner.finish():
-                    self._meter(route, call, scanner)
-                if failed is not None:
-                    call.error = read_error(upstream.status, upstream.headers, bytes(failed))
-                # Every byte of the answer is the CLI's now. A CLI that read its answer to the end
-                # ([DONE], the last event) may hang up before the stream's framing ends: that call
-                # is complete, not cut (CI saw it as "client disconnected", 1 run in hundreds).
-                call.outcome = "completed"
-                await response.write_eof()
+                await self._pass_on(request, route, call, upstream, response, scanner, drain,
+                                    failed=protocol is not None and upstream.status >= 400)
                 return response
         except asyncio.CancelledError:
             if call.outcome != "completed":
                 call.outcome = "client disconnected"
             raise
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            # Messages name the exception and path only: a URL's query may hold a key.
-            transport = request.transport
-            if response is not None and call.outcome == "completed":  # gone after the whole answer
-                return response
-            if response is not None:
-                # Mid-stream the CLI went away, or the provider did: either way the answer is cut,
-                # and the CLI must see it cut, not a stream that ends as if complete.
-                gone = transport is None or transport.is_closing()
-                call.outcome = "client disconnected" if gone else f"upstream error: {type(exc).__name__}"
-                if not gone:  # the provider's fault: an agent that ends on it is infra-invalid, retried
-                    call.error = {"status": 502, "type": "upstream reset", "message": type(exc).__name__,
-                                  "retry_after": None}
-                if transport is not None:
-                    transport.close()
-                return response
-            call.outcome = f"upstream error: {type(exc).__name__}"
-            call.status = 502
-            call.error = {"status": 502, "type": "unreachable", "message": type(exc).__name__, "retry_after": None}
-            self._log(f"proxy: {route.label}: {request.method} {call.path}: upstream failed: {type(exc).__name__}")
-            return _json_error(call.protocol, 502, f"agentmeter proxy: the provider could not be reached "
-                                              f"({type(exc).__name__})")
+            return self._upstream_failed(request, route, call, response, exc)
         finally:
-            if scanner is not None:
-                call.partial = scanner.partial if not call.usage else None
-                if scanner.unreadable:
-                    call.note = f"usage not read: {scanner.unreadable}"
-                if scanner.error is not None:  # an error inside a 2xx answer (Anthropic's event: error)
-                    call.error = {"status": call.status, **scanner.error, "retry_after": None}
-            route.record_error(call)
+            _settle(route, call, scanner)
+
+    async def _pass_on(self, request: web.Request, route: Route, call: ProxyCall, upstream: aiohttp.ClientResponse,
+                       response: web.StreamResponse, scanner: UsageScanner | None, drain: _Drain, *,
+                       failed: bool) -> None:
+        """The provider's answer to the CLI chunk by chunk, metered as it passes."""
+        # A provider's error answer is small: keep a copy to record its type and retry-after.
+        copy = bytearray() if failed else None
+        try:  # from the headers on: the CLI can be gone before they reach it
+            await response.prepare(request)
+            async for chunk in upstream.content.iter_any():
+                if call.ttfb_ms is None:
+                    call.ttfb_ms = round((time.monotonic() - call.clock) * 1000, 2)
+                if scanner is not None and scanner.feed(chunk):
+                    self._meter(route, call, scanner)
+                elif copy is not None and len(copy) < MAX_ERROR_BODY:
+                    copy += chunk[:MAX_ERROR_BODY - len(copy)]
+                call.bytes_out += len(chunk)
+                await response.write(chunk)
+        except (asyncio.CancelledError, OSError):
+            if not upstream.content.exception():  # the CLI's side failed, not the provider's
+                await self._meter_rest(route, call, scanner, upstream.content, drain.deadline)
+            raise
+        if scanner is not None and scanner.finish():
+            self._meter(route, call, scanner)
+        if copy is not None:
+            call.error = read_error(upstream.status, upstream.headers, bytes(copy))
+        # Every byte of the answer is the CLI's now. A CLI that read its answer to the end
+        # ([DONE], the last event) may hang up before the stream's framing ends: that call
+        # is complete, not cut (CI saw it as "client disconnected", 1 run in hundreds).
+        call.outcome = "completed"
+        await response.write_eof()
+
+    def _upstream_failed(self, request: web.Request, route: Route, call: ProxyCall,
+                         response: web.StreamResponse | None, exc: BaseException) -> web.StreamResponse:
+        """The provider or the connection failed: the answer so far cut visibly, or an error in
+        the protocol's shape. Messages name the exception and path only: a URL's query may hold a key."""
+        transport = request.transport
+        if response is not None and call.outcome == "completed":  # gone after the whole answer
+            return response
+        if response is not None:
+            # Mid-stream the CLI went away, or the provider did: either way the answer is cut,
+            # and the CLI must see it cut, not a stream that ends as if complete.
+            gone = transport is None or transport.is_closing()
+            call.outcome = "client disconnected" if gone else f"upstream error: {type(exc).__name__}"
+            if not gone:  # the provider's fault: an agent that ends on it is infra-invalid, retried
+                call.error = {"status": 502, "type": "upstream reset", "message": type(exc).__name__,
+                              "retry_after": None}
+            if transport is not None:
+                transport.close()
+            return response
+        call.outcome = f"upstream error: {type(exc).__name__}"
+        call.status = 502
+        call.error = {"status": 502, "type": "unreachable", "message": type(exc).__name__, "retry_after": None}
+        self._log(f"proxy: {route.label}: {request.method} {call.path}: upstream failed: {type(exc).__name__}")
+        return _json_error(call.protocol, 502, f"agentmeter proxy: the provider could not be reached "
+                                          f"({type(exc).__name__})")
 
     def _meter(self, route: Route, call: ProxyCall, scanner: UsageScanner) -> None:
         final = scanner.final
@@ -320,6 +326,17 @@ class MeteringProxy:
             route.sink.on_proxy_usage(call, delta)
         except Exception as exc:
             self._log(f"proxy: {route.label}: metering failed: {exc!r}")
+
+
+def _settle(route: Route, call: ProxyCall, scanner: UsageScanner | None) -> None:
+    """What the scanner saw, kept on the call however it ended; the call's error recorded."""
+    if scanner is not None:
+        call.partial = scanner.partial if not call.usage else None
+        if scanner.unreadable:
+            call.note = f"usage not read: {scanner.unreadable}"
+        if scanner.error is not None:  # an error inside a 2xx answer (Anthropic's event: error)
+            call.error = {"status": call.status, **scanner.error, "retry_after": None}
+    route.record_error(call)
 
 
 def _json_error(protocol: str | None, status: int, message: str, error_type: str | None = None) -> web.Response:
