@@ -111,6 +111,41 @@ def run_shell(command: str, cwd: str, timeout: float) -> tuple[int, str]:
     return code, text
 
 
+def _assistant_message(reply: dict, turn: int) -> dict:
+    """The model's reply told (reasoning, text, usage) and kept as the conversation's next message."""
+    if reply["reasoning"]:
+        emit({"type": "reasoning", "text": reply["reasoning"]})
+    if reply["text"]:
+        emit({"type": "assistant", "text": reply["text"]})
+    if reply["usage"] is not None:
+        emit({"type": "usage", "call": turn, "usage": reply["usage"]})
+    message: dict = {"role": "assistant", "content": reply["text"] or None}
+    if reply["tool_calls"]:
+        message["tool_calls"] = [
+            {"id": c["id"] or f"call_{turn}_{i}", "type": "function",
+             "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for i, c in enumerate(reply["tool_calls"])]
+    return message
+
+
+def _tool_turn(call: dict, cwd: str, timeout: float) -> dict:
+    """One tool call run and told; its result as the conversation's tool message."""
+    name, raw_args = call["function"]["name"], call["function"]["arguments"]
+    try:
+        arguments = json.loads(raw_args or "{}")
+    except json.JSONDecodeError:
+        arguments = {}
+    emit({"type": "tool_call", "id": call["id"], "name": name, "arguments": arguments})
+    started = time.monotonic()
+    if name != "shell" or not isinstance(arguments.get("command"), str):
+        code, output = 127, f"unknown tool or bad arguments: {name} {raw_args}"
+    else:
+        code, output = run_shell(arguments["command"], cwd, timeout)
+    emit({"type": "tool_result", "id": call["id"], "exit_code": code, "output": output,
+          "seconds": round(time.monotonic() - started, 3)})
+    return {"role": "tool", "tool_call_id": call["id"], "content": f"exit code {code}\n{output}"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="refagent")
     parser.add_argument("--model", required=True)
@@ -140,39 +175,14 @@ def main(argv: list[str] | None = None) -> int:
                 emit({"type": "result", "status": "error", "turns": turns, "tool_calls": tool_calls})
                 return 1
             turns += 1
-            if reply["reasoning"]:
-                emit({"type": "reasoning", "text": reply["reasoning"]})
-            if reply["text"]:
-                emit({"type": "assistant", "text": reply["text"]})
-            if reply["usage"] is not None:
-                emit({"type": "usage", "call": turns, "usage": reply["usage"]})
-            message: dict = {"role": "assistant", "content": reply["text"] or None}
-            if reply["tool_calls"]:
-                message["tool_calls"] = [
-                    {"id": c["id"] or f"call_{turns}_{i}", "type": "function",
-                     "function": {"name": c["name"], "arguments": c["arguments"]}}
-                    for i, c in enumerate(reply["tool_calls"])]
+            message = _assistant_message(reply, turns)
             messages.append(message)
             if not reply["tool_calls"]:
                 emit({"type": "result", "status": "success", "turns": turns, "tool_calls": tool_calls})
                 return 0
             for call in message["tool_calls"]:
                 tool_calls += 1
-                name, raw_args = call["function"]["name"], call["function"]["arguments"]
-                try:
-                    arguments = json.loads(raw_args or "{}")
-                except json.JSONDecodeError:
-                    arguments = {}
-                emit({"type": "tool_call", "id": call["id"], "name": name, "arguments": arguments})
-                started = time.monotonic()
-                if name != "shell" or not isinstance(arguments.get("command"), str):
-                    code, output = 127, f"unknown tool or bad arguments: {name} {raw_args}"
-                else:
-                    code, output = run_shell(arguments["command"], cwd, args.tool_timeout)
-                emit({"type": "tool_result", "id": call["id"], "exit_code": code, "output": output,
-                      "seconds": round(time.monotonic() - started, 3)})
-                messages.append({"role": "tool", "tool_call_id": call["id"],
-                                 "content": f"exit code {code}\n{output}"})
+                messages.append(_tool_turn(call, cwd, args.tool_timeout))
         emit({"type": "error", "status": None, "message": f"stopped after {args.max_turns} turns"})
         emit({"type": "result", "status": "max_turns", "turns": turns, "tool_calls": tool_calls})
         return 1
