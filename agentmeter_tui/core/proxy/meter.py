@@ -195,6 +195,33 @@ class MeterRun:
     killed: bool
 
 
+def _routes(proxy: MeteringProxy, meter: Meter, environ: Mapping[str, str],
+            upstreams: Mapping[str, str] | None) -> dict[str, Any]:
+    """A route per provider family, to its default upstream or the one asked for, with the real key."""
+    keys = real_keys(environ)
+    wanted = {**{kind: wire.default_upstream for kind, wire in families().items()}, **(upstreams or {})}
+    by_family = {kind: tuple(p.name for p in protocols() if p.family == kind) for kind in kinds()}
+    return {kind: proxy.route(wanted[kind], keys[kind], meter, label=kind, protocols=by_family[kind])
+            for kind in kinds()}
+
+
+class _Progress:
+    """After each call: the meter's line on stderr (rewritten in place on a terminal) and the
+    calls not yet logged appended to the log file."""
+
+    def __init__(self, stderr: TextIO, live: bool, log: TextIO | None):
+        self.stderr, self.live, self.log, self.shown = stderr, live, log, 0
+
+    def __call__(self, m: Meter) -> None:
+        if self.log is not None:
+            while self.shown < len(m.calls):
+                self.log.write(orjson.dumps(m.call_line(m.calls[self.shown])).decode() + "\n")
+                self.shown += 1
+            self.log.flush()
+        print(("\r" + m.line() + "\033[K") if self.live else m.line(), end="" if self.live else "\n",
+              file=self.stderr, flush=True)
+
+
 async def run_metered(command: Sequence[str], meter: Meter, *, upstreams: Mapping[str, str] | None = None,
                       environ: Mapping[str, str] | None = None, stderr: TextIO | None = None,
                       log_calls: Path | None = None, port: int = 0,
@@ -205,25 +232,12 @@ async def run_metered(command: Sequence[str], meter: Meter, *, upstreams: Mappin
     live = stderr.isatty()
     proxy = MeteringProxy(port=port, log=lambda text: print(text, file=stderr, flush=True))
     base_url = await proxy.start()
-    keys = real_keys(environ)
-    wanted = {**{kind: wire.default_upstream for kind, wire in families().items()}, **(upstreams or {})}
-    by_family = {kind: tuple(p.name for p in protocols() if p.family == kind) for kind in kinds()}
-    routes = {kind: proxy.route(wanted[kind], keys[kind], meter, label=kind, protocols=by_family[kind])
-              for kind in kinds()}
+    routes = _routes(proxy, meter, environ, upstreams)
     token = "meter-" + secrets.token_hex(8)
     env = child_environment(environ, base_url, {kind: route.key for kind, route in routes.items()}, token,
                             key_env)
     log = log_calls.open("w", encoding="utf-8") if log_calls else None
-    shown = 0
-
-    def update(m: Meter) -> None:
-        nonlocal shown
-        if log is not None:
-            while shown < len(m.calls):
-                log.write(orjson.dumps(m.call_line(m.calls[shown])).decode() + "\n")
-                shown += 1
-            log.flush()
-        print(("\r" + m.line() + "\033[K") if live else m.line(), end="" if live else "\n", file=stderr, flush=True)
+    update = _Progress(stderr, live, log)
 
     exited = asyncio.Event()
     stop: asyncio.Task | None = None
