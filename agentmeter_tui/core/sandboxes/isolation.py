@@ -37,6 +37,11 @@ from .rootpool import FOLDERS as BOUND  # a trial root's folders: the agent writ
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 SYSTEM_BIN = ("/usr/local/bin", "/usr/bin", "/bin")
 NAMESPACES = ("--unshare-pid", "--unshare-ipc", "--unshare-uts")
+# programs that start others named on their command line or in a script (their own or one
+# they read): they may start our Python by any name
+LAUNCHERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "busybox", "env", "timeout", "nice", "nohup",
+                       "setsid", "stdbuf", "xargs", "time", "script", "sudo", "chroot", "unshare", "setpriv",
+                       "make", "node", "perl", "ruby", "uv", "uvx", "pipx", "npx"})
 AGENT_USER = "agent"  # the name of a trial's own uid in its passwd
 
 
@@ -155,11 +160,12 @@ class View:
 
 
 @functools.lru_cache(maxsize=64)
-def _host_view(tools: tuple[str, ...], needs: tuple[str, ...]) -> View:
-    """The part of a view every trial of a runner shares (our Python, the CLIs' roots, what
-    an interpreter needs): built once per command kind, copied per trial (never changed)."""
+def _host_view(python: tuple[str, ...], tools: tuple[str, ...], needs: tuple[str, ...]) -> View:
+    """The part of a view every trial of a runner shares (our Python when the command may run
+    it, the CLIs' roots, what an interpreter needs): built once per command kind, copied per
+    trial (never changed)."""
     view = View()
-    for folder in (*_python(), *(f for tool in tools for f in tool_folders(tool)), *needs):
+    for folder in (*python, *(f for tool in tools for f in tool_folders(tool)), *needs):
         if not _system_path(folder):
             view.bind(folder)
     return view
@@ -178,7 +184,9 @@ def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: t
     its own the agent owns the root and bwrap's folders: each folder is bound alone, and the
     root made read-only."""
     exe = shutil.which(command[0], path=os.pathsep.join(SYSTEM_BIN)) if "/" not in command[0] else command[0]
-    view = View(_host_view(tools, interpreter_folders(os.path.realpath(exe)) if exe else ()))
+    real = os.path.realpath(exe) if exe else ""
+    python = _python() if _may_run_python(command, real) else ()
+    view = View(_host_view(python, tools, interpreter_folders(real) if exe else ()))
     for arg in command:
         value = arg.partition("=")[2] if arg.startswith("-") else arg
         if value.startswith("/") and not _system_path(value) and not value.startswith(f"{root}/") \
@@ -192,6 +200,27 @@ def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: t
     view.file(str(root / "group"), "/etc/group")
     seal = [] if uid is not None else ["--remount-ro", "/"]
     return [program, *_base(), *_system(), *view.args, *seal, "--chdir", cwd, "--", *_drop(uid), *command]
+
+
+def _may_run_python(command: list[str], real: str) -> bool:
+    """Whether ``command`` may start our Python (the reference agent, a verifier's script): all
+    but a native program of its own (``/bin/true``, ``cat``, a compiled CLI) that names none of
+    our Python's folders; a shell or a launcher may start anything, a script may be Python.
+    Three binds fewer for the others, each 0.1 ms of bwrap's (:func:`argv_for`)."""
+    if os.path.basename(real) in LAUNCHERS or os.path.basename(real).startswith("python"):
+        return True
+    if any(arg.startswith(prefix) for arg in command for prefix in _python()) or real.startswith(_python()):
+        return True
+    return not _native(real)
+
+
+@functools.lru_cache(maxsize=64)
+def _native(program: str) -> bool:
+    try:
+        with open(program, "rb") as handle:
+            return handle.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 def _drop(uid: int | None) -> list[str]:
