@@ -15,8 +15,8 @@ What the agent (and the verifier, which runs in the trial's sandbox too) gets:
 - its own ipc and uts namespaces, a new session, and death with the runner;
 - when the runner is root, a uid of its own (:mod:`.uidpool`), taken inside the sandbox by
   ``unshare -G -S`` or ``setpriv`` (:func:`_drop`: no capability left, no new privileges);
-  otherwise a user namespace that keeps the runner's uid (the namespaces hide the runner's processes and files, but files the
-  agent can reach are its user's: the uid wall needs root).
+  otherwise a user namespace that keeps the runner's uid (the namespaces hide the runner's
+  processes and files, but files the agent can reach are its user's: the uid wall needs root).
 
 The network namespace is the host's: the agent's one path to its model is the proxy or the
 scripted server on 127.0.0.1.
@@ -174,7 +174,8 @@ def _host_view(python: tuple[str, ...], tools: tuple[str, ...], needs: tuple[str
 def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: tuple[str, ...],
              uid: int | None) -> list[str]:
     """``command`` in a trial's sandbox: bwrap's options, then (as root) the drop to the
-    trial's uid (:func:`_drop`), then the command. ``root`` holds the trial's folders and its passwd/group.
+    trial's uid (:func:`_drop`), then the command. ``root`` holds the trial's folders and its
+    passwd/group.
 
     Each mount costs bwrap about 0.1 ms (it rereads the mount table for each), so the view
     has as few as the walls allow (benchmarks/containment.py): with a uid of its own, the
@@ -225,11 +226,11 @@ def _native(program: str) -> bool:
 
 def _drop(uid: int | None) -> list[str]:
     """The command that becomes the trial's uid inside the sandbox (nothing: it has none).
-    util-linux's ``unshare -G -S`` (2.38 on): setgroups to none, setgid, setuid, by number,
+    util-linux's ``unshare -G -S``: setgroups to none, setgid, setuid, by number,
     which leaves a non-root uid no capability (the kernel clears them at setuid; the bounding
     set it keeps is inert: bwrap sets no_new_privs and every mount of the view is nosuid, so
     no exec regains one). It costs half what ``setpriv`` does (no NSS lookup of the number,
-    no libcap-ng: about 0.5 ms a trial), which an older util-linux falls back to."""
+    no libcap-ng: about 0.5 ms a trial); an older util-linux, whose unshare lacks ``-S``, gets setpriv."""
     if uid is None:
         return []
     unshare, setpriv = _droppers()
