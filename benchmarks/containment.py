@@ -98,7 +98,8 @@ def main() -> None:
               f"(rounds: {', '.join(f'{v:.2f}' for v in values)})")
     cost = statistics.median(figures["after"]) - statistics.median(figures["before"])
     floor = statistics.median(figures["floor"])
-    print(f"cost of containment: {cost:+.2f} ms/trial, {cost / floor:.1f}x the spawn floor ({floor:.2f} ms)")
+    print(f"cost of containment: {cost:+.2f} ms/trial, {cost / floor:.1f}x the spawn floor ({floor:.2f} ms); "
+          f"load average {os.getloadavg()[0]:.2f} (figures are wall clock: take them on a quiet machine)")
 
 
 if __name__ == "__main__":
