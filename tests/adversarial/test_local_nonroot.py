@@ -43,9 +43,10 @@ def _blocked(paths: list[str]) -> dict[str, set[str]]:
     return found
 
 
-def _as_operator(argv: list[str], hold: Path) -> list[str]:
-    """``argv`` as OPERATOR (no capability, no supplementary group) in a private mount namespace."""
-    needed = [os.path.realpath(sys.base_prefix), sys.prefix, str(PACKAGE_ROOT), str(SNOOP)]
+def _as_operator(argv: list[str], hold: Path, home: Path) -> list[str]:
+    """``argv`` as OPERATOR (no capability, no supplementary group) in a private mount namespace
+    where it passes to the interpreter, our package, the snoop agent and its own ``home``."""
+    needed = [os.path.realpath(sys.base_prefix), sys.prefix, str(PACKAGE_ROOT), str(SNOOP), str(home)]
     lines = ["set -e", "mount --make-rprivate /"]
     for number, (folder, children) in enumerate(sorted(_blocked(needed).items())):
         keep = hold / str(number)
@@ -75,9 +76,9 @@ def _give(folder: Path) -> None:
             os.lchown(os.path.join(parent, name), OPERATOR, OPERATOR)
 
 
-def _namespaces_allowed(hold: Path) -> bool:
+def _namespaces_allowed(hold: Path, home: Path) -> bool:
     """Whether bwrap gets a user namespace as a user who is not root, here."""
-    probe = subprocess.run(_as_operator(["bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"], hold),
+    probe = subprocess.run(_as_operator(["bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"], hold, home),
                            capture_output=True, text=True, timeout=60, check=False)
     return probe.returncode == 0
 
@@ -95,10 +96,10 @@ def test_the_walls_hold_when_the_runner_is_not_root(tmp_path):
                "PYTHONDONTWRITEBYTECODE": "1", "OPENAI_API_KEY": KEY, "AGENTMETER_PLANTED": KEY}
         env.pop("AGENTMETER_SANDBOX_ROOT", None)  # the default: the operator's $TMPDIR/agentmeter
         run = [sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless", "--db", str(db)]
-        if not _namespaces_allowed(tmp_path / "hold"):
-            _refused(_as_operator(run, tmp_path / "hold"), env, db)
+        if not _namespaces_allowed(tmp_path / "hold", operator):
+            _refused(_as_operator(run, tmp_path / "hold", operator), env, db)
             return
-        runner = subprocess.Popen(_as_operator(run, tmp_path / "hold"), stdout=subprocess.PIPE,
+        runner = subprocess.Popen(_as_operator(run, tmp_path / "hold", operator), stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=env, cwd=operator)
         try:
             agents = wait_for(lambda: _agents(f"@{escape}") or runner.poll() is not None,
