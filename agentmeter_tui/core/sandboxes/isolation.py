@@ -14,9 +14,9 @@ What the agent (and the verifier, which runs in the trial's sandbox too) gets:
   agent's uid could not traverse on the host (a checkout under a 0700 home) does not matter;
 - its own ipc and uts namespaces, a new session, and death with the runner;
 - when the runner is root, a uid of its own (:mod:`.uidpool`), taken inside the sandbox by
-  ``setpriv`` (all capabilities dropped, no new privileges); otherwise a user namespace that
-  keeps the runner's uid (the namespaces hide the runner's processes and files, but files the
-  agent can reach are its user's: the uid wall needs root).
+  ``unshare -G -S`` or ``setpriv`` (:func:`_drop`: no capability left, no new privileges);
+  otherwise a user namespace that keeps the runner's uid (the namespaces hide the runner's
+  processes and files, but files the agent can reach are its user's: the uid wall needs root).
 
 The network namespace is the host's: the agent's one path to its model is the proxy or the
 scripted server on 127.0.0.1.
@@ -37,6 +37,11 @@ from .rootpool import FOLDERS as BOUND  # a trial root's folders: the agent writ
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 SYSTEM_BIN = ("/usr/local/bin", "/usr/bin", "/bin")
 NAMESPACES = ("--unshare-pid", "--unshare-ipc", "--unshare-uts")
+# programs that start others named on their command line or in a script (their own or one
+# they read): they may start our Python by any name
+LAUNCHERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "busybox", "env", "timeout", "nice", "nohup",
+                       "setsid", "stdbuf", "xargs", "time", "script", "sudo", "chroot", "unshare", "setpriv",
+                       "make", "node", "perl", "ruby", "uv", "uvx", "pipx", "npx"})
 AGENT_USER = "agent"  # the name of a trial's own uid in its passwd
 
 
@@ -123,12 +128,12 @@ def interpreter_folders(program: str) -> tuple[str, ...]:
 class View:
     """The bwrap options of one trial's filesystem view, built in mount order: every folder
     leading to a bind is made 0755 first (bwrap would make it 0700, which the agent's uid
-    cannot pass)."""
+    cannot pass). ``base``: a view to go on from (:func:`_host_view`)."""
 
-    def __init__(self) -> None:
-        self.args: list[str] = []
-        self.made: set[str] = {"/", "/tmp"}
-        self.bound: list[str] = []
+    def __init__(self, base: View | None = None) -> None:
+        self.args: list[str] = list(base.args) if base else []
+        self.made: set[str] = set(base.made) if base else {"/", "/tmp"}
+        self.bound: list[str] = list(base.bound) if base else []
 
     def _parents(self, path: str) -> None:
         parts = Path(path).parts
@@ -154,16 +159,35 @@ class View:
         self.args += ["--ro-bind", source, dest]
 
 
-def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: tuple[str, ...],
-             uid: int | None) -> list[str]:
-    """``command`` in a trial's sandbox: bwrap's options, then (as root) ``setpriv`` to the
-    trial's uid, then the command. ``root`` holds the trial's folders and its passwd/group."""
+@functools.lru_cache(maxsize=64)
+def _host_view(python: tuple[str, ...], tools: tuple[str, ...], needs: tuple[str, ...]) -> View:
+    """The part of a view every trial of a runner shares (our Python when the command may run
+    it, the CLIs' roots, what an interpreter needs): built once per command kind, copied per
+    trial (never changed)."""
     view = View()
-    exe = shutil.which(command[0], path=os.pathsep.join(SYSTEM_BIN)) if "/" not in command[0] else command[0]
-    needs = interpreter_folders(os.path.realpath(exe)) if exe else ()
-    for folder in (*_python(), *(f for tool in tools for f in tool_folders(tool)), *needs):
+    for folder in (*python, *(f for tool in tools for f in tool_folders(tool)), *needs):
         if not _system_path(folder):
             view.bind(folder)
+    return view
+
+
+def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: tuple[str, ...],
+             uid: int | None) -> list[str]:
+    """``command`` in a trial's sandbox: bwrap's options, then (as root) the drop to the
+    trial's uid (:func:`_drop`), then the command. ``root`` holds the trial's folders and its
+    passwd/group.
+
+    Each mount costs bwrap about 0.1 ms (it rereads the mount table for each), so the view
+    has as few as the walls allow (benchmarks/containment.py): with a uid of its own, the
+    trial's root is one bind (the root is the runner's, mode 0750, group the trial's: the
+    agent passes it but writes only in its folders, which are its own), and nothing needs
+    the empty root made read-only (its folders are the host root's, 0755). Without a uid of
+    its own the agent owns the root and bwrap's folders: each folder is bound alone, and the
+    root made read-only."""
+    exe = shutil.which(command[0], path=os.pathsep.join(SYSTEM_BIN)) if "/" not in command[0] else command[0]
+    real = os.path.realpath(exe) if exe else ""
+    python = _python() if _may_run_python(command, real) else ()
+    view = View(_host_view(python, tools, interpreter_folders(real) if exe else ()))
     for arg in command:
         value = arg.partition("=")[2] if arg.startswith("-") else arg
         if value.startswith("/") and not _system_path(value) and not value.startswith(f"{root}/") \
@@ -171,13 +195,63 @@ def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: t
             view.bind(os.path.realpath(value))
             if os.path.realpath(value) != value:
                 view.bind(value)
-    for name in BOUND:
-        view.bind(str(root / name), write=True)
+    for folder in [str(root)] if uid is not None else [str(root / name) for name in BOUND]:
+        view.bind(folder, write=True)
     view.file(str(root / "passwd"), "/etc/passwd")
     view.file(str(root / "group"), "/etc/group")
-    drop = [] if uid is None else ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                                   "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-    return [program, *_base(), *_system(), *view.args, "--remount-ro", "/", "--chdir", cwd, "--", *drop, *command]
+    seal = [] if uid is not None else ["--remount-ro", "/"]
+    return [program, *_base(), *_system(), *view.args, *seal, "--chdir", cwd, "--", *_drop(uid), *command]
+
+
+def _may_run_python(command: list[str], real: str) -> bool:
+    """Whether ``command`` may start our Python (the reference agent, a verifier's script): all
+    but a native program of its own (``/bin/true``, ``cat``, a compiled CLI) that names none of
+    our Python's folders; a shell or a launcher may start anything, a script may be Python.
+    Three binds fewer for the others, each 0.1 ms of bwrap's (:func:`argv_for`)."""
+    if os.path.basename(real) in LAUNCHERS or os.path.basename(real).startswith("python"):
+        return True
+    if any(arg.startswith(prefix) for arg in command for prefix in _python()) or real.startswith(_python()):
+        return True
+    return not _native(real)
+
+
+@functools.lru_cache(maxsize=64)
+def _native(program: str) -> bool:
+    try:
+        with open(program, "rb") as handle:
+            return handle.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def _drop(uid: int | None) -> list[str]:
+    """The command that becomes the trial's uid inside the sandbox (nothing: it has none).
+    util-linux's ``unshare -G -S``: setgroups to none, setgid, setuid, by number,
+    which leaves a non-root uid no capability (the kernel clears them at setuid; the bounding
+    set it keeps is inert: bwrap sets no_new_privs and every mount of the view is nosuid, so
+    no exec regains one). It costs half what ``setpriv`` does (no NSS lookup of the number,
+    no libcap-ng: about 0.5 ms a trial); an older util-linux, whose unshare lacks ``-S``, gets setpriv."""
+    if uid is None:
+        return []
+    unshare, setpriv = _droppers()
+    if unshare:
+        return [unshare, f"--setgid={uid}", f"--setuid={uid}", "--"]
+    return [setpriv or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+            "--bounding-set=-all", "--no-new-privs", "--"]
+
+
+@functools.cache
+def _droppers() -> tuple[str | None, str | None]:
+    """``unshare`` when it knows ``--setuid`` (read once from its help), and ``setpriv``."""
+    search = os.pathsep.join(SYSTEM_BIN)
+    unshare = shutil.which("unshare", path=search)
+    if unshare is not None:
+        try:
+            helps = subprocess.run([unshare, "--help"], capture_output=True, text=True, timeout=10, check=False).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            helps = ""
+        unshare = unshare if "--setuid" in helps and "--setgid" in helps else None
+    return unshare, shutil.which("setpriv", path=search)
 
 
 def _system_path(path: str) -> bool:

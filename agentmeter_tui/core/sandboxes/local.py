@@ -362,12 +362,16 @@ def _recycle(roots: list[tuple[Path, cgroups.Group | None, RootPool | None, Wall
 def _give_folders(session: LocalSession, uid: int | None) -> None:
     """The trial's passwd and group beside its folders, and (as root) its folders given to its
     uid: the folders themselves and the workspace seed just copied in (nothing ran there yet,
-    so no link the walk could follow was planted). The root itself stays the runner's."""
+    so no link the walk could follow was planted). The root itself stays the runner's, its
+    group the trial's, mode 0750: the agent passes and lists it (bwrap binds the root whole: one mount,
+    not four) but makes nothing in it; the rootpool sets it back to 0700."""
     root = session.root
     write_accounts(root, uid if uid is not None else os.getuid(), session._user(), session.home)
     if uid is None:
         return
     session.owner = uid  # what the runner writes later (CLI config, the verifier's tests) is the agent's too
+    os.lchown(root, -1, uid)
+    os.chmod(root, 0o750)
     for name in isolation.BOUND:
         os.lchown(root / name, uid, uid)
     for parent, folders, files in os.walk(root / "workspace"):

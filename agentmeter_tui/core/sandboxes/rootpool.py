@@ -130,7 +130,8 @@ def _discard(path: Path) -> None:
 
 
 def _reset(folder: Path, mode: int) -> None:
-    if os.lstat(folder).st_uid != os.getuid():  # given to the trial's uid: back to the runner's
+    info = os.lstat(folder)
+    if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):  # given to the trial's uid: back to ours
         os.lchown(folder, os.getuid(), os.getgid())
     os.chmod(folder, mode)  # a folder of ours (lstat), and nothing of the trial runs to swap it
     for attribute in os.listxattr(folder, follow_symlinks=False):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import pwd
 import stat
@@ -68,7 +69,10 @@ class UidPool:
             os.close(fd)
 
 
+@functools.lru_cache(maxsize=4096)
 def _has_account(uid: int) -> bool:
+    """Whether passwd names ``uid`` (asked once per uid and runner: an NSS lookup costs more
+    than the rest of taking a uid, and no account appears in this range while a run goes)."""
     try:
         pwd.getpwuid(uid)
         return True

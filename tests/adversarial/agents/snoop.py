@@ -21,7 +21,9 @@ import signal
 import socket
 import sys
 
-KEY, STORE, SOCKET, ESCAPE, TASK = sys.argv[1:6]
+# A leading "@" keeps a path from being a file the command names, which the local sandbox
+# binds into the agent's view (read-only; readable when the agent has the runner's uid).
+KEY, STORE, SOCKET, ESCAPE, TASK = (arg.removeprefix("@") for arg in sys.argv[1:6])
 
 
 def read(path, limit=1 << 16):
