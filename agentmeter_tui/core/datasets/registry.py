@@ -46,7 +46,7 @@ class Dataset(BaseModel):
     name: str = Field(min_length=1)
     version: str = Field(min_length=1)
     description: str = ""
-    tasks: list[RegistryTask] = Field(min_length=1)
+    tasks: list[RegistryTask] = []
 
     @property
     def ref(self) -> str:
@@ -94,6 +94,8 @@ def find_dataset(source: str | None, ref: str) -> Dataset:
     datasets = read_registry(source)
     for dataset in datasets:
         if dataset.name == name and dataset.version == version:
+            if not dataset.tasks:
+                raise RegistryError(f"{source}: dataset {ref} has no tasks")
             return dataset
     have = sorted({d.ref for d in datasets if d.name == name}) or sorted({d.ref for d in datasets})[:10]
     raise RegistryError(f"{source}: no dataset {ref}; it has: {', '.join(have) or 'none'}")
