@@ -100,8 +100,12 @@ def _fetch(dataset: Dataset, task: RegistryTask, root: Path, folder: Path, mark:
     partial = folder.with_name(folder.name + ".part")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir()
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(partial, filter="data")
+    try:  # "data": no file or link may point out of the folder, no device, no setuid bit
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(partial, filter="data")
+    except tarfile.TarError as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise FetchError(f"dataset {dataset.ref}: task '{task.name}' at {task.git_commit_id} refused: {exc}") from None
     if not (partial / "task.toml").is_file():
         shutil.rmtree(partial, ignore_errors=True)
         raise FetchError(f"dataset {dataset.ref}: task '{task.name}': {task.git_url} at {task.git_commit_id} has no "
