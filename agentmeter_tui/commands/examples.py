@@ -14,7 +14,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                   "--cli claude-code --sandbox docker",),
     "suite copy": ("agentmeter suite copy smoke ./my-suite",),
     "suite list": ("agentmeter suite list",),
-    "suite show": ("agentmeter suite show --db tb.db > my-suite/suite.toml",),
+    "suite show": ("agentmeter suite show --db tb.db", "agentmeter suite show tb-1a2b3c4d5e --db tb.db",),
     "status": ("agentmeter status --db smoke.db", "agentmeter status --wait-cap --db smoke.db || notify-send 'cap'"),
     "kill": ("agentmeter kill 12 --db smoke.db",),
     "pause": ("agentmeter pause --db smoke.db", "agentmeter pause --model fumbler --db smoke.db"),
