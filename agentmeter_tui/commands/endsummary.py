@@ -35,13 +35,18 @@ def failure(trial: dict) -> str:
 
 
 def summary_lines(db: Path, suite_id: str) -> list[str]:
+    """The table's lines; none for a store without this suite's trials (nothing to sum)."""
     from ..core.store import Store
 
+    if not db.is_file():
+        return []
     store = Store(db, readonly=True)
     try:
         cells = last_attempts(store.trials(suite_id))
     finally:
         store.close()
+    if not cells:
+        return []
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for trial in cells:
         groups[(trial["model"], trial["cli"])].append(trial)

@@ -226,6 +226,8 @@ def _end_table(follower: Follower, db: Path) -> None:
         lines = summary_lines(db, follower.suite)
     except Exception as exc:  # noqa: BLE001 - a summary that cannot be read never changes the exit code
         lines = [f"(no summary table: {exc})"]
+    if not lines:
+        return
     for line in lines:
         follower.printer.line(Text(line))  # Text: a model name in brackets is not rich markup
     follower.printer.line(Text(f"open the report: agentmeter report --db {db}  (or the TUI: agentmeter review --db {db})"))
