@@ -50,7 +50,7 @@ def summary_lines(db: Path, suite_id: str) -> list[str]:
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for trial in cells:
         groups[(trial["model"], trial["cli"])].append(trial)
-    header = ("model", "cli", "trials", "passed", "mean reward", "tokens", "USD", "failures")
+    header = ("model", "cli", "trials", "passes", "mean reward", "tokens", "USD", "failures")
     rows = [_row(model, cli, trials) for (model, cli), trials in sorted(groups.items())]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = [f"results of suite {suite_id}, per configuration (each cell's last attempt):"]
