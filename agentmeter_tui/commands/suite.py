@@ -45,8 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def new_command(args: argparse.Namespace) -> int:
     from ..core.suites.load import load_suite
-    from ..core.suites.taskfolders import is_harbor, suite_toml, task_folders, tasks_dir_for
-    from ..core.tomlerrors import InputError, load_toml
+    from ..core.suites.grid import default_sandbox
+    from ..core.suites.taskfolders import suite_toml, task_folders, tasks_dir_for
+    from ..core.tomlerrors import InputError
 
     tasks = args.tasks.expanduser().resolve()
     if not tasks.is_dir():
@@ -56,16 +57,7 @@ def new_command(args: argparse.Namespace) -> int:
     if not folders:
         print(f"agentmeter: no task folder (with a task.toml) under {tasks} matches", file=sys.stderr)
         return 2
-    sandbox = args.sandbox
-    if sandbox is None:
-        sandbox = "local"
-        for folder in folders:
-            try:
-                if is_harbor(load_toml(folder / "task.toml")[0]):
-                    sandbox = "docker"
-                    break
-            except InputError:
-                continue  # reported when the suite loads below
+    sandbox = args.sandbox or default_sandbox(folders)
     out = (args.out or suites_root() / args.name).resolve()
     target = out / "suite.toml"
     if target.exists() and not args.force:

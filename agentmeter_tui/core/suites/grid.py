@@ -105,7 +105,7 @@ def grid_suite(tasks_dir: Path, options: GridOptions, base: dict[str, Any] | Non
     if options.budget_usd is not None:
         data.setdefault("budgets", {})["run"] = {**data.get("budgets", {}).get("run", {}), "usd": options.budget_usd}
     data.setdefault("sandbox", {})["kind"] = options.sandbox or data.get("sandbox", {}).get("kind") \
-        or _default_sandbox(folders)
+        or default_sandbox(folders)
     suite["id"] = options.suite_id or _grid_id(tasks_dir, data, base)
     return data
 
@@ -129,7 +129,7 @@ def _set_models(data: dict[str, Any], options: GridOptions) -> None:
     data["providers"] = providers
 
 
-def _default_sandbox(folders: list[Path]) -> str:
+def default_sandbox(folders: list[Path]) -> str:
     """docker when a task follows Harbor's contract (it needs a container), local otherwise."""
     from ..tomlerrors import load_toml
     from .taskfolders import is_harbor
