@@ -62,7 +62,16 @@ def folder_hash(folder: Path) -> str:
 
 def fetch_dataset(dataset: Dataset, root: Path | None = None) -> tuple[Path, list[TaskSource], int]:
     """The folder of the dataset's task folders, each task's source, and how many were fetched now."""
+    import fcntl
+
     root = root or cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "a") as lock:  # two runs fetching into one cache at once take turns
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _fetch_all(dataset, root)
+
+
+def _fetch_all(dataset: Dataset, root: Path) -> tuple[Path, list[TaskSource], int]:
     tasks_dir = root / "tasks" / dataset.ref
     marks = root / "marks" / dataset.ref
     tasks_dir.mkdir(parents=True, exist_ok=True)
