@@ -6,12 +6,15 @@ and subcommand has both. Keyed by the words that name the command."""
 from __future__ import annotations
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
-    "run": ("agentmeter run smoke --headless --db smoke.db", "agentmeter run ./my-suite --detach"),
+    "run": ("agentmeter run smoke --headless --db smoke.db", "agentmeter run ./my-suite --detach",
+            "agentmeter run ~/terminal-bench -m anthropic/claude-sonnet-4-5 -a claude-code -k 3 -n 4 --db tb.db",
+            "agentmeter run terminal-bench@2.0 --registry registry.json -m openai/gpt-5 -a codex --db tb.db"),
     "suite": ("agentmeter suite list", "agentmeter suite copy demo ./my-suite"),
     "suite new": ("agentmeter suite new tb --tasks ~/datasets/terminal-bench --model anthropic/claude-sonnet-4-6 "
                   "--cli claude-code --sandbox docker",),
     "suite copy": ("agentmeter suite copy smoke ./my-suite",),
     "suite list": ("agentmeter suite list",),
+    "suite show": ("agentmeter suite show --db tb.db", "agentmeter suite show tb-1a2b3c4d5e --db tb.db",),
     "status": ("agentmeter status --db smoke.db", "agentmeter status --wait-cap --db smoke.db || notify-send 'cap'"),
     "kill": ("agentmeter kill 12 --db smoke.db",),
     "pause": ("agentmeter pause --db smoke.db", "agentmeter pause --model fumbler --db smoke.db"),

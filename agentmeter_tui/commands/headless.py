@@ -213,7 +213,24 @@ def _follow(db: Path) -> int:
         for line in log_tail(db):
             follower.printer.line(Text(f"  {inert(line)}", style="dim"))
         return 1
+    if status == "finished":
+        _end_table(follower, db)
     return _infra_exit(follower, status)
+
+
+def _end_table(follower: Follower, db: Path) -> None:
+    """The per-configuration table and the command that opens the report (endsummary.py)."""
+    from .endsummary import summary_lines
+
+    try:
+        lines = summary_lines(db, follower.suite)
+    except Exception as exc:  # noqa: BLE001 - a summary that cannot be read never changes the exit code
+        lines = [f"(no summary table: {exc})"]
+    if not lines:
+        return
+    for line in lines:
+        follower.printer.line(Text(line))  # Text: a model name in brackets is not rich markup
+    follower.printer.line(Text(f"open the report: agentmeter report --db {db}  (or the TUI: agentmeter review --db {db})"))
 
 
 def _infra_exit(follower: Follower, status: str) -> int:

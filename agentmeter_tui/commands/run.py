@@ -13,13 +13,14 @@ import sys
 from pathlib import Path
 
 from ..core.run.control import ControlError
-from ..core.run.launch import resolve_suite_path, spawn_runner, suite_hint
+from ..core.run.launch import resolve_suite_path, spawn_runner, suite_hint  # noqa: F401 (imported from here)
 from ..core.run.launch import runner_hello as _hello
 from ..core.store import SeedHashChanged, Store
 from ..core.store.check import check_file
 from ..core.suites.load import load_suite
 from ..core.tomlerrors import InputError
 from . import add_db_argument
+from .gridrun import add_grid_arguments, implied_suite
 
 EXIT_BAD_INPUT, EXIT_HASH, EXIT_BUSY = 2, 4, 5
 
@@ -40,7 +41,9 @@ Without a terminal (cron, CI, nohup, output to a file) the run is followed headl
 
 examples:
   agentmeter run smoke --headless --db smoke.db
-  agentmeter run ./my-suite --detach && agentmeter status --wait-cap"""
+  agentmeter run ./my-suite --detach && agentmeter status --wait-cap
+  agentmeter run ~/terminal-bench -m anthropic/claude-sonnet-4-5 -a claude-code -k 3 -n 4 --db tb.db
+  agentmeter run terminal-bench@2.0 --registry registry.json -m openai/gpt-5 -a codex -t 'fix-*' --db tb.db"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,25 +51,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description="Run a suite's grid: start a runner (its own process) and "
                                    "follow it in the TUI, or headless with --headless or without a terminal.",
                                    epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("suite", help="suite folder (or the name of one under suites/)")
+    parser.add_argument("suite", help="suite folder (or the name of one under suites/), a folder of task "
+                        "folders (with -m and -a), or a dataset NAME@VERSION from a registry")
     add_db_argument(parser)
     parser.add_argument("--headless", action="store_true", help="print progress instead of opening the TUI")
     parser.add_argument("--detach", action="store_true", help="leave the runner in the background and return")
     parser.add_argument("--clis-root", help="where install-clis put the agent CLIs")
+    add_grid_arguments(parser)
     parser.set_defaults(handler=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
-    return start_and_follow(resolve_suite_path(args.suite), Path(args.db), headless=args.headless,
-                            detach=args.detach, clis_root=args.clis_root)
+    db = Path(args.db)
+    check_store(db)
+    suite_path = implied_suite(args, db)
+    if isinstance(suite_path, int):
+        return suite_path
+    return start_and_follow(suite_path, db, headless=args.headless, detach=args.detach, clis_root=args.clis_root)
+
+
+def check_store(db: Path) -> None:
+    """A store that cannot be used (a folder, damaged, read-only) is named first."""
+    if db.exists() or db.is_symlink():
+        Store(db).close()
+    else:
+        check_file(db, create=True, write=True)
 
 
 def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool,
                      clis_root: str | None = None) -> int:
-    if db.exists() or db.is_symlink():
-        Store(db).close()  # a store that cannot be used (a folder, damaged, read-only) is named first
-    else:
-        check_file(db, create=True, write=True)
+    check_store(db)
     try:
         suite = load_suite(suite_path)
     except InputError as exc:

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..core.harnesses import ADAPTERS
 from ..core.paths import suites_root
 from ..core.wire import provider_kinds
+from . import add_db_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,6 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     copy.add_argument("name", help="a built-in suite's id (`agentmeter suite list` names them)")
     copy.add_argument("dest", type=Path, help="the folder to create (it must not exist)")
     copy.set_defaults(handler=copy_command)
+    show = sub.add_parser("show", help="print the suite.toml a command-line run implied (from the store)")
+    show.add_argument("suite_id", nargs="?", help="the suite's id (default: the newest)")
+    add_db_argument(show)
+    show.set_defaults(handler=show_command)
     listing = sub.add_parser("list", help="the built-in suites")
     listing.set_defaults(handler=list_command)
     suite.set_defaults(handler=lambda a: suite.print_help() or 2)
@@ -40,8 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def new_command(args: argparse.Namespace) -> int:
     from ..core.suites.load import load_suite
-    from ..core.suites.taskfolders import is_harbor, suite_toml, task_folders, tasks_dir_for
-    from ..core.tomlerrors import InputError, load_toml
+    from ..core.suites.grid import default_sandbox
+    from ..core.suites.taskfolders import suite_toml, task_folders, tasks_dir_for
+    from ..core.tomlerrors import InputError
 
     tasks = args.tasks.expanduser().resolve()
     if not tasks.is_dir():
@@ -51,16 +57,7 @@ def new_command(args: argparse.Namespace) -> int:
     if not folders:
         print(f"agentmeter: no task folder (with a task.toml) under {tasks} matches", file=sys.stderr)
         return 2
-    sandbox = args.sandbox
-    if sandbox is None:
-        sandbox = "local"
-        for folder in folders:
-            try:
-                if is_harbor(load_toml(folder / "task.toml")[0]):
-                    sandbox = "docker"
-                    break
-            except InputError:
-                continue  # reported when the suite loads below
+    sandbox = args.sandbox or default_sandbox(folders)
     out = (args.out or suites_root() / args.name).resolve()
     target = out / "suite.toml"
     if target.exists() and not args.force:
@@ -119,4 +116,28 @@ def copy_command(args: argparse.Namespace) -> int:
         print(f"agentmeter: {dest}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     print(f"wrote {dest}: the built-in suite '{args.name}'; run it with: agentmeter run {dest}")
+    return 0
+
+
+def show_command(args: argparse.Namespace) -> int:
+    """The suite.toml a command-line run implied, as the store holds it (save it and `agentmeter
+    run` that folder to run the same grid)."""
+    from ..core.store import Store
+
+    db = Path(args.db)
+    if not db.is_file():
+        print(f"agentmeter suite show: no store at {db}", file=sys.stderr)
+        return 2
+    store = Store.for_reading(db)
+    try:
+        row = store.suite_file(args.suite_id)
+    finally:
+        store.close()
+    if row is None:
+        which = f"suite '{args.suite_id}'" if args.suite_id else "any suite"
+        print(f"agentmeter suite show: {db} holds no command-line suite for {which} "
+              "(a suite run from its folder is its own suite.toml)", file=sys.stderr)
+        return 2
+    sys.stdout.write(row["toml"])
+    print(f"# run as: {row['command']}", file=sys.stderr)
     return 0

@@ -90,6 +90,9 @@ def test_the_readme_commands_on_the_base_install(base, tmp_path):
     run("agentmeter suite copy demo ./my-suite", shows="demo")
     run('eval "$(agentmeter completion bash)" && complete -p agentmeter', shows="_agentmeter")
     run("agentmeter run smoke --headless --db smoke.db", shows="8/8 done")
+    run("agentmeter run ./my-suite -m scripted/ace -a reference -k 2 -n 4 --headless --db grid.db",
+        shows="open the report: agentmeter report --db grid.db")
+    run("agentmeter suite show --db grid.db", shows='id = "ace"')
     # a live run, driven from the shell
     run("agentmeter run demo --detach --db live.db", shows="runner started for suite demo")
     try:

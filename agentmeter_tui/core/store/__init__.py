@@ -30,6 +30,7 @@ from ..paths import DEFAULT_DB, owner_only
 from . import quick
 from .check import StoreError, check_file, damage, opened
 from .flags import FlagQueries
+from .sources import SourceQueries
 from .imports import ImportQueries
 from .lazydb import Database
 from .migrations import migrate
@@ -95,7 +96,7 @@ class SeedHashChanged(Exception):
 
 
 class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries, SearchQueries, FlagQueries,
-            RegradeQueries):
+            RegradeQueries, SourceQueries):
     """Typed access to the store. Cheap to open; every logical write is one transaction."""
 
     def __init__(self, path: str | Path = DEFAULT_DB, *, readonly: bool = False, check: bool = True):

@@ -153,10 +153,21 @@ def m008_35_regrades(db: sqlite_utils.Database) -> None:
         db["trials"].add_column("kept", str)
 
 
+def m009_34_suite_sources(db: sqlite_utils.Database) -> None:
+    """Where a suite came from (issue 34): the suite.toml text a command line implied (so
+    ``suite show`` prints it and the run is reproducible), and per task of a dataset run its
+    dataset, version, git URL, commit, path and the hash of the fetched folder."""
+    db["suite_files"].create({"suite_id": str, "toml": str, "command": str, "created_at": str}, pk="suite_id")
+    db["task_sources"].create({"suite_id": str, "task_id": str, "dataset": str, "version": str, "git_url": str,
+                               "commit_id": str, "path": str, "tree_hash": str, "recorded_at": str},
+                              pk=("suite_id", "task_id"), not_null={"suite_id", "task_id", "commit_id"})
+    db["task_sources"].create_index(["git_url", "commit_id", "path"])
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial, m002_15_reviews, m003_14_cache_write_1h,
                                                            m004_13_import_source, m005_17_event_search,
                                                            m006_28_trial_node, m007_35_triage_flags,
-                                                           m008_35_regrades]
+                                                           m008_35_regrades, m009_34_suite_sources]
 
 
 def is_current(conn: sqlite3.Connection) -> bool:

@@ -1,0 +1,2 @@
+"""Datasets by name: a registry file in Harbor's format, and the pinned task folders it names
+fetched with git into a cache once (``agentmeter run NAME@VERSION``)."""
