@@ -246,16 +246,38 @@ class TrialRun(BudgetChecks):
             return (TrialStatus.FAILED, str(exc), None)
         self.session = session = await ctx.sandbox.open(plan.task, self.id, self.token)
         session.notes_to(self.note)
+        agent = await self._start_agent(session, solution)
+        exit_code, killed = await self._agent_ended(session, agent)
+        await self._recover_usage(session, killed)
+        outcome: AgentOutcome = self.parser.outcome(exit_code, killed)
+        self._exit_code = exit_code
+        if killed:  # infra-invalid when our side failed under it or the run was stopped
+            return record.killed_outcome(self.kill_reason)
+        if (lost := ctx.scripted_lost(self)) is not None:  # the agent ended on our server's death
+            return (TrialStatus.INFRA_INVALID, f"infra: {lost}", None)
+        if self.provider_errors.gave_up:  # the agent's run ended on the provider's error, not its own
+            return (TrialStatus.INFRA_INVALID, f"infra: provider errors: {self.provider_errors.summary()}", None)
+        if outcome.errored:
+            return (TrialStatus.ERRORED, outcome.error, None)
+        return await self._verified(session)
+
+    async def _start_agent(self, session: SandboxSession, solution):
+        """The agent's files in place and its command started in the sandbox: the trial runs."""
         solution_dir = await session.write_solution(solution) if solution else ""
-        launch = await ctx.launch_context(self, session, solution_dir)
+        launch = await self.ctx.launch_context(self, session, solution_dir)
         if home_files := self.adapter.home_files(launch):  # none: no hop to a thread for nothing
             await session.write_files("home", home_files)
         spec = LaunchSpec(self.adapter.command(launch), {**self.adapter.environment(launch),
-                                                         **plan.config.cli.env})
+                                                         **self.plan.config.cli.env})
         agent = await session.start(spec, self.on_output)
         self.pid, self.node = agent.pid, session.slot.node
         self._set_status(TrialStatus.RUNNING, pid=agent.pid, sandbox=session.slot.sandbox, host=session.slot.host,
                          node=self.node, workspace=session.workspace)
+        return agent
+
+    async def _agent_ended(self, session: SandboxSession, agent) -> tuple[int, bool]:
+        """Until the agent exits, or a kill (asked, a budget, a disk limit) ends it: its exit code
+        and whether it was killed."""
         wait_task = asyncio.ensure_future(agent.wait())
         kill_task = asyncio.ensure_future(self._kill.wait())
         self._wall_from = time.monotonic()
@@ -274,25 +296,18 @@ class TrialRun(BudgetChecks):
         killed = self.kill_reason is not None
         if killed:
             self.note(f"killing: {self.kill_reason}")
-            await session.kill(KillPolicy(grace=ctx.suite.spec.suite.kill_grace))
+            await session.kill(KillPolicy(grace=self.ctx.suite.spec.suite.kill_grace))
         try:
-            exit_code = await wait_task
+            return await wait_task, killed
         finally:
             kill_task.cancel()
-        await self._recover_usage(session, killed)
-        outcome: AgentOutcome = self.parser.outcome(exit_code, killed)
-        self._exit_code = exit_code
-        if killed:  # infra-invalid when our side failed under it or the run was stopped
-            return record.killed_outcome(self.kill_reason)
-        if (lost := ctx.scripted_lost(self)) is not None:  # the agent ended on our server's death
-            return (TrialStatus.INFRA_INVALID, f"infra: {lost}", None)
-        if self.provider_errors.gave_up:  # the agent's run ended on the provider's error, not its own
-            return (TrialStatus.INFRA_INVALID, f"infra: provider errors: {self.provider_errors.summary()}", None)
-        if outcome.errored:
-            return (TrialStatus.ERRORED, outcome.error, None)
+
+    async def _verified(self, session: SandboxSession):
+        """The task's verifier on what the agent left: the trial's outcome."""
+        plan = self.plan
         self._set_status(TrialStatus.VERIFYING)
         verifier = VERIFIERS.get(plan.task.verifier.kind)(plan.task,
-                                                          pass_threshold=ctx.suite.spec.suite.pass_threshold)
+                                                          pass_threshold=self.ctx.suite.spec.suite.pass_threshold)
         if plan.task.contract == "harbor":  # Harbor's LLM-judge verifiers read the transcript
             from ..verifiers.harbor import trajectory_of
 
