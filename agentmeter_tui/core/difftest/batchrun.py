@@ -91,6 +91,50 @@ def place_files(root, files: list, now: float | None = None) -> None:
             os.utime(target, (stamp, stamp))
 
 
+def _pump(proc: subprocess.Popen, selector: selectors.BaseSelector, kept: dict, pending: memoryview,
+          deadline: float, limit: int) -> bool:
+    """Feed the tool its input and keep its output (each stream cut at ``limit``) until both
+    streams close or the deadline passes (True: timed out)."""
+    while selector.get_map():
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return True
+        for key, _ in selector.select(left):
+            if key.fileobj is proc.stdin:
+                try:
+                    pending = pending[os.write(proc.stdin.fileno(), pending[:1 << 16]):]
+                except (BrokenPipeError, ConnectionResetError):
+                    pending = pending[:0]  # the tool did not read its input: that is its business
+                if not pending:
+                    selector.unregister(proc.stdin)
+                    proc.stdin.close()
+                continue
+            chunk = os.read(key.fd, 1 << 16)
+            if not chunk:
+                selector.unregister(key.fileobj)
+                continue
+            buffer = kept[key.fd]
+            if len(buffer) < limit:
+                buffer += chunk[: limit - len(buffer)]
+    return False
+
+
+def _reap(proc: subprocess.Popen, deadline: float, timed_out: bool) -> bool:
+    """The tool waited for until the deadline, its whole group killed past it (True: timed out)."""
+    if not timed_out:
+        try:
+            proc.wait(max(0.0, deadline - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    if timed_out:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+    return timed_out
+
+
 def run_process(argv: list, cwd: str, env: dict, stdin, timeout: float, limit: int):
     """(exit code or None on timeout, stdout, stderr, seconds): the tool in its own session,
     output cut at ``limit`` bytes, the whole group killed at the timeout."""
@@ -112,40 +156,8 @@ def run_process(argv: list, cwd: str, env: dict, stdin, timeout: float, limit: i
     else:
         proc.stdin.close()
     deadline = started + timeout
-    timed_out = False
-    while selector.get_map():
-        left = deadline - time.perf_counter()
-        if left <= 0:
-            timed_out = True
-            break
-        for key, _ in selector.select(left):
-            if key.fileobj is proc.stdin:
-                try:
-                    pending = pending[os.write(proc.stdin.fileno(), pending[:1 << 16]):]
-                except (BrokenPipeError, ConnectionResetError):
-                    pending = pending[:0]  # the tool did not read its input: that is its business
-                if not pending:
-                    selector.unregister(proc.stdin)
-                    proc.stdin.close()
-                continue
-            chunk = os.read(key.fd, 1 << 16)
-            if not chunk:
-                selector.unregister(key.fileobj)
-                continue
-            buffer = kept[key.fd]
-            if len(buffer) < limit:
-                buffer += chunk[: limit - len(buffer)]
-    if not timed_out:
-        try:
-            proc.wait(max(0.0, deadline - time.perf_counter()))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-    if timed_out:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        proc.wait()
+    timed_out = _pump(proc, selector, kept, pending, deadline, limit)
+    timed_out = _reap(proc, deadline, timed_out)
     elapsed = time.perf_counter() - started
     selector.close()
     for stream in (proc.stdin, proc.stdout, proc.stderr):
