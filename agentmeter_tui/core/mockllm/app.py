@@ -78,6 +78,27 @@ class _Call:
         self.sessions.record(self.session, entry)
 
 
+async def _stream(request: web.Request, protocol: ScriptedProtocol, call: _Call, served: Any, reply: Any,
+                  model: Any, req: WireRequest, headers: dict) -> web.StreamResponse:
+    """The scripted reply as the protocol's event stream, held or cut after the first frame as
+    the scenario says."""
+    response = web.StreamResponse(headers={**protocol.sse_headers, **headers})
+    await response.prepare(request)
+    for number, frame in enumerate(protocol.stream(reply, model, req)):
+        await response.write(frame)
+        if number == 0:
+            call.first_byte = time.monotonic()
+            if reply.stall_ms:
+                await asyncio.sleep(reply.stall_ms / 1000)
+            if reply.reset:
+                return _reset(request, response, call)
+    # Every frame is the client's: one that hangs up on the last event, before the
+    # chunked stream's end, had its answer whole (as the proxy counts it).
+    served.completed = call.delivered = True
+    await response.write_eof()
+    return response
+
+
 async def model_call(request: web.Request, protocol: ScriptedProtocol) -> web.StreamResponse:
     raw = await request.read()
     call = _Call(request, protocol.name, raw)
@@ -111,26 +132,12 @@ async def model_call(request: web.Request, protocol: ScriptedProtocol) -> web.St
         model = protocol.model(req)
         call.status = 200
         if protocol.wants_stream(req):
-            response = web.StreamResponse(headers={**protocol.sse_headers, **headers})
-            await response.prepare(request)
-            for number, frame in enumerate(protocol.stream(reply, model, req)):
-                await response.write(frame)
-                if number == 0:
-                    call.first_byte = time.monotonic()
-                    if reply.stall_ms:
-                        await asyncio.sleep(reply.stall_ms / 1000)
-                    if reply.reset:
-                        return _reset(request, response, call)
-            # Every frame is the client's: one that hangs up on the last event, before the
-            # chunked stream's end, had its answer whole (as the proxy counts it).
-            served.completed = call.delivered = True
-            await response.write_eof()
-        else:
-            if reply.stall_ms:  # nothing to hold mid-body: a stall just delays the whole answer
-                await asyncio.sleep(reply.stall_ms / 1000)
-            if reply.reset:
-                return _reset(request, None, call)
-            response = await _send(request, json_body(protocol.complete(reply, model, req), 200, headers))
+            return await _stream(request, protocol, call, served, reply, model, req, headers)
+        if reply.stall_ms:  # nothing to hold mid-body: a stall just delays the whole answer
+            await asyncio.sleep(reply.stall_ms / 1000)
+        if reply.reset:
+            return _reset(request, None, call)
+        response = await _send(request, json_body(protocol.complete(reply, model, req), 200, headers))
         served.completed = True
         return response
     except (asyncio.CancelledError, ConnectionResetError):
