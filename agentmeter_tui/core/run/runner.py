@@ -160,18 +160,11 @@ class Runner:
             await self.feed.finish("stopped")
             self.log(f"run {self.run_id} stopped before its first trial")
             return 0
-        config_ids = await call(lambda store: {
-            c.key: store.ensure_configuration(suite.id, c.model.id, c.cli.label) for c in suite.configurations()})
         ctx = RunContext(suite, writer, sandbox, run_id=self.run_id, clis_root=self.clis_root,
                          mock_url=self.mock.base_url if self.mock else None, log=self.log, proxy=self.proxy,
                          sink=self.feed, caps=self.caps)
         ctx.scripted = self.mock
-        plans = await call(lambda store: pending_plans(store, suite.id, plan_cells(suite, config_ids),
-                                                       suite.spec.suite.max_retries))
-        self.config_ids = config_ids
-        if self.rerun is not None:  # `agentmeter rerun` on a finished store: its cells after the pending ones
-            busy = {(p.task.id, p.config_id, p.trial_index) for p in plans}
-            plans += await call(lambda store: rerun_plans(store, suite, config_ids, self.rerun, busy))
+        plans = await self._plans(call)
         concurrency = min(suite.concurrency, sandbox.capacity())
         self.feed.done_before = await call(Store.count_trials, suite.id, COUNTABLE_STATUSES)
         self.scheduler = scheduler = Scheduler(ctx, plans, concurrency=concurrency,
@@ -205,6 +198,19 @@ class Runner:
             await self.feed.finish(status)
         self.log(f"run {self.run_id} {status}")
         return 0
+
+    async def _plans(self, call) -> list:
+        """The trials to run: the suite's configurations made in the store, its pending cells,
+        then (``agentmeter rerun`` on a finished store) the cells asked for again."""
+        suite = self.suite
+        self.config_ids = config_ids = await call(lambda store: {
+            c.key: store.ensure_configuration(suite.id, c.model.id, c.cli.label) for c in suite.configurations()})
+        plans = await call(lambda store: pending_plans(store, suite.id, plan_cells(suite, config_ids),
+                                                       suite.spec.suite.max_retries))
+        if self.rerun is not None:
+            busy = {(p.task.id, p.config_id, p.trial_index) for p in plans}
+            plans += await call(lambda store: rerun_plans(store, suite, config_ids, self.rerun, busy))
+        return plans
 
     async def _start_services(self) -> Sandbox:
         """The scripted model server, the metering proxy and the sandbox, checked before any trial."""
@@ -306,46 +312,50 @@ class Runner:
         if isinstance(parsed, NodeChange):
             return set_node(getattr(self, "_sandbox", None), parsed)  # answered once the sandbox made it
         if scheduler is None:  # still preparing: a pause and the run's budgets apply when it starts
-            if isinstance(parsed, (Pause, Resume)):
-                self.early["paused"] = isinstance(parsed, Pause)
-                return {"ok": True, "paused": self.early["paused"]}
-            if isinstance(parsed, BudgetChange) and parsed.trial is None:
-                self.early.update(parsed.limits())
-                return {"ok": True, "budget": parsed.limits()}
-            return {"ok": False, "error": "no trial has started yet: the run is preparing"}
+            return self._early_request(parsed)
         if isinstance(parsed, Rerun):
             return rerun_live(self, parsed)
-        if isinstance(parsed, Kill):
-            trial = scheduler.trial(parsed.trial)
-            if trial is None:
-                return {"ok": False, "error": f"trial {parsed.trial} is not running"}
-            trial.request_kill(KillReason(parsed.reason or "operator", parsed.detail or ""))
-            return {"ok": True, "trial": trial.id}
         if isinstance(parsed, Pause):
             scheduler.pause()
             return {"ok": True, "paused": True}
         if isinstance(parsed, Resume):
             scheduler.resume()
             return {"ok": True, "paused": False}
-        if isinstance(parsed, BudgetChange):
+        if isinstance(parsed, BudgetChange) and parsed.trial is None:
             limits = parsed.limits()
-            if parsed.trial is not None:
-                trial = scheduler.trial(parsed.trial)
-                if trial is None:
-                    return {"ok": False, "error": f"trial {parsed.trial} is not running"}
-                trial.raise_budget(**limits)
-                return {"ok": True, "trial": trial.id, "budget": trial.budget.model_dump()}
             scheduler.set_default_budget(**limits)
             for trial in scheduler.running.values():
                 trial.raise_budget(**limits)
             return {"ok": True, "budget": limits}
-        if isinstance(parsed, Hold):  # the TUI's budget dialog: hold this trial's budget kill while a raise is typed
-            trial = scheduler.trial(parsed.trial)
-            if trial is None:
-                return {"ok": False, "error": f"trial {parsed.trial} is not running"}
-            trial.hold_budget(parsed.seconds)
-            return {"ok": True, "trial": trial.id, "held": trial.hold.remaining()}
+        if isinstance(parsed, (Kill, BudgetChange, Hold)):
+            return _trial_request(scheduler, parsed)
         return {"ok": False, "error": f"{parsed.op} is not answered here"}  # subscribe turns a connection into a feed
+
+    def _early_request(self, parsed: Any) -> dict[str, Any]:
+        """A request before the schedule exists: a pause and the run's budgets are kept for it."""
+        if isinstance(parsed, (Pause, Resume)):
+            self.early["paused"] = isinstance(parsed, Pause)
+            return {"ok": True, "paused": self.early["paused"]}
+        if isinstance(parsed, BudgetChange) and parsed.trial is None:
+            self.early.update(parsed.limits())
+            return {"ok": True, "budget": parsed.limits()}
+        return {"ok": False, "error": "no trial has started yet: the run is preparing"}
+
+
+def _trial_request(scheduler: Scheduler, parsed: Kill | BudgetChange | Hold) -> dict[str, Any]:
+    """A request about one running trial: kill it, raise its budget, hold its budget kill."""
+    trial = scheduler.trial(parsed.trial)
+    if trial is None:
+        return {"ok": False, "error": f"trial {parsed.trial} is not running"}
+    if isinstance(parsed, Kill):
+        trial.request_kill(KillReason(parsed.reason or "operator", parsed.detail or ""))
+        return {"ok": True, "trial": trial.id}
+    if isinstance(parsed, BudgetChange):
+        trial.raise_budget(**parsed.limits())
+        return {"ok": True, "trial": trial.id, "budget": trial.budget.model_dump()}
+    # the TUI's budget dialog: hold this trial's budget kill while a raise is typed
+    trial.hold_budget(parsed.seconds)
+    return {"ok": True, "trial": trial.id, "held": trial.hold.remaining()}
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentmeter-runner")
