@@ -40,6 +40,13 @@ class Fleet:
                   "relay_address": self.bridge_address, "cpus": 0.25, "memory": "256m", **extra}
         return "\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in fields.items())
 
+    def node_engines(self) -> str:
+        """``node_engines`` of a ``[sandbox]`` table (a TOML inline table): each node's own engine
+        socket, as scripts/fleet.sh runs them, so Harbor trials run on every node."""
+        base = Path(self.docker_host.removeprefix("unix://")).parent.parent
+        pairs = [f'"{self.name}-{node.name}" = "unix://{node}/docker.sock"' for node in sorted(base.glob("n*"))]
+        return "{ " + ", ".join(pairs) + " }"
+
     def client(self):
         from agentmeter_tui.core.sandboxes.docker.engine import connect
 
