@@ -65,3 +65,24 @@ def test_harbor_trials_go_only_to_nodes_whose_engine_the_runner_reaches():
     # A node Swarm chose that has no engine named (its constraint raced a join): a clear error.
     with pytest.raises(engines.EngineError, match="node_engines names no engine for it"):
         NodeEngines({"amf-n2": "unix:///nowhere.sock"}).engine("amf-n3")
+
+
+def test_closed_trials_starting_at_once_share_the_closed_network():
+    """Two closed trials starting at once both find no closed network and both make it; a swarm
+    manager refuses the second with a 500 ("name conflicts with an existing object", not the
+    409 a plain engine gives): that trial must take the network the other made, not end
+    infra-invalid (seen on the 3-node fleet with concurrency 6)."""
+    from docker.errors import APIError, NotFound
+
+    from agentmeter_tui.core.sandboxes.docker.swarmharbor import CLOSED_NETWORK, closed_network
+
+    class Networks:
+        def get(self, name):
+            raise NotFound("network not found")
+
+        def create(self, name, **kwargs):
+            response = SimpleNamespace(status_code=500, reason="Internal Server Error", url="/networks/create")
+            raise APIError("500 Server Error", response, explanation="rpc error: code = Unknown desc = name "
+                                                                       "conflicts with an existing object")
+
+    assert closed_network(SimpleNamespace(networks=Networks())) == CLOSED_NETWORK

@@ -15,7 +15,7 @@ import pytest
 from agentmeter_tui.core.paths import runner_log_path
 from agentmeter_tui.core.store import Store
 from tests.conftest import agentmeter
-from tests.core.fleet_support import Fleet, fleet_down, fleet_leftovers, fleet_up
+from tests.core.fleet_support import fleet_down, fleet_harbor_suite, fleet_leftovers, fleet_up, slow_solutions
 from tests.core.harbor_support import harbor_suite
 from tests.core.sandbox_support import wait_runner_exit
 from tests.waiting import wait_for
@@ -37,16 +37,6 @@ def fleet():
     fleet_down(fleet)
 
 
-def fleet_suite(tmp_path, fleet: Fleet, grid: dict[str, str]):
-    suite, suite_id = harbor_suite(tmp_path, "oracle")
-    toml = suite / "suite.toml"
-    text = toml.read_text().replace('kind = "docker"', f"{fleet.sandbox()}\nnode_engines = {fleet.node_engines()}")
-    for old, new in grid.items():
-        text = text.replace(old, new)
-    toml.write_text(text)
-    return suite, suite_id
-
-
 def verdicts(trials: list[dict]) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for trial in trials:
@@ -61,7 +51,7 @@ def test_harbor_trials_spread_over_the_nodes_with_the_docker_sandboxs_verdicts(t
     expected = verdicts(Store(tmp_path / "docker.db").trials(docker_id))
     assert expected == {"count": {"passed"}, "greet": {"passed"}, "probe": {"passed"}, "no-solution": {"failed"}}
 
-    suite, suite_id = fleet_suite(tmp_path / "fleet", fleet,
+    suite, suite_id = fleet_harbor_suite(tmp_path / "fleet", fleet,
                                   {"trials = 1": "trials = 3", "concurrency = 2": "concurrency = 6"})
     result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=600)
     assert result.returncode == 0, result.stderr + result.stdout
@@ -80,11 +70,9 @@ def test_harbor_trials_spread_over_the_nodes_with_the_docker_sandboxs_verdicts(t
 
 
 def test_a_worker_killed_under_harbor_trials_costs_nothing(tmp_path, db, fleet):
-    suite, suite_id = fleet_suite(tmp_path, fleet, {
+    suite, suite_id = fleet_harbor_suite(tmp_path, fleet, {
         "trials = 1": 'trials = 3\ntasks = ["count", "probe"]', "concurrency = 2": "concurrency = 6"})
-    for task in OPEN:  # long enough that the kill lands mid-trial
-        solve = suite.parent / "tasks" / task / "solution" / "solve.sh"
-        solve.write_text(solve.read_text().replace("#!/bin/bash\n", "#!/bin/bash\nsleep 8\n", 1))
+    slow_solutions(suite, OPEN, 8)  # long enough that the kill lands mid-trial
     runner = subprocess.Popen([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless",
                                "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     victim = fleet.node(3)
