@@ -136,13 +136,14 @@ def recovery(make, fleet: Fleet, folder: Path, label: str) -> None:
     reruns = [t for t in rows if t["id"] > min(x["id"] for x in lost) and t["attempt"] > 0]
     rerun = max((stamp(t["started_at"]) for t in reruns if t["started_at"]), default=killed) - killed
     print(f"{label} node loss: {len(lost)} trial(s) lost on {victim}; infra-invalid {ended:.1f} s after the kill, "
-          f"rerun started on {sorted({t['node'] for t in reruns})} {rerun:.1f} s after it", flush=True)
+          f"rerun started on {sorted({t['node'] or '?' for t in reruns})} {rerun:.1f} s after it", flush=True)
     fleet.run("up", "3")  # the node back: what it kept of the lost jobs goes
 
 
 def measure(fleet: Fleet, folder: Path, label: str, make, slow, trials: int) -> None:
     """Trials per second on 1 node and on 3, then a node's loss, for one kind of trial."""
-    throughput(make, fleet, folder, f"{label}-warm-up", 1)  # the images built and pushed, the workers' pulls
+    # The images built and pushed, and pulled by every node (a run of 1 trial each may miss one).
+    throughput(make, fleet, folder, f"{label}-warm-up", 3)
     set_availability(fleet, {fleet.node(2), fleet.node(3)}, "drain")
     one = throughput(make, fleet, folder, f"{label}-1-node", trials)
     set_availability(fleet, {fleet.node(2), fleet.node(3)}, "active")

@@ -48,10 +48,11 @@ def test_a_harbor_trial_placed_on_a_dead_node_ends_lost_at_the_first_look():
     session.engine = session.manager = engine
     session.sandbox = SimpleNamespace(nodes=NodeWatch())
     session.config = SimpleNamespace(start_timeout=120.0)
-    session.service_id, session.node_id = "svc", None
+    session.service_id, session.node_id, session.slot = "svc", None, SimpleNamespace(node=None)
     with pytest.raises(ConnectionError, match="amf-n3 lost"):
         session._wait_running()
     assert api.polls < POLLS_BEFORE_IT_RUNS
+    assert session.slot.node == "amf-n3"  # the lost attempt is recorded on the node it was lost on
 
 
 def test_harbor_trials_go_only_to_nodes_whose_engine_the_runner_reaches():

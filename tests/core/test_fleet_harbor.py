@@ -69,7 +69,10 @@ def test_harbor_trials_spread_over_the_nodes_with_the_docker_sandboxs_verdicts(t
     wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")
 
 
-def test_a_worker_killed_under_harbor_trials_costs_nothing(tmp_path, db, fleet):
+# A worker lost two ways: its engine and containers killed (`up` restarts it), or its link to the
+# swarm cut while its engine still answers (`mend`): Swarm says it is down, the attempt ends lost.
+@pytest.mark.parametrize(("loss", "back"), [("kill", "up"), ("cut", "mend")])
+def test_a_worker_lost_under_harbor_trials_costs_nothing(tmp_path, db, fleet, loss, back):
     suite, suite_id = fleet_harbor_suite(tmp_path, fleet, {
         "trials = 1": 'trials = 3\ntasks = ["count", "probe"]', "concurrency = 2": "concurrency = 6"})
     slow_solutions(suite, OPEN, 8)  # long enough that the kill lands mid-trial
@@ -87,7 +90,7 @@ def test_a_worker_killed_under_harbor_trials_costs_nothing(tmp_path, db, fleet):
                 store.close()
 
         wait_for(running_on_victim, f"a Harbor trial running on {victim}")
-        fleet.run("kill", "3")
+        fleet.run(loss, "3")
         out, err = runner.communicate(timeout=900)
     finally:
         if runner.poll() is None:
@@ -104,5 +107,5 @@ def test_a_worker_killed_under_harbor_trials_costs_nothing(tmp_path, db, fleet):
     assert {t["status"] for t in final} == {"passed"}, final
     assert all(t["node"] != victim for t in final if t["id"] > lost[-1]["id"]), trials
     # Back, the node drops the container of the removed service; nothing is left anywhere.
-    fleet.run("up", "3")
+    fleet.run(back, "3")
     wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")

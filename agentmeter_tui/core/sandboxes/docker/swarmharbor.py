@@ -29,13 +29,15 @@ proxy listens, the one thing the agent reaches, as in the docker sandbox.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from urllib.parse import urlsplit
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...install.clisbundle import Manifest
 from ...paths import default_clis_root
-from ..base import TrialSlot
+from ..base import AgentHandle, LaunchSpec, OutputCallback, TrialSlot
 from ..relay import is_loopback
 from . import engine as engines
 from .containers import KEEPALIVE
@@ -93,6 +95,27 @@ class HarborHost(Protocol):
     def bundle(self) -> Manifest | None: ...
 
     def translate_url(self, url: str) -> str: ...
+
+
+class NodeBoundAgent(AgentHandle):
+    """The agent's exec on a worker, watched with its node: when the manager says the node is
+    no longer ready (its link cut: an exec stream over it may hang for minutes rather than
+    break), the attempt ends "lost" within the bound of our own swarm jobs (docs/fleet.md)."""
+
+    def __init__(self, session: SwarmHarborSession, inner: AgentHandle):
+        self.session, self.inner, self.pid = session, inner, inner.pid
+
+    async def wait(self) -> int:
+        waiting = asyncio.ensure_future(self.inner.wait())
+        watching = asyncio.ensure_future(self.session.node_lost())
+        try:
+            await asyncio.wait({waiting, watching}, return_when=asyncio.FIRST_COMPLETED)
+            if waiting.done():
+                return waiting.result()
+            raise ConnectionError(watching.result())
+        finally:
+            for left in (waiting, watching):
+                left.cancel()
 
 
 class SwarmHarborSession(ContainerSession):
@@ -174,6 +197,20 @@ class SwarmHarborSession(ContainerSession):
             except engines.EngineError as exc:  # its engine went away as Swarm placed the trial there
                 raise ConnectionError(f"swarm node {name} lost: {exc}") from None
 
+    async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> AgentHandle:
+        agent = await super().start(spec, on_output)
+        return NodeBoundAgent(self, agent) if self.remote else agent
+
+    async def node_lost(self, period: float = 1.0) -> str:
+        """Returns (why) once the manager says the trial's node is not ready; never otherwise.
+        One read of the node list per ``period`` is shared by every trial (``NodeWatch``)."""
+        manager = self.manager
+        while True:
+            with contextlib.suppress(*engines.engine_errors()):  # the manager's loss: the exec says so
+                if lost := await manager.call(self.sandbox.nodes.lost, manager.client, self.node_id):
+                    return f"swarm node {lost.name} lost (state {lost.state}): the trial there is gone"
+            await asyncio.sleep(period)
+
     def _constraints(self, closed: bool) -> list[str] | None:
         """Blocking: where the trial's service may go (``NodeEngines.constraints``); a closed
         trial stays on the manager's node (the module's docstring says why)."""
@@ -218,6 +255,7 @@ class SwarmHarborSession(ContainerSession):
                 status = found["Status"]
                 self.node_id = found.get("NodeID") or self.node_id
                 if self.node_id and (lost := self.sandbox.nodes.lost(self.manager.client, self.node_id)):
+                    self.slot.node = lost.name  # the attempt lost there is recorded there
                     raise ConnectionError(f"swarm node {lost.name} lost (state {lost.state}) before the trial started")
                 container = (status.get("ContainerStatus") or {}).get("ContainerID")
                 if status["State"] == "running" and container:
