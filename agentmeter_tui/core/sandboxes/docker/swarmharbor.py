@@ -49,11 +49,11 @@ from .session import ContainerSession
 from .swarmjob import TERMINAL
 
 if TYPE_CHECKING:
-    from .nodeengines import NodeEngines
     from ...suites.suite import Suite, Task
     from ..common import HostWatch
     from ..relay import RelayPool
     from .harbor import ContractCache
+    from .nodeengines import NodeEngines
 CLOSED_NETWORK = "agentmeter-isolated-swarm"
 
 
