@@ -32,8 +32,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from urllib.parse import urlsplit
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
 
 from ...install.clisbundle import Manifest
 from ...paths import default_clis_root
@@ -42,9 +42,9 @@ from ..relay import is_loopback
 from . import engine as engines
 from .containers import KEEPALIVE
 from .fleet import NodeWatch, pinned
+from .harbor import EngineLimits, ImageContract, open_network, run_as, unenforced
 from .hostwall import CLOSED_CHAIN, HostWall
 from .limits import confined, service_limits
-from .harbor import EngineLimits, ImageContract, open_network, run_as, unenforced
 from .session import ContainerSession
 from .swarmjob import TERMINAL
 
