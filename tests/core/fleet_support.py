@@ -40,6 +40,13 @@ class Fleet:
                   "relay_address": self.bridge_address, "cpus": 0.25, "memory": "256m", **extra}
         return "\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in fields.items())
 
+    def node_engines(self) -> str:
+        """``node_engines`` of a ``[sandbox]`` table (a TOML inline table): each node's own engine
+        socket, as scripts/fleet.sh runs them, so Harbor trials run on every node."""
+        base = Path(self.docker_host.removeprefix("unix://")).parent.parent
+        pairs = [f'"{self.name}-{node.name}" = "unix://{node}/docker.sock"' for node in sorted(base.glob("n*"))]
+        return "{ " + ", ".join(pairs) + " }"
+
     def client(self):
         from agentmeter_tui.core.sandboxes.docker.engine import connect
 
@@ -54,6 +61,27 @@ def fleet_up(nodes: int = 3, **env: str) -> Fleet:
     need(result.returncode == 0, f"scripts/fleet.sh up {nodes} failed: {result.stderr[-2000:]}")
     values = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
     return Fleet(values["DOCKER_HOST"], values["REGISTRY"], full, full.get("FLEET_NAME", "amf"))
+
+
+def fleet_harbor_suite(folder: Path, fleet: Fleet, grid: dict[str, str]) -> tuple[Path, str]:
+    """The Harbor fixture's oracle suite (tests/fixtures/harbor) on ``fleet``, its trials on
+    every node (``node_engines``), with ``grid``'s replacements in its suite.toml."""
+    from tests.core.harbor_support import harbor_suite
+
+    suite, suite_id = harbor_suite(folder, "oracle")
+    toml = suite / "suite.toml"
+    text = toml.read_text().replace('kind = "docker"', f"{fleet.sandbox()}\nnode_engines = {fleet.node_engines()}")
+    for old, new in grid.items():
+        text = text.replace(old, new)
+    toml.write_text(text)
+    return suite, suite_id
+
+
+def slow_solutions(suite: Path, tasks: set[str], seconds: int) -> None:
+    """The oracle's solve.sh of ``tasks`` sleeps ``seconds`` first (a kill lands mid-trial)."""
+    for task in tasks:
+        solve = suite.parent / "tasks" / task / "solution" / "solve.sh"
+        solve.write_text(solve.read_text().replace("#!/bin/bash\n", f"#!/bin/bash\nsleep {seconds}\n", 1))
 
 
 def fleet_down(fleet: Fleet) -> None:

@@ -14,7 +14,8 @@ bigger ones into the task's image); containers of finished jobs on other nodes a
 by Swarm, those on this node by the runner.
 
 A task that follows Harbor's contract runs otherwise: one service per trial whose container
-the agent and the verifier exec into, on this manager's node (``swarmharbor.py``).
+the agent and the verifier exec into, through the engine of the node it runs on: the manager's,
+or one named in ``node_engines`` (``swarmharbor.py``, ``nodeengines.py``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from .harbor import ContractCache
 from .hostwall import HostWall
 from .images import HOST_IMAGE, ImageError, ImageResolver
 from .limits import SIZE_PATTERN
+from .nodeengines import NodeEngines
 from .nodewall import WALLED, NodeWalls, host_network_note, walled_network
 from .leftovers import EngineSandbox, EngineTarget
 from .rootfs import AGENT_UID
@@ -88,6 +90,9 @@ class SwarmSettings(Settings):
     # host:port of a registry every node pulls from (a fleet's, docs/fleet.md): task images are
     # built once on the manager and pushed there, never built per node
     registry: str | None = Field(None, pattern=r"^[A-Za-z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)?$")
+    # node host name -> its engine's URL (ssh://, unix://): Harbor trials run on these nodes too,
+    # driven through their own engine (``nodeengines.py``); without, only on the manager's node
+    node_engines: dict[str, str] = Field(default_factory=dict)
 
     _paths = field_validator("key", "known_hosts")(resolve_path)
 
@@ -106,6 +111,8 @@ class SwarmSandbox(EngineSandbox):
         self.publisher = (Publisher(self.config.registry, say=lambda text: self.on_progress(text))
                           if self.config.registry else None)
         self.nodes = NodeWatch()
+        self.node_engines = NodeEngines(self.config.node_engines, key=self.config.key,
+                                        known_hosts=self.config.known_hosts)
         self.relays = RelayPool()
         self.walls: dict[str, HostWall] = {}  # closed Harbor trials' bridges (``swarmharbor.py``)
         self.node_walls = NodeWalls(suite.id, self.config.start_timeout,
@@ -264,6 +271,7 @@ class SwarmSandbox(EngineSandbox):
             if problem := await self.engine.call(sweep, self.engine, self.suite.id, True):
                 print(f"agentmeter: {problem}", file=sys.stderr, flush=True)
             self.engine.close()
+        self.node_engines.close()
 
 
 class SwarmAgent(AgentHandle):

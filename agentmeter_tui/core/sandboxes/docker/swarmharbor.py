@@ -11,8 +11,14 @@ service limits; once Swarm reports its container running, the agent and the veri
 execs in it, the files go in and out as tar archives, a kill is the in-container signal
 ladder, exactly as in the docker sandbox. Cleanup removes the service and the container.
 
-Execs reach only containers of the engine we talk to, so a Harbor task's service is placed
-on that manager node (a placement constraint): Harbor tasks do not spread over other nodes.
+Execs reach only containers of the engine they are sent to. The service is created through
+the manager; once Swarm has placed it, the session drives its container through the engine of
+the node it runs on (``nodeengines.py``: the sandbox's ``node_engines``, node host name -> engine
+URL), and records that node. Placement constraints keep the service on the manager and the
+nodes named there (only the manager's node when none are). A node lost under a trial (its
+engine gone, or Swarm says it is down) ends the attempt infra-invalid ("lost"), and the runner
+reruns it elsewhere, as for our own swarm jobs; the service is removed through the manager, and
+the node drops the container when it is back.
 
 ``allow_internet = false``: when that manager is this machine's engine, the service joins
 ``agentmeter-isolated-swarm``, an internal bridge network of swarm scope (a service can join
@@ -23,21 +29,23 @@ proxy listens, the one thing the agent reaches, as in the docker sandbox.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from urllib.parse import urlsplit
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
 
 from ...install.clisbundle import Manifest
 from ...paths import default_clis_root
-from ..base import TrialSlot
+from ..base import AgentHandle, LaunchSpec, OutputCallback, TrialSlot
 from ..relay import is_loopback
 from . import engine as engines
 from .containers import KEEPALIVE
-from .fleet import pinned
+from .fleet import NodeWatch, pinned
+from .harbor import EngineLimits, ImageContract, open_network, run_as, unenforced
 from .hostwall import CLOSED_CHAIN, HostWall
 from .limits import confined, service_limits
 from .nodewall import job_networks
-from .harbor import EngineLimits, ImageContract, open_network, run_as, unenforced
 from .session import ContainerSession
 from .swarmjob import TERMINAL
 
@@ -46,6 +54,7 @@ if TYPE_CHECKING:
     from ..common import HostWatch
     from ..relay import RelayPool
     from .harbor import ContractCache
+    from .nodeengines import NodeEngines
 CLOSED_NETWORK = "agentmeter-isolated-swarm"
 
 
@@ -63,7 +72,9 @@ def closed_network(client: Any) -> str:
                                    check_duplicate=True,
                                    labels={engines.MANAGED: "1", engines.RUNNER: engines.runner_label()})
         except APIError as exc:  # another trial or runner made it meanwhile
-            if exc.status_code != 409 and "already exists" not in str(exc):
+            # A swarm manager says so with a 500 ("name conflicts with an existing object"), a
+            # plain engine with a 409: trials of closed tasks starting at once met it.
+            if exc.status_code != 409 and not any(s in str(exc) for s in ("already exists", "name conflicts")):
                 raise
     return CLOSED_NETWORK
 
@@ -79,10 +90,33 @@ class HarborHost(Protocol):
     walls: dict[str, HostWall]  # bridge -> its filter
     watch: HostWatch
     contracts: ContractCache
+    nodes: NodeWatch
+    node_engines: NodeEngines
 
     def bundle(self) -> Manifest | None: ...
 
     def translate_url(self, url: str) -> str: ...
+
+
+class NodeBoundAgent(AgentHandle):
+    """The agent's exec on a worker, watched with its node: when the manager says the node is
+    no longer ready (its link cut: an exec stream over it may hang for minutes rather than
+    break), the attempt ends "lost" within the bound of our own swarm jobs (docs/fleet.md)."""
+
+    def __init__(self, session: SwarmHarborSession, inner: AgentHandle):
+        self.session, self.inner, self.pid = session, inner, inner.pid
+
+    async def wait(self) -> int:
+        waiting = asyncio.ensure_future(self.inner.wait())
+        watching = asyncio.ensure_future(self.session.node_lost())
+        try:
+            await asyncio.wait({waiting, watching}, return_when=asyncio.FIRST_COMPLETED)
+            if waiting.done():
+                return waiting.result()
+            raise ConnectionError(watching.result())
+        finally:
+            for left in (waiting, watching):
+                left.cancel()
 
 
 class SwarmHarborSession(ContainerSession):
@@ -91,6 +125,8 @@ class SwarmHarborSession(ContainerSession):
         super().__init__(engine, token, trial_id, python=config.python, clis_root=config.clis_root, uid=0,
                          slot=TrialSlot("swarm", sandbox.host_name, node=engine.info.get("Name")))
         self.sandbox, self.config, self.image = sandbox, config, image
+        self.manager = engine  # services are made and removed here; the container is driven on its node's engine
+        self.node_id: str | None = None  # the node Swarm placed the trial on
         self.service_id: str | None = None
         self.gateway: str | None = None  # set on the closed network (allow_internet = false)
         self.wall: HostWall | None = None  # the closed network's bridge, filtered on this machine
@@ -111,11 +147,19 @@ class SwarmHarborSession(ContainerSession):
             self.wall.allow(self.gateway, urlsplit(relayed).port or 80)
         return relayed
 
+    @property
+    def remote(self) -> bool:
+        """Whether the container runs on another node than the manager's (its own engine)."""
+        return self.engine is not self.manager
+
     def engine_lost(self, exc: BaseException) -> None:
-        self.sandbox.watch.down(self.sandbox.host_name, str(exc))
+        if self.remote:  # that node, not the manager: its next trial connects anew
+            self.sandbox.node_engines.forget(self.slot.node or "")
+        else:
+            self.sandbox.watch.down(self.sandbox.host_name, str(exc))
 
     async def create(self, task: Task) -> None:
-        engine = self.engine
+        engine = self.manager
         contract, limits = await self.sandbox.contracts.contract(engine, self.image, task)
         self.adopt(contract, run_as(self.config))
         self.notes += unenforced(task, limits)
@@ -134,26 +178,60 @@ class SwarmHarborSession(ContainerSession):
             network = await engine.call(closed_network, engine.client)
             await engine.call(self._create_service, task, contract, limits, network)
         self.container = await engine.call(self._wait_running)
+        await self._drive_on_node()
         if network is not None:
             self.gateway, bridge = await engine.call(self._gateway, network)
             self.wall = self.sandbox.walls.setdefault(bridge, HostWall(bridge, CLOSED_CHAIN, peers=True))
             if note := self.wall.note():
                 self.notes.append(note)
-        await engine.call(engine.client.api.put_archive, self.container, "/", self.root_tar(task))
+        await self.engine.call(self.engine.client.api.put_archive, self.container, "/", self.root_tar(task))
+
+    async def _drive_on_node(self) -> None:
+        """Record the node Swarm placed the trial on; on a worker, drive the container through
+        that node's engine from now on."""
+        manager = self.manager
+        name = await manager.call(self.sandbox.nodes.name, manager.client, self.node_id)
+        self.slot.node = name
+        if self.node_id != (manager.info.get("Swarm") or {}).get("NodeID"):
+            try:
+                self.engine = await manager.call(self.sandbox.node_engines.engine, name)
+            except engines.EngineError as exc:  # its engine went away as Swarm placed the trial there
+                raise ConnectionError(f"swarm node {name} lost: {exc}") from None
+
+    async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> AgentHandle:
+        agent = await super().start(spec, on_output)
+        return NodeBoundAgent(self, agent) if self.remote else agent
+
+    async def node_lost(self, period: float = 1.0) -> str:
+        """Returns (why) once the manager says the trial's node is not ready; never otherwise.
+        One read of the node list per ``period`` is shared by every trial (``NodeWatch``)."""
+        manager = self.manager
+        while True:
+            with contextlib.suppress(*engines.engine_errors()):  # the manager's loss: the exec says so
+                if lost := await manager.call(self.sandbox.nodes.lost, manager.client, self.node_id):
+                    return f"swarm node {lost.name} lost (state {lost.state}): the trial there is gone"
+            await asyncio.sleep(period)
+
+    def _constraints(self, closed: bool) -> list[str] | None:
+        """Blocking: where the trial's service may go (``NodeEngines.constraints``); a closed
+        trial stays on the manager's node (the module's docstring says why)."""
+        manager = (self.manager.info.get("Swarm") or {}).get("NodeID")
+        if closed:
+            return [f"node.id=={manager}"] if manager else None
+        return self.sandbox.node_engines.constraints(manager, self.sandbox.nodes.refresh(self.manager.client))
 
     def _create_service(self, task: Task, contract: ImageContract, limits: EngineLimits, network: str | None) -> None:
-        """Blocking: the trial's service, pinned to this manager's node, never restarted."""
+        """Blocking: the trial's service, on a node whose engine we reach, never restarted."""
         from docker.types import Mount, Resources, RestartPolicy, ServiceMode
         from docker.utils import parse_bytes
 
-        config, client = self.config, self.engine.client
+        config, client = self.config, self.manager.client
         env = task.spec.environment
         cpus = min(env.cpus or config.cpus, limits.cpus)
         memory = env.memory_mb * 1024 * 1024 if env.memory_mb else parse_bytes(config.memory)
         labels = engines.trial_labels(self.sandbox.suite.id, self.trial_id, self.token)
         mounts = [Mount(config.clis_root, str(default_clis_root()), type="bind", read_only=True)] \
             if self.mount_clis else []
-        node = (self.engine.info.get("Swarm") or {}).get("NodeID")
         service = client.services.create(
             self.image, command=KEEPALIVE, name=f"agentmeter-t{self.trial_id}-{self.token[:8]}", labels=labels,
             container_labels=labels, init=True, user="0:0", workdir=contract.workdir, mounts=mounts,
@@ -161,20 +239,25 @@ class SwarmHarborSession(ContainerSession):
             resources=service_limits(Resources(cpu_limit=int(cpus * 1e9), mem_limit=memory), config.pids),
             **confined(task),
             mode=ServiceMode("replicated", replicas=1), restart_policy=RestartPolicy("none"),
-            constraints=[f"node.id=={node}"] if node else None,
+            constraints=self._constraints(network is not None),
             networks=[network] if network else job_networks(config.network, getattr(self.sandbox, "walled", None)),
             stop_grace_period=int(config.stop_grace * 1e9))
         self.service_id = service.id
         pinned(self.image, service.attrs.get("Spec") or {})
 
     def _wait_running(self) -> str:
-        """Blocking: the id of the service's container once Swarm reports it running."""
-        api = self.engine.client.api
+        """Blocking: the id of the service's container once Swarm reports it running (and its
+        node in ``node_id``); ConnectionError when the node Swarm chose is lost meanwhile."""
+        api = self.manager.client.api
         started = time.monotonic()
         while True:
             tasks = api.tasks(filters={"service": self.service_id})
             for found in tasks:
                 status = found["Status"]
+                self.node_id = found.get("NodeID") or self.node_id
+                if self.node_id and (lost := self.sandbox.nodes.lost(self.manager.client, self.node_id)):
+                    self.slot.node = lost.name  # the attempt lost there is recorded there
+                    raise ConnectionError(f"swarm node {lost.name} lost (state {lost.state}) before the trial started")
                 container = (status.get("ContainerStatus") or {}).get("ContainerID")
                 if status["State"] == "running" and container:
                     return container
@@ -189,7 +272,7 @@ class SwarmHarborSession(ContainerSession):
     def _gateway(self, network: str) -> tuple[str, str]:
         """Blocking: this node's address on the closed network, as the container sees it, and
         the network's bridge interface (``br-`` and the first 12 characters of its id)."""
-        attrs = self.engine.client.api.inspect_container(self.container)
+        attrs = self.engine.client.api.inspect_container(self.container)  # on the manager's node
         joined = (attrs["NetworkSettings"].get("Networks") or {}).get(network) or {}
         if not joined.get("Gateway") or not joined.get("NetworkID"):
             raise engines.EngineError(f"the trial's container has no gateway on {network}: the model relay "
@@ -199,14 +282,20 @@ class SwarmHarborSession(ContainerSession):
     async def cleanup(self, keep: bool = False) -> None:
         if keep:
             await self.keep_workspace()
-        await self.engine.call(self._remove_service)
-        await self.remove_container()
-        await self.engine.call(self._wait_gone)
+        await self.manager.call(self._remove_service)
+        try:
+            await self.remove_container()
+            await self.engine.call(self._wait_gone)
+        except (*engines.engine_errors(), ConnectionError):
+            if not self.remote:
+                raise
+            # The worker is gone: the manager has removed the service, and the node drops its
+            # container as it comes back (what Swarm does with a removed service's task).
 
     def _remove_service(self) -> None:
         if self.service_id is not None:
             try:
-                self.engine.client.api.remove_service(self.service_id)
+                self.manager.client.api.remove_service(self.service_id)
             except engines.engine_errors() as exc:
                 if "not found" not in str(exc):
                     raise
