@@ -78,19 +78,20 @@ def test_a_worker_lost_under_harbor_trials_costs_nothing(tmp_path, db, fleet, lo
     slow_solutions(suite, OPEN, 8)  # long enough that the kill lands mid-trial
     runner = subprocess.Popen([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless",
                                "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    victim = fleet.node(3)
+    workers = {fleet.node(i): str(i) for i in (2, 3)}
     try:
-        def running_on_victim() -> bool:
+        def running_on_a_worker() -> str:  # the worker Swarm placed a running Harbor trial on
             if not db.exists():
-                return False
+                return ""
             store = Store(db)
             try:
-                return any(t["status"] == "running" and t["node"] == victim for t in store.trials(suite_id))
+                return next((t["node"] for t in store.trials(suite_id)
+                             if t["status"] == "running" and t["node"] in workers), "")
             finally:
                 store.close()
 
-        wait_for(running_on_victim, f"a Harbor trial running on {victim}")
-        fleet.run(loss, "3")
+        victim = wait_for(running_on_a_worker, "a Harbor trial running on a worker")
+        fleet.run(loss, workers[victim])
         out, err = runner.communicate(timeout=900)
     finally:
         if runner.poll() is None:
@@ -107,5 +108,5 @@ def test_a_worker_lost_under_harbor_trials_costs_nothing(tmp_path, db, fleet, lo
     assert {t["status"] for t in final} == {"passed"}, final
     assert all(t["node"] != victim for t in final if t["id"] > lost[-1]["id"]), trials
     # Back, the node drops the container of the removed service; nothing is left anywhere.
-    fleet.run(back, "3")
+    fleet.run(back, workers[victim])
     wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")
