@@ -28,10 +28,10 @@ from ...metrics.intervals import MIN_TASKS
 from ...usage import TOKEN_CLASSES
 from ...vocab import TIERS
 from ..charts import heatmap_data, scatter_data
+from ..compare import RunComparison
 from ..formats import FolderFormat
 from ..render import fmt_score, fmt_usd
 from ..report import Report
-from ..compare import RunComparison
 from . import leaderboard, model, pages, svg
 
 ASSETS = ("site.css", "site.js")

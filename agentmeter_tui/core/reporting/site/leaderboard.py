@@ -14,6 +14,7 @@ from typing import Any
 from ...metrics.intervals import MIN_TASKS, TOO_FEW
 from ..cells import DASH, fmt_score, fmt_usd
 from ..compare import RunComparison
+from ..compare import _yes as _verdict
 from ..report import Report
 from .model import Names, _bounds
 
@@ -117,6 +118,3 @@ def comparison_view(comparison: RunComparison, names: Names) -> dict[str, Any]:
             "configs": configs, "cells": cells, "flips": sum(c.flipped for c in comparison.cells),
             "n_cells": len(comparison.cells)}
 
-
-def _verdict(value: bool | None) -> str:
-    return DASH if value is None else ("pass" if value else "fail")
