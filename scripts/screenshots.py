@@ -300,8 +300,7 @@ SITE_SIZES = ((390, 844), (1400, 1000))  # a phone and a desktop
 
 def site_shots(db: Path, out: Path) -> list[Path]:
     """The static site of the same store (``report --format html``): its index and its longest
-    trial page, as headless Chromium draws them from file:// at a phone's and a desktop's size,
-    and the trial page again at the first match of a search (``#q=``, the viewer's own fragment).
+    trial page, as headless Chromium draws them from file:// at a phone's and a desktop's size.
     Skipped, with a line, where chromium is missing."""
     import shutil
 
