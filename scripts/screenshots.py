@@ -8,7 +8,10 @@ each shipped theme and saves an SVG and a PNG of it, and again at 80x24 (the sma
 every screen is laid out for) in the dark theme, as ``NAME-dark-80x24``. The live screen is fed the demo's own
 transcripts and meters as feed messages, cut partway through, so it shows trials mid-run.
 
-    .venv/bin/python scripts/screenshots.py [--db EXISTING_DEMO_STORE] [--out screenshots]
+    .venv/bin/python scripts/screenshots.py [--db EXISTING_DEMO_STORE] [--out screenshots] [--site-only]
+
+The static site is shot too (headless Chromium, 390x844 and 1400x1000: the index and the longest
+trial page).
 """
 
 from __future__ import annotations
@@ -270,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="an existing demo store (default: run the demo now)")
     parser.add_argument("--out", default=str(ROOT / "screenshots"))
+    parser.add_argument("--site-only", action="store_true", help="only the static site's Chromium screenshots")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -284,18 +288,21 @@ def main(argv: list[str] | None = None) -> int:
     store.close()
     if not scored:
         score_some(db)
-    for stem in asyncio.run(main_async(db, out)):
+    for stem in [] if args.site_only else asyncio.run(main_async(db, out)):
         print(f"wrote {stem.relative_to(ROOT) if stem.is_relative_to(ROOT) else stem}.svg/.png")
     for path in site_shots(db, out):
         print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     return 0
 
 
+SITE_SIZES = ((390, 844), (1400, 1000))  # a phone and a desktop
+
+
 def site_shots(db: Path, out: Path) -> list[Path]:
-    """The static site of the same store (``report --format html``): its index and one trial page,
-    as headless Chromium draws them from file://. Skipped, with a line, where chromium is missing."""
+    """The static site of the same store (``report --format html``): its index and its longest
+    trial page, as headless Chromium draws them from file:// at a phone's and a desktop's size.
+    Skipped, with a line, where chromium is missing."""
     import shutil
-    import subprocess
 
     from agentmeter_tui.core.reporting import report_from_store
     from agentmeter_tui.core.reporting.site import build_site
@@ -308,19 +315,29 @@ def site_shots(db: Path, out: Path) -> list[Path]:
     store = Store(db)
     report = report_from_store(store, rubric=True, agreement=True, resamples=2000)
     build_site(store, report, folder / "site")
-    trial = next(t for t in store.trials(report.suite) if t["status"] == "passed" and t["cli"] == "reference")
+    longest = max(store.trials(report.suite), key=lambda t: (sum(1 for _ in store.events(t["id"])), -t["id"]))
     store.close()
+    trial = folder / "site" / "trial" / f"{longest['id']}.html"
     written = []
-    for name, page, height in (("site-index", folder / "site" / "index.html", 1800),
-                               ("site-trial", folder / "site" / "trial" / f"{trial['id']}.html", 1100)):
-        target = out / f"{name}.png"
-        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                        "--disable-component-update", "--no-first-run", "--hide-scrollbars",
-                        f"--user-data-dir={folder / 'profile'}", f"--window-size=1400,{height}",
-                        f"--screenshot={target}", page.as_uri()], check=True, capture_output=True)
-        written.append(target)
+    for width, height in SITE_SIZES:
+        # No shot at a search's match: --screenshot draws a scrolled page's top blank (the viewer's
+        # scroll-to-match is checked in tests/site instead, in a DevTools-driven Chromium).
+        for name, url in (("site-index", (folder / "site" / "index.html").as_uri()), ("site-trial", trial.as_uri())):
+            target = out / f"{name}-{width}x{height}.png"
+            chromium_shot(browser, url, target, (width, height), folder / "profile")
+            written.append(target)
     shutil.rmtree(folder, ignore_errors=True)
     return written
+
+
+def chromium_shot(browser: str, url: str, target: Path, size: tuple[int, int], profile: Path) -> None:
+    """One viewport of ``url`` as headless Chromium draws it (the flags this machine kind needs)."""
+    import subprocess
+
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                    "--disable-component-update", "--no-first-run", "--hide-scrollbars", f"--user-data-dir={profile}",
+                    f"--window-size={size[0]},{size[1]}", f"--screenshot={target}", url],
+                   check=True, capture_output=True)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"), type=Path,
                         help="compare two stores (their --suite, else each one's latest suite): per task flips and "
                              "reward changes, per configuration the paired AMS difference with its interval "
-                             "(md or json)")
+                             "(md or json; html: B's site with a comparison page and A's flips on the index)")
+    parser.add_argument("--tui", action="store_true",
+                        help="with --compare: open the comparison in the TUI (on B's store)")
     parser.set_defaults(handler=report_command)
 
 
@@ -130,42 +132,62 @@ def _write_folder(fmt, store, report, out: Path, blind: bool) -> int:
     return 0
 
 
-def _side(path: Path, suite: str | None):
-    """(runs, tiers, scoring, label) of one store's suite."""
-    from ..core.reporting import runs_from_store
-    from ..core.reporting.build import suite_settings
+def _compare_tui(args: argparse.Namespace) -> int:
+    """The comparison as a TUI screen, on B's store (A is read when the screen opens)."""
+    for path in args.compare:
+        if not path.is_file():
+            return _fail(f"no store at {path}", EXIT_MISSING)
+    from ..ui.app import run_app
+
+    return run_app(args.compare[1], mode="review", screen="runs", suite=args.suite, versus=args.compare[0])
+
+
+def _compare_site(args: argparse.Namespace, result) -> int:
+    """B's site (``--compare A B``: B is the run published, A the one it is compared with)."""
+    from ..core.reporting import report_from_store
     from ..core.store import Store
 
-    if not path.is_file():
-        raise LookupError(f"no store at {path}")
-    store = Store.for_reading(path)
+    fmt = FORMATS.get("html")()
+    store = Store.for_reading(args.compare[1])
     try:
-        row = store.suite_row(suite)
-        if row is None:
-            raise LookupError(f"no suite {suite!r} in {path}" if suite else f"no suite in {path}")
-        scoring = suite_settings(row)[0]
-        return runs_from_store(store, row["id"]), store.task_tiers(row["id"]), scoring, f"{path} (suite {row['id']})"
+        report = report_from_store(store, args.suite, selection=args.select, rubric=True, agreement=True,
+                                   resamples=args.intervals or DEFAULT_RESAMPLES, seed=args.seed,
+                                   defer_intervals=fmt.defers_intervals)
+        try:
+            summary = fmt.write(store, report, Path(args.out), blind=args.blind, comparison=result)
+        except OSError as exc:
+            return _fail(f"{args.out}: {exc.strerror or exc}", EXIT_BAD_INPUT)
     finally:
         store.close()
+    print(summary + "; compare.html: the comparison", file=sys.stderr)
+    return 0
 
 
 def compare_command(args: argparse.Namespace) -> int:
     import orjson
 
-    from ..core.reporting.compare import compare_runs, render_markdown
+    from ..core.reporting.compare import compare_stores, render_markdown
     from ..core.reporting.files import write_text_atomically
     from ..core.tomlerrors import InputError
 
-    if args.format not in ("md", "json"):
-        return _fail(f"--compare writes md or json, not {args.format}", EXIT_BAD_INPUT)
+    if args.format not in ("md", "json", "html"):
+        return _fail(f"--compare writes md, json or html, not {args.format}", EXIT_BAD_INPUT)
+    if args.format == "html" and not args.out:
+        return _fail("--compare A B --format html writes B's site with the comparison: name its folder with --out DIR",
+                     EXIT_BAD_INPUT)
+    if args.blind and args.format != "html":
+        return _fail("--blind goes with --format html", EXIT_BAD_INPUT)
+    if args.tui:
+        return _compare_tui(args)
     try:
-        (runs_a, tiers_a, scoring, label_a), (runs_b, tiers_b, _, label_b) = (_side(p, args.suite) for p in args.compare)
-        result = compare_runs(runs_a, runs_b, tiers_a, tiers_b, (label_a, label_b), scoring=scoring,
-                              selection=args.select, resamples=args.intervals or DEFAULT_RESAMPLES, seed=args.seed)
+        result = compare_stores(*args.compare, args.suite, selection=args.select,
+                                resamples=args.intervals or DEFAULT_RESAMPLES, seed=args.seed)
     except (InputError, ValueError) as exc:
         return _fail(str(exc), EXIT_BAD_INPUT)
     except LookupError as exc:
         return _fail(str(exc), EXIT_MISSING)
+    if args.format == "html":
+        return _compare_site(args, result)
     text = render_markdown(result) if args.format == "md" else \
         orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n"
     if args.out:

@@ -69,13 +69,14 @@ class AgentMeterApp(App):
 
     def __init__(self, session: Session, *, screen: str = "grid", trial: int | None = None,
                  settings: UiSettings | None = None, notices: Iterable[str] = (), connect: bool = True,
-                 tune_gc: bool = False, compare: tuple[int, int] | None = None) -> None:
+                 tune_gc: bool = False, compare: tuple[int, int] | None = None, versus: Path | None = None) -> None:
         super().__init__()
         self.connect = connect  # False: tests and screenshots feed messages themselves
         self.tune_gc = tune_gc  # True for the real app (run_app) and the load benchmark
         self.session = session
         self.settings = settings or UiSettings()
         self.first_screen, self.first_trial, self.first_compare = screen, trial, compare
+        self.versus = versus  # the store this one's run is compared with (report --compare A B --tui): A
         self.notices = list(notices)
         self.feed_signal: Signal[Any] = Signal(self, "feed")
 
@@ -103,6 +104,9 @@ class AgentMeterApp(App):
         elif self.first_screen == "compare" and self.first_compare:
             await self.switch_mode("review")
             self.open_compare(*self.first_compare)
+        elif self.first_screen == "runs" and self.versus is not None:
+            await self.switch_mode("report")
+            self.open_runs()
         else:
             await self.switch_mode(self.first_screen)
         if self.tune_gc:
@@ -181,6 +185,16 @@ class AgentMeterApp(App):
 
         self.push_screen(CompareScreen(left, right))
 
+    def open_runs(self) -> None:
+        """Two runs compared: this store's (B) against ``versus`` (A)."""
+        if self.versus is None:
+            self.notify("No run to compare with: open the TUI with `agentmeter report --compare A.db B.db --tui`.",
+                        severity="warning", timeout=8)
+            return
+        from .screens.runs import RunsScreen
+
+        self.push_screen(RunsScreen(self.versus))
+
     async def open_live(self, trial_id: int) -> None:
         self._leave_cell()
         await self.switch_mode("live")
@@ -227,13 +241,14 @@ class AgentMeterApp(App):
         from .screens.money import CapDialog, RerunDialog
         from .screens.report import ReportScreen
         from .screens.review import ReviewScreen
+        from .screens.runs import RunsScreen
         from .widgets.transcript_view import TranscriptView
 
         anywhere = [replace(b, tooltip=self.quit_text()) if b.id == "quit" else b for b in self.BINDINGS]
         sections = [("grid", GridScreen.BINDINGS), ("cell", CellScreen.BINDINGS),
                     ("live", LiveScreen.BINDINGS), ("fleet", FleetScreen.BINDINGS), ("review", ReviewScreen.BINDINGS),
                     ("transcript", TranscriptView.BINDINGS), ("compare", CompareScreen.BINDINGS),
-                    ("report", ReportScreen.BINDINGS), ("anywhere", anywhere),
+                    ("report", ReportScreen.BINDINGS), ("runs compared", RunsScreen.BINDINGS), ("anywhere", anywhere),
                     ("dialogs", ConfirmDialog.BINDINGS + NoteDialog.BINDINGS + BudgetDialog.BINDINGS
                      + CapDialog.BINDINGS[len(BudgetDialog.BINDINGS):] + RerunDialog.BINDINGS)]
         # the screen in use first (review: with its transcript's keys), then the keys of every
@@ -293,14 +308,14 @@ class AgentMeterApp(App):
 def run_app(db: Path, mode: str = "live", *, trial: int | None = None, suite: str | None = None,
             screen: str | None = None, demo: bool = False, notices: Iterable[str] = (), blind: bool = False,
             seed: int | None = None, compare: tuple[int, int] | None = None, flag: str | None = None,
-            by_flags: bool = False) -> int:
+            by_flags: bool = False, versus: Path | None = None) -> int:
     """Open the TUI on ``db``: ``mode="live"`` attaches to its runner, ``"review"`` reads the store only."""
     settings, error = load_settings()
     session = Session(Path(db), reviewer=reviewer_name(settings), live=mode == "live", suite_id=suite,
                       on_exit_stop_runner=demo, blind=blind, blind_seed=seed, flag=flag, by_flags=by_flags)
     app = AgentMeterApp(session, screen=screen or ("review" if mode == "review" else "grid"), trial=trial,
                         settings=settings, notices=[*notices, *([error] if error else [])], tune_gc=True,
-                        compare=compare)
+                        compare=compare, versus=versus)
     try:
         app.run()
     finally:

@@ -34,7 +34,7 @@ class _Summaries(HTMLParser):
 def test_a_summary_shows_a_prefix_of_the_command(tail):
     command = "echo " + "x" * 153 + tail + "\nsecond line"
     parser = _Summaries()
-    parser.feed(transcript_html([(1, 0.0, "tool_call", "stdout", command, None)], Names(False)))
+    parser.feed(transcript_html([(1, 0.0, "tool_call", "stdout", command, None)], Names(False)).html)
     assert len(parser.found) == 1
     summary = parser.found[0].removeprefix("tool: ")
     assert summary == command.split("\n")[0][:160]

@@ -11,6 +11,7 @@ import asyncio
 import os
 import re
 import shutil
+import sqlite3
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -27,6 +28,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("site")]
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTE = "reads the file twice <b>not bold</b> & keeps going"
+# An error event planted in the first trial, as an agent's stderr would bring it: hostile markup
+# that the viewer's search splits into text nodes and must never parse.
+ERROR_TEXT = "fatal: <img src=x onerror=document.title='owned'> data.txt vanished"
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +45,32 @@ def store_path(tmp_path_factory) -> Path:
         store.add_score(trial_id, 3 if n % 3 else 1, "bob", blind=True)
     store.add_note(ids[0], NOTE, "ana")
     store.close()
+    with sqlite3.connect(db) as conn:
+        seq = conn.execute("select max(seq) from events where trial_id = ?", [ids[0]]).fetchone()[0]
+        conn.execute("insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, 0, 'error', "
+                     "'stderr', ?, null)", [ids[0], seq + 1, ERROR_TEXT])
     return db
+
+
+@pytest.fixture(scope="module")
+def compared(store_path, tmp_path_factory) -> dict[str, Path]:
+    """``report --compare A B --format html``: B the smoke store, A a copy in which the solver's
+    latest count-lines trial failed and the fumbler's latest write-greeting trial passed."""
+    out = tmp_path_factory.mktemp("compared")
+    a = out / "a.db"
+    shutil.copyfile(store_path, a)
+    with sqlite3.connect(a) as conn:
+        for model, task, status, passed in (("solver", "count-lines", "failed", 0),
+                                            ("fumbler", "write-greeting", "passed", 1)):
+            conn.execute("update trials set status = ?, passed = ? where id = (select id from trials where "
+                         "model = ? and task_id = ? order by finished_at desc, id desc limit 1)",
+                         [status, passed, model, task])
+    made = {"a": a}
+    for kind, extra in (("plain", []), ("blind", ["--blind"])):
+        made[kind] = out / kind
+        assert cli.main(["report", "--compare", str(a), str(store_path), "--format", "html", "--out",
+                         str(made[kind]), "--intervals", "200", *extra]) == 0
+    return made
 
 
 @pytest.fixture(scope="module")
@@ -181,3 +210,93 @@ def test_a_failed_build_leaves_the_previous_site(sites, store_path, tmp_path):
     assert cli.main(["report", "--db", str(tmp_path / "missing.db"), "--format", "html", "--out", str(target)]) == 1
     assert sorted(p.relative_to(target) for p in target.rglob("*")) == before
     assert cli.main(["report", "--db", str(store_path), "--format", "html"]) == 2  # no --out
+
+
+def _latest_passes(db: Path) -> dict[tuple[str, str, str], bool]:
+    """Each cell's most recently finished attributable trial's pass, read from the raw rows."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("select model, cli, task_id, passed from trials where status != 'infra-invalid' "
+                            "order by finished_at, id").fetchall()
+    return {(m, c, t): bool(p) for m, c, t, p in rows}  # the last row of a cell wins
+
+
+def test_compared_site_shows_the_flips(compared, store_path):
+    a, b = _latest_passes(compared["a"]), _latest_passes(store_path)
+    flips = {key: b[key] for key in a.keys() & b.keys() if a[key] != b[key]}
+    assert len(flips) == 2
+    page = (compared["plain"] / "compare.html").read_text(encoding="utf-8")
+    assert f"{len(flips)} flip(s)" in page
+    index = (compared["plain"] / "index.html").read_text(encoding="utf-8")
+    assert 'href="compare.html"' in index
+    marks = re.findall(r'<td class="[^"]*flipped"[^>]*>[^<]*<span class="flip">(.)</span>', index)
+    assert sorted(marks) == sorted("▲" if passed else "▼" for passed in flips.values())
+    # a site without a compared run has neither
+    assert not (compared["plain"].parent / "plain" / "none").exists()
+
+
+def test_blind_compared_site_names_nothing(compared, store_path):
+    store = Store(store_path)
+    terms = [*store.identity_terms("smoke"), compared["a"].name, str(compared["a"].parent)]
+    store.close()
+    pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE)
+    for path in compared["blind"].rglob("*"):
+        if path.is_file():
+            found = pattern.search(path.read_text(encoding="utf-8"))
+            assert found is None, f"{path} names {found.group(0)!r}"
+    assert pattern.search((compared["plain"] / "compare.html").read_text(encoding="utf-8"))
+
+
+@pytest.mark.skipif(chromium_path() is None and not os.environ.get("CI"),
+                    reason="needs chromium (.ci/run installs it; with CI=true this test never skips)")
+def test_viewer_search_and_first_error_in_chromium(sites, store_path):
+    """The trial page's search and jump, driven in a real headless Chromium by URL fragment and by
+    its buttons: the match count against the events' text counted here, the current match inside an
+    opened tool call, the first error event the one planted, the hostile error text never parsed."""
+    store = Store(store_path)
+    trial = store.trials("smoke")[0]
+    texts = [text or "" for _seq, _ts, kind, _st, text, _d in store.events(trial["id"])]
+    error_seq = next(seq for seq, _ts, kind, *_ in store.events(trial["id"]) if kind == "error")
+    store.close()
+    needle = "data.txt"
+    expected = sum(t.lower().count(needle) for t in texts)
+    assert expected >= 2
+    page = file_url(sites["plain"] / "trial" / f"{trial['id']}.html")
+
+    async def check() -> None:
+        browser = Browser()
+        try:
+            await browser.start()
+            await browser.open(page + "#q=" + needle)
+            assert await browser.js("document.querySelectorAll('#transcript mark').length") == expected
+            assert await browser.js("document.getElementById('search-count').textContent") == f"1 of {expected}"
+            assert await browser.js("[...document.querySelectorAll('#transcript mark')]"
+                                    ".every(m => m.textContent.toLowerCase() === 'data.txt')")
+            current = "document.querySelector('#transcript .current')"
+            # the current match is the first mark, shown: a tool call around it unfolded
+            assert await browser.js(f"{current} === document.querySelector('#transcript mark')")
+            assert await browser.js(f"!{current}.closest('details') || {current}.closest('details').open")
+            assert await browser.js("document.querySelectorAll('#transcript mark')[1].closest('details') !== null")
+            await browser.js("document.getElementById('search-next').click()")
+            assert await browser.js("document.getElementById('search-count').textContent") == f"2 of {expected}"
+            assert await browser.js(f"{current}.closest('details').open")
+            # typing a new query replaces the old marks (the text is restored, then marked again)
+            await browser.js("var b = document.getElementById('search'); b.value = 'IMG';"
+                             "b.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter'}))")
+            assert await browser.js("document.querySelectorAll('#transcript mark').length") == \
+                sum(t.lower().count("img") for t in texts)
+            assert await browser.js("document.querySelectorAll('#transcript img').length") == 0
+            assert await browser.js("document.title") != "owned"
+            assert ERROR_TEXT in await browser.js("document.getElementById('transcript').textContent")
+            # the first error: by fragment (a same-page navigation: no load event, a hashchange), and by
+            # the button after scrolling away
+            await browser.js("new Promise(done => { addEventListener('hashchange', () => setTimeout(done, 0), "
+                             "{once: true}); location.hash = 'first-error'; })")
+            assert await browser.js(f"{current}.id") == f"e{error_seq}"
+            await browser.js("window.scrollTo(0, 0); document.getElementById('first-error-button').click()")
+            assert await browser.js(f"{current}.id") == f"e{error_seq}"
+            assert await browser.js(f"{current}.getBoundingClientRect().top") > 0
+            assert browser.errors() == []
+        finally:
+            await browser.close()
+
+    asyncio.run(check())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ..metrics.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_TASKS, TOO_FEW, Interval
@@ -114,6 +115,34 @@ def compare_runs(a: Sequence[Run], b: Sequence[Run], tiers: Mapping[str, str | N
     return RunComparison(labels, selection, shared, ([t for t in tiers if t not in keep],
                                                      [t for t in tiers_b if t not in keep]),
                          changes, cells, resamples, seed)
+
+
+def store_side(path: Path, suite: str | None) -> tuple[list[Run], dict[str, str | None], Any | None, str]:
+    """(runs, task tiers, scoring, label) of one store's suite (``suite``, else its latest);
+    LookupError naming the store when it or the suite is missing."""
+    from ..store import Store
+    from .build import runs_from_store, suite_settings
+
+    if not path.is_file():
+        raise LookupError(f"no store at {path}")
+    store = Store.for_reading(path)
+    try:
+        row = store.suite_row(suite)
+        if row is None:
+            raise LookupError(f"no suite {suite!r} in {path}" if suite else f"no suite in {path}")
+        scoring = suite_settings(row)[0]
+        return runs_from_store(store, row["id"]), store.task_tiers(row["id"]), scoring, f"{path} (suite {row['id']})"
+    finally:
+        store.close()
+
+
+def compare_stores(a: Path, b: Path, suite: str | None = None, *, selection: Selection = "latest",
+                   resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> RunComparison:
+    """Two stores' suites compared, scored with A's settings (``report --compare A B``)."""
+    runs_a, tiers_a, scoring, label_a = store_side(Path(a), suite)
+    runs_b, tiers_b, _, label_b = store_side(Path(b), suite)
+    return compare_runs(runs_a, runs_b, tiers_a, tiers_b, (label_a, label_b), scoring=scoring, selection=selection,
+                        resamples=resamples, seed=seed)
 
 
 def _yes(value: bool | None) -> str:

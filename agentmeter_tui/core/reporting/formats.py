@@ -42,8 +42,10 @@ class FolderFormat(ABC):
     defers_intervals = False
 
     @abstractmethod
-    def write(self, store: Any, report: Report, out: Path, *, blind: bool = False) -> str:
-        """Write the folder; a one-line summary of what was written."""
+    def write(self, store: Any, report: Report, out: Path, *, blind: bool = False,
+              comparison: Any | None = None) -> str:
+        """Write the folder; a one-line summary of what was written. ``comparison``: a
+        ``compare.RunComparison`` with this store's run as B (``report --compare A B``)."""
 
 
 FORMATS: LazyRegistry[ReportFormat | FolderFormat] = LazyRegistry("report format", "agentmeter.report_formats")

@@ -2,7 +2,8 @@
 
 Built by ``core.reporting.report_from_store`` on the store thread (the same report that
 ``agentmeter report`` prints), when the screen is shown, when ``ctrl+r`` asks, and after
-trials finish while it is visible. ``s`` switches the trial-selection rule (latest / median).
+trials finish while it is visible. ``s`` switches the trial-selection rule (latest / median); ``v``
+opens the comparison with another run (``screens.runs``) when the TUI was opened with one.
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ class ReportScreen(SessionScreen):
                         tooltip="Show or hide 95% bootstrap intervals over tasks and how often each is first"),
                 Binding("ctrl+r", "reload", "Reload", id="reload", tooltip="Build the report again from the store"),
                 Binding("c", "charts", "Charts", id="charts",
-                        tooltip="On a narrow terminal: the charts in place of the tables, and back")]
+                        tooltip="On a narrow terminal: the charts in place of the tables, and back"),
+                Binding("v", "versus", "Versus", id="versus",
+                        tooltip="This run compared with another store's (report --compare A B --tui names it)")]
     RESAMPLES = 2000
     # Below this width the tables and the charts do not fit side by side: the tables keep the
     # screen (their figures are the report) and ``c`` swaps the charts in, rather than both
@@ -116,6 +119,9 @@ class ReportScreen(SessionScreen):
 
     def on_resize(self) -> None:
         self._fit_width()
+
+    def action_versus(self) -> None:
+        self.app.open_runs()  # type: ignore[attr-defined]
 
     def action_charts(self) -> None:
         self.charts_first = not self.charts_first

@@ -5,6 +5,9 @@ sorting script and the charts (inline SVG) are files in DIR, linked relatively. 
 the Table-2 view with bootstrap intervals, the AMS heatmap, pass against cost with the Pareto
 front, passes by tier, the rubric with winners and ties, the reviewers' agreement and the
 methodology; each configuration and each trial has a page, and each trial its ATIF file beside it.
+The index opens on a leaderboard (``leaderboard``); a trial page is a transcript viewer (search,
+first error, verifier output beside, tokens and cost per call). ``report --compare A B --format
+html``: B's site, with ``compare.html`` (the comparison against A) and A's flips on the index.
 ``blind``: no model or CLI name anywhere in the site (labels instead; free text masked as in the
 TUI's blind review).
 
@@ -21,13 +24,15 @@ from typing import Any
 
 import orjson
 
+from ...metrics.intervals import MIN_TASKS
 from ...usage import TOKEN_CLASSES
 from ...vocab import TIERS
 from ..charts import heatmap_data, scatter_data
+from ..compare import RunComparison
 from ..formats import FolderFormat
 from ..render import fmt_score, fmt_usd
 from ..report import Report
-from . import model, pages, svg
+from . import leaderboard, model, pages, svg
 
 ASSETS = ("site.css", "site.js")
 
@@ -65,8 +70,10 @@ def _extra(trial: dict[str, Any]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) -> SiteSummary:
-    """Write the site of ``report`` (built from ``store``) into ``out``."""
+def build_site(store: Any, report: Report, out: Path, *, blind: bool = False,
+               comparison: RunComparison | None = None) -> SiteSummary:
+    """Write the site of ``report`` (built from ``store``) into ``out``; with ``comparison`` (this
+    run as its B side) also ``compare.html``, and the index's per-task map marks its flips."""
     from ...review.reviewing import masker_for
 
     suite_id = report.suite
@@ -112,6 +119,8 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) ->
                                     "kappa": fmt_score(p.kappa_quadratic), "exact": fmt_score(p.exact)} for p in a.pairs]}
         index = env.get_template("index.html").render(
             **common, root="", title=f"AgentMeter report: {names.suite(suite_id)}", configs=len(report.configurations),
+            leaderboard=leaderboard.leaderboard_rows(report, names, config_index), min_tasks=MIN_TASKS,
+            tasks_map=leaderboard.task_heatmap(report, names, comparison), compare=comparison is not None,
             tasks=report.n_tasks, trials=len(trials), selection=report.selection,
             header=model.table_header(report), rows=model.table_rows(report, names),
             heatmap=svg.heatmap(heatmap_data(report), names), scatter=svg.scatter(scatter, names),
@@ -123,6 +132,10 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) ->
             methodology=model.methodology(report, suite_row, trials, names, checksum, _prices(suite_row)),
             notes=[names.text(n) for n in report.notes])
         (partial / "index.html").write_text(index, encoding="utf-8")
+        if comparison is not None:
+            text = env.get_template("compare.html").render(**common, root="", title="Runs compared",
+                                                           cmp=leaderboard.comparison_view(comparison, names))
+            (partial / "compare.html").write_text(text, encoding="utf-8")
 
         by_config: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for trial in trials:
@@ -149,7 +162,7 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False) ->
         shutil.rmtree(old, ignore_errors=True)
     else:
         partial.rename(out)
-    return SiteSummary(out, 1 + len(report.configurations) + len(trials), len(trials))
+    return SiteSummary(out, 1 + (comparison is not None) + len(report.configurations) + len(trials), len(trials))
 
 
 class SiteFormat(FolderFormat):
@@ -158,7 +171,8 @@ class SiteFormat(FolderFormat):
     name = "html"
     defers_intervals = True  # build_site settles them in the parent while the workers write trials
 
-    def write(self, store: Any, report: Report, out: Path, *, blind: bool = False) -> str:
-        summary = build_site(store, report, out, blind=blind)
+    def write(self, store: Any, report: Report, out: Path, *, blind: bool = False,
+              comparison: RunComparison | None = None) -> str:
+        summary = build_site(store, report, out, blind=blind, comparison=comparison)
         return (f"wrote {summary.folder}/index.html: {summary.pages} pages, {summary.trials} trials"
                 f"{' (blind)' if blind else ''}; open it from file://, no server needed")

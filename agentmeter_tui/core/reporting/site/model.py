@@ -8,19 +8,21 @@ Agent output is untrusted: it reaches the pages only through Jinja2's autoescapi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ... import vocab
 from ...metrics.intervals import TOO_FEW
+from ...usage import TOKEN_CLASSES
 from ...vocab import TIERS
 from ..render import DASH, fmt_score, fmt_tokens, fmt_usd
 from ..report import Report
 
 # A tool call and the results after it are one step, folded (opened on demand).
 TOOL_CALL, TOOL_RESULT = vocab.EventKind.TOOL_CALL.value, vocab.EventKind.TOOL_RESULT.value
+ERROR = vocab.EventKind.ERROR.value
 
 
 @dataclass
@@ -185,32 +187,64 @@ def escape(text: str) -> str:
     return _fast_escape(text)
 
 
-def transcript_html(events: Iterable[tuple], names: Names) -> str:
+@dataclass
+class Transcript:
+    """A trial's transcript as the page shows it, with what its tools need: the first error
+    event's seq (the "First error" button) and how many calls the meter counted."""
+
+    html: str
+    first_error: int | None
+    calls: int
+
+
+def _meter(row: Mapping[str, Any]) -> str:
+    """One metered model call as the viewer shows it beside the event it belongs to."""
+    tokens = sum(int(row.get(c) or 0) for c in TOKEN_CLASSES)
+    cost = row.get("cost_usd")
+    usd = "unpriced" if cost is None else f"${fmt_usd(cost)}"
+    return f'<span class="meter" title="this call: tokens (every class) and USD">{fmt_tokens(tokens)} tok · {usd}</span>'
+
+
+
+def transcript_html(events: Iterable[tuple], names: Names, usage: Mapping[int, Mapping[str, Any]] | None = None
+                    ) -> Transcript:
     """A transcript as the page shows it, as HTML: text events plain, each tool call folded together
-    with the results that follow it. Built here rather than in the template: a trial has hundreds
-    of events and a site thousands of trials, and a loop of string building is several times
-    faster than the template engine's per-item work. Every piece of agent text goes through
+    with the results that follow it; each metered call's tokens and cost on the event of its seq (or
+    the next one); each item anchored ``e<seq>``. Built here rather than in the template: a trial has
+    hundreds of events and a site thousands of trials, and a loop of string building is several
+    times faster than the template engine's per-item work. Every piece of agent text goes through
     :func:`escape`: it is untrusted."""
     out: list[str] = []
     open_tool = False
     masked = names.blind and names.mask is not None
     escape = _fast_escape  # a local name: one lookup and one call less per piece
+    metered = sorted((usage or {}).items())
+    pending = 0  # the next usage row not yet shown
+    first_error = None
     for seq, _ts, kind, _stream, text, _data in events:
+        meter = ""
+        while pending < len(metered) and metered[pending][0] <= seq:
+            meter += _meter(metered[pending][1])
+            pending += 1
         plain = names.text(text) if masked else (text or "")
         body = escape(plain)
         if kind == TOOL_RESULT and open_tool:
-            out.append(f'<pre class="result">{body}</pre>')
+            out.append(f'<pre class="result" id="e{seq}">{meter}{body}</pre>')
             continue
         if open_tool:
             out.append("</details></li>\n")
             open_tool = False
         if kind == TOOL_CALL:
             summary = escape(plain.split("\n", 1)[0][:160])  # cut before escaping: never half an entity
-            out.append(f'<li class="tool" value="{seq}"><details><summary>tool: {summary}</summary><pre>{body}</pre>')
+            out.append(f'<li class="tool" value="{seq}" id="e{seq}">{meter}<details><summary>tool: {summary}</summary>'
+                       f'<pre>{body}</pre>')
             open_tool = True
         else:
+            if kind == ERROR and first_error is None:
+                first_error = seq
             klass = escape(kind)
-            out.append(f'<li class="{klass}" value="{seq}"><span class="kind">{klass}</span><pre>{body}</pre></li>\n')
+            out.append(f'<li class="{klass}" value="{seq}" id="e{seq}"><span class="kind">{klass}</span>{meter}'
+                       f'<pre>{body}</pre></li>\n')
     if open_tool:
         out.append("</details></li>\n")
-    return "".join(out)
+    return Transcript("".join(out), first_error, len(metered))

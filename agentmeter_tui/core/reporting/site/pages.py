@@ -160,16 +160,18 @@ def _methods() -> list[str]:
 
 def _write(trial: dict[str, Any], events: list[tuple], usage_rows: dict[int, dict], folder: Path, page: Any,
            shared: Shared) -> None:
-    text = page.render(**trial_context(trial, events, shared))
+    text = page.render(**trial_context(trial, events, shared, usage_rows))
     stem = f"{folder}/trial/{trial['id']}"
     _put(stem + ".html", text.encode())
     atif = trajectory_json(events, trial=trial, usage_rows=usage_rows)  # the bytes `agentmeter export atif` writes
     _put(stem + ".atif.json", shared.names.text(atif.decode()).encode() if shared.names.blind else atif)
 
 
-def trial_context(trial: dict[str, Any], events: list[tuple], shared: Shared) -> dict[str, Any]:
+def trial_context(trial: dict[str, Any], events: list[tuple], shared: Shared,
+                  usage_rows: dict[int, dict] | None = None) -> dict[str, Any]:
     """What trial.html is rendered with for one trial."""
     names = shared.names
+    transcript = model.transcript_html(events, names, usage_rows)
     scores = shared.scores.get(trial["id"], [])
     usage = [int(trial.get(c) or 0) for c in TOKEN_CLASSES]
     actual = trial.get("cost_actual_usd")
@@ -187,7 +189,7 @@ def trial_context(trial: dict[str, Any], events: list[tuple], shared: Shared) ->
         flags=[{"scanner": f.scanner, "why": names.text(f.why), "evidence": list(f.evidence), "verdict": f.verdict,
                 "reviewer": names.text(f.reviewer)} for f in shared.flags.get(trial["id"], [])],
         verifier=names.text(trial.get("verifier_output")), event_count=len(events),
-        transcript=model.transcript_html(events, names))
+        transcript=transcript.html, first_error=transcript.first_error, calls=transcript.calls)
 
 
 def _put(path: str, data: bytes) -> None:
