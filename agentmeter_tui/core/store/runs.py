@@ -25,11 +25,11 @@ class RunQueries:
 
     def insert_run(self, row: dict[str, Any]) -> int:
         with immediate(self.db):
-            return self.db["runs"].insert(row).last_pk
+            return self.db.table("runs").insert(row).last_pk
 
     def update_run(self, run_id: int, fields: dict[str, Any]) -> None:
         with immediate(self.db):
-            self.db["runs"].update(run_id, fields)
+            self.db.table("runs").update(run_id, fields)
 
     def delete_run(self, run_id: int) -> None:
         """A run that never started (its preflight failed before any trial): no row is kept."""
@@ -114,7 +114,7 @@ class RunQueries:
                     fields.update({c: row[c] for c in _TOKENS}, usage_source=row["source"])
                     if row["priced"]:  # a partial sum would pass for the whole bill
                         fields.update(cost_usd=row["cost_usd"], cost_source="snapshot")
-                self.db["trials"].update(trial_id, fields)
+                self.db.table("trials").update(trial_id, fields)
 
     def configuration_ids(self, suite_id: str) -> dict[str, int]:
         """``{"model|cli": id}`` of a suite's configurations the store has."""
