@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from ..harnesses.base import HarnessAdapter, StreamParser
     from ..proxy.calls import Route
     from ..suites.suite import Configuration, Suite, Task
+    from ..suites.taskfolders import Budget
     from ..usage import TokenUsage
+    from ..vocab import TrialStatus
 
 
 @dataclass
@@ -44,6 +46,12 @@ class RunFacts(Protocol):
     def suite(self) -> Suite: ...
 
 
+class HoldView(Protocol):
+    """A trial's budget hold as its meter reads it (:class:`~.budget_hold.BudgetHold`)."""
+
+    def remaining(self) -> float | None: ...
+
+
 class TrialView(Protocol):
     """A trial as the sink, the run context and the final row read it (:class:`~.trial.TrialRun`)."""
 
@@ -60,6 +68,15 @@ class TrialView(Protocol):
     scripted_key: str | None
     scripted_url: str | None
     proxy_route: Route | None
+    status: TrialStatus
+    reason: str | None
+    budget: Budget
+    started: float  # time.monotonic() when made
+    seq: int  # the last event's seq
+    node: str | None
+
+    @property
+    def hold(self) -> HoldView: ...
 
     @property
     def ctx(self) -> RunFacts:
