@@ -128,7 +128,7 @@ class HarborTaskFile(TaskFile):
 
 def is_harbor(data: dict[str, Any]) -> bool:
     """Whether a parsed task.toml follows Harbor's contract (module docstring)."""
-    verifier = data.get("verifier") if isinstance(data.get("verifier"), dict) else {}
+    verifier = sub if isinstance(sub := data.get("verifier"), dict) else {}
     kind = verifier.get("kind")
     if kind is not None:
         return kind == HARBOR
