@@ -25,7 +25,9 @@ class RunQueries:
 
     def insert_run(self, row: dict[str, Any]) -> int:
         with immediate(self.db):
-            return self.db.table("runs").insert(row).last_pk
+            run_id = self.db.table("runs").insert(row).last_pk
+        assert isinstance(run_id, int)  # an insert into a rowid table gives its integer id
+        return run_id
 
     def update_run(self, run_id: int, fields: dict[str, Any]) -> None:
         with immediate(self.db):
@@ -64,9 +66,11 @@ class RunQueries:
     def insert_trial(self, row: dict[str, Any]) -> int:
         names = list(row)
         with immediate(self.db):
-            return self.db.conn.execute(
+            trial_id = self.db.conn.execute(
                 f"insert into trials ({', '.join(map(_quoted, names))}) values ({', '.join('?' * len(names))})",
                 [row[name] for name in names]).lastrowid
+        assert trial_id is not None  # an insert always sets it
+        return trial_id
 
     def update_trial(self, trial_id: int, fields: dict[str, Any]) -> None:
         if not fields:
