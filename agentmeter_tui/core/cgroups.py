@@ -189,7 +189,7 @@ def owner_alive(key: str) -> bool:
 
 def _mounts() -> list[tuple[str, Path, set[str]]]:
     """(fs type, mount point, super options) of each cgroup mount, from /proc/self/mountinfo."""
-    out = []
+    out: list[tuple[str, Path, set[str]]] = []
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:

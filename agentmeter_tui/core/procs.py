@@ -13,6 +13,8 @@ stragglers by token.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import asyncio
 import ctypes
 import os
@@ -138,7 +140,7 @@ def _children(pid: str) -> set[int]:
     return children
 
 
-def reap_orphans(exclude: set[int] = frozenset()) -> None:
+def reap_orphans(exclude: Collection[int] = frozenset()) -> None:
     """Collect zombie children that re-parented to us (we are their subreaper)."""
     if OWN_CHILDREN.spawning:
         return  # try again next round

@@ -54,7 +54,7 @@ _TRIGGERS = "sk-|AIza|gh[pousr]_|github_pat_|xox|AKIA|ASIA|eyJ|earer "
 class Redactor:
     """Replaces the values it was given and the key shapes in text and bytes."""
 
-    def __init__(self, named: Mapping[str, str] = ()):
+    def __init__(self, named: Mapping[str, str] | Iterable[tuple[str, str]] = ()):
         values: dict[str, str] = {}
         for name, value in dict(named).items():
             if value and len(value) >= MIN_VALUE:

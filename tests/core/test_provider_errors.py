@@ -153,7 +153,7 @@ def test_the_rate_limited_flag_is_set_while_waiting_and_cleared_by_a_good_call()
     from agentmeter_tui.core.run.trial import TrialRun
 
     changed: list = []
-    trial = SimpleNamespace(flags=set(), ctx=SimpleNamespace(trial_changed=changed.append), notes=[])
+    trial = SimpleNamespace(flags=set(), ctx=SimpleNamespace(sink=SimpleNamespace(trial_changed=changed.append)), notes=[])
     trial.note = lambda text, kind=None: trial.notes.append(text)
     trial._rate_limited = lambda waiting: TrialRun._rate_limited(trial, waiting)
     TrialRun.on_proxy_wait(trial, ProxyCall(1, "chat", "POST", "/v1/chat/completions"), 12.5)

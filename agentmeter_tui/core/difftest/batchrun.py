@@ -144,6 +144,7 @@ def run_process(argv: list, cwd: str, env: dict, stdin, timeout: float, limit: i
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except (FileNotFoundError, PermissionError) as exc:
         return 127, b"", f"{exc}\n".encode(), time.perf_counter() - started
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None  # all three PIPE
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     kept = {out_fd: bytearray(), err_fd: bytearray()}
     pending = memoryview(stdin or b"")

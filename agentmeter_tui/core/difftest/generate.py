@@ -18,6 +18,8 @@ at most a quarter error cases and a quarter boundary cases.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import asyncio
 import random
 import shutil
@@ -130,7 +132,7 @@ class _Builder:
         self.globals = [*schema.flag]
 
     def case(self, intent: str, assignment: dict[str, object], index: int, stdin: str | None,
-             extra: list[str] = ()) -> Case | None:
+             extra: Sequence[str] = ()) -> Case | None:
         argv: list[str] = []
         for flag in self.globals:
             argv.extend(self._flag_argv(flag, assignment.get(flag.name, _MISSING)))
@@ -169,7 +171,7 @@ def derive(schema: Schema, plan: ClassPlan, pool: int) -> None:
 
     turn = count()  # fixtures and stdins in turn over every derived case
 
-    def add(bucket: list[Case], intent: str, assignment: dict, extra: list[str] = ()) -> None:
+    def add(bucket: list[Case], intent: str, assignment: dict, extra: Sequence[str] = ()) -> None:
         index = next(turn)
         case = build.case(intent, assignment, index, stdins[index % len(stdins)], extra)
         if case is not None:

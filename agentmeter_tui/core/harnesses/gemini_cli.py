@@ -87,7 +87,7 @@ class GeminiCliParser(StreamParser):
                 events.append(event)
         status = obj.get("status")
         if status != "success":
-            error = obj.get("error") if isinstance(obj.get("error"), dict) else {}
+            error = sub if isinstance(sub := obj.get("error"), dict) else {}
             self.errors.append(str(error.get("message") or f"result status {status}"))
             events.append(ParsedEvent(EventKind.ERROR, self.errors[-1], is_error=True))
         events.append(ParsedEvent(EventKind.SYSTEM, f"result: {status}", is_error=status != "success"))

@@ -47,8 +47,8 @@ def recover_kimi(files: dict[str, bytes]) -> Recovery | None:
     calls: dict[str, TokenUsage] = {}
     sources: set[str] = set()
     for name, obj in objects(files, (b'"StatusUpdate"',)):
-        message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
-        payload = message.get("payload") if isinstance(message.get("payload"), dict) else {}
+        message = sub if isinstance(sub := obj.get("message"), dict) else {}
+        payload = sub if isinstance(sub := message.get("payload"), dict) else {}
         token_usage = payload.get("token_usage")
         if message.get("type") != "StatusUpdate" or not isinstance(token_usage, dict):
             continue

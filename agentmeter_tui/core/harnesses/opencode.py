@@ -41,7 +41,7 @@ DEAD_REGISTRY = "http://127.0.0.1:9/"  # discard port: any npm fetch fails at on
 
 
 def step_usage(tokens: dict) -> TokenUsage:
-    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    cache = sub if isinstance(sub := tokens.get("cache"), dict) else {}
     return TokenUsage(uncached_input=as_int(tokens.get("input")), cached_input=as_int(cache.get("read")),
                       cache_write=as_int(cache.get("write")), output=as_int(tokens.get("output")),
                       reasoning=as_int(tokens.get("reasoning")))
@@ -58,7 +58,7 @@ class OpencodeParser(StreamParser):
         if obj is None:
             return [self.raw(line)]
         kind = obj.get("type")
-        part = obj.get("part") if isinstance(obj.get("part"), dict) else {}
+        part = sub if isinstance(sub := obj.get("part"), dict) else {}
         if kind == "text":
             return [ParsedEvent(EventKind.ASSISTANT, str(part.get("text") or ""))]
         if kind == "reasoning":
@@ -75,11 +75,11 @@ class OpencodeParser(StreamParser):
 
     def _tool(self, part: dict) -> list[ParsedEvent]:
         name = str(part.get("tool") or "?")
-        state = part.get("state") if isinstance(part.get("state"), dict) else {}
+        state = sub if isinstance(sub := part.get("state"), dict) else {}
         arguments = state.get("input") or {}
         self.tool_calls += 1
         call = ParsedEvent(EventKind.TOOL_CALL, tool_text(arguments), tool_name=name, tool_key=tool_key(name, arguments))
-        metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+        metadata = sub if isinstance(sub := state.get("metadata"), dict) else {}
         exit_code = metadata.get("exit")
         failed = state.get("status") == "error" or (isinstance(exit_code, int) and exit_code != 0)
         output = state.get("output") if state.get("status") != "error" else state.get("error")
@@ -105,7 +105,7 @@ class OpencodeParser(StreamParser):
 
     def _error(self, error: object) -> ParsedEvent:
         error = error if isinstance(error, dict) else {"data": {"message": str(error)}}
-        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        data = sub if isinstance(sub := error.get("data"), dict) else {}
         status = data.get("statusCode")
         message = str(data.get("message") or error.get("name") or "error")
         text = f"{error.get('name') or 'error'}{f' (HTTP {status})' if status else ''}: {message}"

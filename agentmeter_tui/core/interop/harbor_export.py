@@ -37,12 +37,12 @@ from .atif import trial_trajectory
 from .atif_steps import _iso
 
 NAMESPACE = uuid.UUID("6f0c7a52-3a51-4c1e-9d0b-36a9a3c1e0a4")  # ids derived from the store: same store, same ids
-AGENT_FIELDS = {"import_path": None, "base_url": None, "model_api_key_name": None, "model_api_format": None,
+AGENT_FIELDS: dict[str, Any] = {"import_path": None, "base_url": None, "model_api_key_name": None, "model_api_format": None,
                 "skip_model_parsing": False, "n_concurrent": None, "concurrency_group": None, "skills": [],
                 "override_timeout_sec": None, "override_setup_timeout_sec": None, "max_timeout_sec": None,
                 "resume_trajectory": False, "load_trajectory": None, "extra_allowed_hosts": [], "kwargs": {},
                 "mcp_servers": []}
-ENVIRONMENT = {"type": "docker", "import_path": None, "force_build": False, "delete": True, "stream": False,
+ENVIRONMENT: dict[str, Any] = {"type": "docker", "import_path": None, "force_build": False, "delete": True, "stream": False,
                "cpu_enforcement_policy": "auto", "memory_enforcement_policy": "auto", "override_cpus": None,
                "override_memory_mb": None, "override_storage_mb": None, "override_gpus": None, "override_tpu": None,
                "mounts": None, "extra_docker_compose": [], "kwargs": {}, "extra_allowed_hosts": []}

@@ -50,7 +50,7 @@ class AnthropicMessages(ScriptedProtocol):
 
     def stream(self, reply: Reply, model: str, req: WireRequest) -> list[bytes]:
         output = reply.usage.output + reply.usage.reasoning
-        message = {"id": f"msg_{reply.message_id}", "type": "message", "role": "assistant", "model": model,
+        message: dict[str, Any] = {"id": f"msg_{reply.message_id}", "type": "message", "role": "assistant", "model": model,
                    "content": [], "stop_reason": None, "stop_sequence": None,
                    "usage": anthropic_usage(reply.usage, 1)}
         frames = [sse({"type": "message_start", "message": message}, "message_start"),

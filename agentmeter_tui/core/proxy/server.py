@@ -52,7 +52,7 @@ class MeteringProxy:
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, log: Callable[[str], None] | None = None):
         self.host, self.port = host, port
-        self.routes: dict[str, Route] = {}
+        self.routes: dict[bytes, Route] = {}  # by the digest of the route's key (_digest)
         self.base_url = ""
         self._log = log or (lambda text: print(text, file=sys.stderr, flush=True))
         self._runner: web.AppRunner | None = None
@@ -68,12 +68,13 @@ class MeteringProxy:
         await self._runner.setup()
         sock = socket.create_server((self.host, self.port), backlog=1024)
         loop = asyncio.get_running_loop()
-        self._guard = ConnectionGuard(loop)
+        guard = self._guard = ConnectionGuard(loop)
         server = self._runner.server
+        assert server is not None  # made by setup()
 
         def connection() -> Any:  # aiohttp's handler, timed until its first request head is in
             handler = server()
-            self._guard.watch(handler)
+            guard.watch(handler)
             return handler
 
         self._listener = await loop.create_server(connection, sock=sock, backlog=1024)
@@ -89,7 +90,8 @@ class MeteringProxy:
     async def close(self) -> None:
         if self._listener is not None:
             self._listener.close()
-            self._guard.close_all()
+            if self._guard is not None:  # made with the listener
+                self._guard.close_all()
         if self._runner is not None:
             await self._runner.cleanup()
         if self._client is not None:

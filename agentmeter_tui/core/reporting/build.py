@@ -295,7 +295,8 @@ def read_task_list(path: str | Path) -> TaskList:
     """Task ids, one per line; blank lines and ``#`` comments ignored. Errors name file and line."""
     path = Path(path)
     text = read_input(path)
-    tasks, seen = [], {}
+    tasks: list[str] = []
+    seen: dict[str, int] = {}  # task id -> the line it was listed on
     for number, line in enumerate(text.splitlines(), start=1):
         task = line.split("#", 1)[0].strip()
         if not task:

@@ -223,7 +223,7 @@ class StepBuilder:
 
 
 def build_steps(trial: dict[str, Any], rows: Iterable[tuple], usage: list[tuple[int, int]],
-                failures: set[int] = frozenset()) -> TrialSteps:
+                failures: set[int] | frozenset[int] = frozenset()) -> TrialSteps:
     """Steps from all of a trial's ``(seq, kind, text, data)`` rows in order, tokens from ``(seq,
     tokens)`` usage rows; ``failures``: seqs of failed tool results and errors (``Store.failure_seqs``)."""
     builder = StepBuilder(trial)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
@@ -156,7 +156,7 @@ class Hangup(ControlError):
     """The runner closed the connection without answering: it is going down."""
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def encode(message: Mapping[str, Any]) -> bytes:
     return orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS) + b"\n"
 
 

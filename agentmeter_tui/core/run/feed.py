@@ -30,16 +30,18 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .caps import against_forecast
 from .control import LIVE_TEXT, Finished, LiveEvent, Meter, NodeState, Progress, Snapshot, Tick, encode
-from .requests import RequestError, parse_request
+from .requests import RequestError, Subscribe, parse_request
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from ..suites.suite import Suite
+    from .caps import CapLedger
+    from .forecast import RunForecast
     from .scheduler import Scheduler
     from .trialview import TrialView
 
@@ -64,6 +66,7 @@ class FeedOptions:
     def from_request(cls, request: dict[str, Any]) -> FeedOptions:
         """The options of a ``subscribe`` request; a :class:`RequestError` when it is malformed."""
         parsed = parse_request(request)
+        assert isinstance(parsed, Subscribe)  # the control server routes only subscribes here
         return cls(events=parsed.events, max_events=min(parsed.max_events or DEFAULT_MAX_EVENTS, MAX_LIVE))
 
 
@@ -103,6 +106,9 @@ class FeedSource(Protocol):
     suite: Suite
     db: Path
     started: float
+    early: dict[str, Any]
+    caps: CapLedger
+    forecast: RunForecast
 
     def log(self, text: str) -> None: ...
 
@@ -142,7 +148,8 @@ class Feed:
 
     def trial_finished(self, trial: TrialView) -> None:
         self.runner.forecast.finished(trial)
-        meter = trial.meter()
+        # The view cannot name Meter (sandboxes reach trialview, never the control socket's types).
+        meter = cast(Meter, trial.meter())
         self._finished.append(meter)
         self._done.append(meter)
         self._meter_due.pop(trial, None)
@@ -261,10 +268,12 @@ class Feed:
 
     def _collect(self) -> Collected | None:
         scheduler = self.runner.scheduler
+        if scheduler is None:  # no trial has started: nothing to collect
+            return None
         events: dict[int, list[LiveEvent]] = self._final_events
         dropped: dict[int, int] = self._final_dropped
         self._final_events, self._final_dropped = {}, {}
-        meters = []
+        meters: list[Meter] = []
         now = time.monotonic()
         for trial in list(scheduler.running.values()):
             if trial.id is None:
@@ -276,7 +285,7 @@ class Feed:
                     dropped[trial.id] = left_out
             printed = tail is not None or trial in self._meter_due
             if id(trial) in self._changed or (printed and now - self._meter_sent.get(trial, -METER_EVERY) >= METER_EVERY):
-                meters.append(trial.meter())
+                meters.append(cast(Meter, trial.meter()))  # see trial_finished
                 self._meter_sent[trial] = now
                 self._meter_due.pop(trial, None)
             elif tail is not None:
@@ -295,7 +304,7 @@ class Feed:
             base["nodes"] = nodes
         out = {}
         for options in set(self.subscribers.values()):
-            message = Tick(base)
+            message = base.copy()
             if options.events:
                 cap = options.max_events
                 message["events"] = {tid: rows[-cap:] for tid, rows in events.items()}

@@ -11,6 +11,8 @@ far it lands from the final figures on the paper grid's shape.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import math
 import time
 from collections import defaultdict
@@ -95,7 +97,7 @@ class Forecast:
             return model, 1.0
         return (self.all, 1.0) if self.all.n else None
 
-    def project(self, to_come: list[Item], running: list[tuple[Item, float, int, float]] = (),
+    def project(self, to_come: list[Item], running: Sequence[tuple[Item, float, int, float]] = (),
                 concurrency: int = 1, now: float | None = None) -> dict[str, Any]:
         """The projection once ``to_come`` (queued) and ``running`` ((item, usd, tokens, seconds so
         far) each) have run: totals with an interval, per model and per cell, and the finish time."""

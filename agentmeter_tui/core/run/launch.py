@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,7 @@ def runner_hello(db: Path) -> dict | None:
         return None
 
 
-def spawn_runner(suite_path: Path, db: Path, clis_root: str | None, extra: list[str] = (),
+def spawn_runner(suite_path: Path, db: Path, clis_root: str | None, extra: Sequence[str] = (),
                  say: Callable[[str], None] = _stderr) -> dict | int | None:
     """Start the runner and wait until it answers: its ``hello`` reply; its exit code if it
     died instead; None if it finished before answering (nothing was left to run). The runner

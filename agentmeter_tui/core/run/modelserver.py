@@ -13,23 +13,29 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..vocab import KillReason
+
+if TYPE_CHECKING:
+    from ..mockllm.client import ServerProcess
 
 
 class ScriptedServer:
     def __init__(self, log: Callable[[str], None]):
         self.log = log
-        self.process = None  # mockllm.client.ServerProcess
+        self.process: ServerProcess | None = None  # set by start, before any trial reads it
         self.lost: dict[str, str] = {}  # base URL of a server that died -> why
 
     @property
     def base_url(self) -> str:
+        assert self.process is not None, "the scripted server is not started"
         return self.process.base_url
 
     @property
     def control_key(self) -> str:
         """The live server's control key (a new server has a new one)."""
+        assert self.process is not None, "the scripted server is not started"
         return self.process.control_key
 
     @property
@@ -39,8 +45,8 @@ class ScriptedServer:
     async def start(self) -> str:
         from ..mockllm.client import start_server_process
 
-        self.process = await asyncio.to_thread(start_server_process)
-        return self.process.base_url
+        self.process = process = await asyncio.to_thread(start_server_process)
+        return process.base_url
 
     def died(self, url: str | None) -> str | None:
         """Why the server at ``url`` is gone (None: it is the live one, or none was used)."""
@@ -53,12 +59,14 @@ class ScriptedServer:
         return None
 
     def _reason(self) -> str:
+        assert self.process is not None, "the scripted server is not started"
         return f"the scripted model server died (exit code {self.process.process.poll()})"
 
     async def watch(self, scheduler, ctx, give_up: Callable[[str], None]) -> None:
         """Wait for the server to exit; then hold the schedule, stop the trials that used it,
         start a new one for the retries (or ``give_up`` with the reason when none starts)."""
         while True:
+            assert self.process is not None, "the scripted server is not started"
             await _exited(self.process.process)
             old, reason = self.process.base_url, self._reason()
             self.lost[old] = reason

@@ -98,8 +98,8 @@ def trial_row(trial: TrialView, **fields: Any) -> dict[str, Any]:
            "tool_calls": trial.tool_calls,
            "flags": orjson.dumps(sorted(trial.flags)).decode() if trial.flags else None}
     row.update(fields)
-    if isinstance(row.get("status"), TrialStatus):
-        row["status"] = row["status"].value
+    if isinstance(status := row.get("status"), TrialStatus):
+        row["status"] = status.value
     return row
 
 

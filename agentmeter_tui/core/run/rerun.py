@@ -4,6 +4,8 @@ runner (the socket's ``rerun`` op) or given to a new one (``--rerun``) on a fini
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -17,7 +19,7 @@ Cell = tuple[str, int, int]  # task id, configuration id, trial index
 
 
 def rerun_plans(store, suite: Suite, config_ids: dict[str, int], request: Rerun,
-                busy: set[Cell] = frozenset()) -> list[TrialPlan]:
+                busy: Collection[Cell] = frozenset()) -> list[TrialPlan]:
     """A plan per cell whose latest trial matches ``request``, but for the ``busy`` ones (queued
     or running already). Its attempt number follows the cell's trials."""
     latest: dict[Cell, str] = {}

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 from collections.abc import Awaitable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import cgroups
 from ..paths import default_clis_root, lock_path, owner_only, socket_path
@@ -44,6 +44,10 @@ from .requests import (BudgetChange, Hello, Hold, Kill, NodeChange, Pause, Reque
 from .rerun import rerun_live, rerun_plans
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
 
+if TYPE_CHECKING:  # both imported when a suite asks for them
+    from ..proxy.server import MeteringProxy
+    from .modelserver import ScriptedServer
+
 
 class Runner:
     def __init__(self, suite: Suite, db: Path, *, clis_root: Path | None = None, rerun: Rerun | None = None):
@@ -55,8 +59,8 @@ class Runner:
         self.feed = Feed(self)
         self.door = ControlDoor(self.handle, self.feed.subscribe)
         self.run_id: int | None = None
-        self.mock = None
-        self.proxy = None  # the metering proxy (suite.proxy), serving on this event loop
+        self.mock: ScriptedServer | None = None
+        self.proxy: MeteringProxy | None = None  # the metering proxy (suite.proxy), serving on this event loop
         self.started = time.time()
         self._stop_asked = False  # a stop that came before the schedule existed
         self.early: dict[str, Any] = {}  # a pause and the run's budgets asked for before it

@@ -17,6 +17,7 @@ import secrets
 import time
 import traceback
 from collections import Counter
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -59,7 +60,9 @@ class TrialRun(BudgetChecks):
         self.flags: set[str] = set()
         self.seq = 0
         self.redactions = 0  # secrets replaced in what this trial stored (core/redact.py)
-        self.started_at = self.finished_at = self.node = None  # node: where a fleet placed it
+        self.started_at: str | None = None
+        self.finished_at: str | None = None
+        self.node: str | None = None  # where a fleet placed it
         self.started = time.monotonic()
         self.kill_reason: KillReason | None = None
         self._kill = asyncio.Event()
@@ -88,7 +91,7 @@ class TrialRun(BudgetChecks):
     def raise_budget(self, **limits: float | None) -> None:
         from ..suites.taskfolders import Budget
 
-        self.budget = self.budget.merged(Budget(**{k: v for k, v in limits.items() if v is not None}))
+        self.budget = self.budget.merged(Budget.model_validate({k: v for k, v in limits.items() if v is not None}))
         self.hold.end()  # the raise the hold waited for; budgets are checked against it now
 
     def meter(self) -> Meter:
@@ -97,7 +100,7 @@ class TrialRun(BudgetChecks):
     # -- output handling (event loop, hot path) ------------------------------------------------
 
     def emit(self, stream: str, events: list[tuple[ParsedEvent, bytes | None]],
-             usage: list[tuple] = ()) -> list[tuple]:
+             usage: Sequence[tuple] = ()) -> list[tuple]:
         """Every event of the trial goes out here: one time stamp for the batch, the next seq
         numbers, and the same rows ``(trial_id, seq, ts, kind, stream, text, data)`` to the
         store writer and to the sink. ``data`` is the raw line an event came from, if any;
@@ -192,7 +195,7 @@ class TrialRun(BudgetChecks):
         (the suite's cap, or a 429 the CLI is sitting out), cleared by its next good call."""
         if waiting != ("rate-limited" in self.flags):
             (self.flags.add if waiting else self.flags.discard)("rate-limited")
-            self.ctx.trial_changed(self)
+            self.ctx.sink.trial_changed(self)
 
     def on_proxy_call(self, call: ProxyCall) -> None:
         if (scopes := self._reserved.pop(call.number, None)) is not None:
@@ -377,6 +380,7 @@ class TrialRun(BudgetChecks):
 
     def _set_status(self, status: TrialStatus, **fields: Any) -> None:
         self.status = status
+        assert self.id is not None  # execute made the row before any status change
         self.ctx.writer.update_trial(self.id, {"status": status.value, **fields})
         self.ctx.sink.trial_changed(self)
 

@@ -8,6 +8,7 @@ module of the engine imports one that imports it back.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
@@ -16,7 +17,9 @@ if TYPE_CHECKING:
     from ..harnesses.base import HarnessAdapter, StreamParser
     from ..proxy.calls import Route
     from ..suites.suite import Configuration, Suite, Task
+    from ..suites.taskfolders import Budget
     from ..usage import TokenUsage
+    from ..vocab import TrialStatus
 
 
 @dataclass
@@ -33,17 +36,26 @@ class TrialPlan:
 
 
 class RunFacts(Protocol):
-    """What a trial's final row needs of its run."""
+    """What a trial's final row needs of its run (read-only, so that the run context, whose
+    attributes are wider or settable, fits)."""
 
-    run_id: int | None
-    suite: Suite
+    @property
+    def run_id(self) -> int | None: ...
+
+    @property
+    def suite(self) -> Suite: ...
+
+
+class HoldView(Protocol):
+    """A trial's budget hold as its meter reads it (:class:`~.budget_hold.BudgetHold`)."""
+
+    def remaining(self) -> float | None: ...
 
 
 class TrialView(Protocol):
     """A trial as the sink, the run context and the final row read it (:class:`~.trial.TrialRun`)."""
 
     id: int | None
-    ctx: RunFacts
     plan: TrialPlan
     adapter: HarnessAdapter
     parser: StreamParser
@@ -56,10 +68,23 @@ class TrialView(Protocol):
     scripted_key: str | None
     scripted_url: str | None
     proxy_route: Route | None
+    status: TrialStatus
+    reason: str | None
+    budget: Budget
+    started: float  # time.monotonic() when made
+    seq: int  # the last event's seq
+    node: str | None
+
+    @property
+    def hold(self) -> HoldView: ...
+
+    @property
+    def ctx(self) -> RunFacts:
+        """Read-only here: a trial's own ``ctx`` is the whole :class:`~.context.RunContext`."""
 
     def note(self, text: str, kind: Any = ...) -> None:
         """A runner-side line in its transcript (an ``EventKind``, STATUS unless given)."""
 
-    def meter(self) -> dict[str, Any]:
+    def meter(self) -> Mapping[str, Any]:
         """A :class:`~.control.Meter` (not named here: sandboxes import this module through
         placement, and the control socket is none of theirs)."""

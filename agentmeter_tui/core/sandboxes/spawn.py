@@ -107,6 +107,7 @@ class Spawned:
     # -- exit ----------------------------------------------------------------------------------
 
     def _reap(self) -> None:
+        assert self._pidfd is not None  # _reap is the pidfd's reader
         self.loop.remove_reader(self._pidfd)
         os.close(self._pidfd)
         self._pidfd = None

@@ -48,13 +48,13 @@ class ImportQueries:
                 if self.db.execute("select 1 from trials where import_key = ?", [trial.key]).fetchone():
                     continue
                 if trial.suite not in known_suites:
-                    self.db["suites"].insert({"id": trial.suite, "name": trial.suite, "own": trial.source,
+                    self.db.table("suites").insert({"id": trial.suite, "name": trial.suite, "own": trial.source,
                                               "created_at": trial.finished_at or trial.started_at,
                                               **({"seed_hash": trial.seed_hash} if trial.seed_hash else {})},
                                              ignore=True)
                     known_suites.add(trial.suite)
                 if (trial.suite, trial.task) not in known_tasks:
-                    self.db["tasks"].insert({"suite_id": trial.suite, "task_id": trial.task, "tier": trial.tier,
+                    self.db.table("tasks").insert({"suite_id": trial.suite, "task_id": trial.task, "tier": trial.tier,
                                              "position": 0}, pk=("suite_id", "task_id"), ignore=True)
                     known_tasks.add((trial.suite, trial.task))
                 config_key = (trial.suite, trial.model, trial.cli)
@@ -95,7 +95,7 @@ class ImportQueries:
         if redacted:  # how many secrets were replaced, shown in review (core/redact.py)
             row["extra"] = orjson.dumps({**(orjson.loads(row["extra"]) if row["extra"] else {}),
                                          "redactions": redacted}).decode()
-        trial_id = self.db["trials"].insert(row).last_pk
+        trial_id = self.db.table("trials").insert(row).last_pk
         events = [(trial_id, *e[1:]) for e in events]
         usage = [(trial_id, *u[1:]) for u in usage]
         self.db.conn.executemany(EVENT_SQL, events)

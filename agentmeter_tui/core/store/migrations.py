@@ -22,27 +22,27 @@ TOKEN_COLUMNS = {"uncached_input": int, "cached_input": int, "cache_write": int,
 
 
 def m001_initial(db: sqlite_utils.Database) -> None:
-    db["suites"].create(
+    db.table("suites").create(
         {"id": str, "seed_hash": str, "name": str, "version": str, "path": str, "own": str,
          "settings": str, "created_at": str},
         pk="id",
     )
-    db["tasks"].create(
+    db.table("tasks").create(
         {"suite_id": str, "task_id": str, "tier": str, "instruction_hash": str, "verifier": str, "position": int},
         pk=("suite_id", "task_id"),
     )
-    db["configurations"].create(
+    db.table("configurations").create(
         {"id": int, "suite_id": str, "key": str, "model": str, "provider": str, "price_key": str,
          "cli": str, "cli_version": str, "extra_args": str},
         pk="id",
     )
-    db["configurations"].create_index(["suite_id", "key"], unique=True)
-    db["runs"].create(
+    db.table("configurations").create_index(["suite_id", "key"], unique=True)
+    db.table("runs").create(
         {"id": int, "suite_id": str, "seed_hash": str, "status": str, "pid": int, "host": str,
          "socket": str, "started_at": str, "finished_at": str, "settings": str},
         pk="id",
     )
-    db["trials"].create(
+    db.table("trials").create(
         {"id": int, "run_id": int, "suite_id": str, "task_id": str, "tier": str, "config_id": int,
          "model": str, "cli": str, "trial_index": int, "attempt": int, "status": str, "reason": str,
          "passed": int, "quality": float, **TOKEN_COLUMNS, "turns": int, "tool_calls": int,
@@ -54,30 +54,30 @@ def m001_initial(db: sqlite_utils.Database) -> None:
         pk="id",
         not_null={"suite_id", "task_id", "model", "cli", "trial_index", "status"},
     )
-    db["trials"].create_index(["suite_id", "task_id", "config_id", "trial_index"])
-    db["trials"].create_index(["status"])
+    db.table("trials").create_index(["suite_id", "task_id", "config_id", "trial_index"])
+    db.table("trials").create_index(["status"])
     # Events are the hot path: a rowid table with one covering index keeps batched inserts
     # near the raw SQLite floor while windowed reads by (trial, seq) stay index-only.
-    db["events"].create(
+    db.table("events").create(
         {"trial_id": int, "seq": int, "ts": float, "kind": str, "stream": str, "text": str, "data": str},
     )
-    db["events"].create_index(["trial_id", "seq"], unique=True)
-    db["usage"].create(
+    db.table("events").create_index(["trial_id", "seq"], unique=True)
+    db.table("usage").create(
         {"trial_id": int, "seq": int, "source": str, "model": str, **TOKEN_COLUMNS,
          "cost_usd": float, "reported_cost_usd": float},
     )
-    db["usage"].create_index(["trial_id", "seq"])
-    db["scores"].create(
+    db.table("usage").create_index(["trial_id", "seq"])
+    db.table("scores").create(
         {"id": int, "trial_id": int, "score": int, "note": str, "reviewer": str, "created_at": str},
         pk="id",
         not_null={"trial_id", "score", "reviewer", "created_at"},
     )
-    db["scores"].create_index(["trial_id", "id"])
-    db["notes"].create(
+    db.table("scores").create_index(["trial_id", "id"])
+    db.table("notes").create(
         {"id": int, "trial_id": int, "text": str, "author": str, "created_at": str},
         pk="id",
     )
-    db["audit"].create(
+    db.table("audit").create(
         {"id": int, "ts": str, "actor": str, "action": str, "trial_id": int, "detail": str},
         pk="id",
     )
@@ -87,9 +87,9 @@ def m002_15_reviews(db: sqlite_utils.Database) -> None:
     """Several reviewers (issue 15): a score's role (a review or the adjudicator's final word), whether
     it was given blind, and per suite how many reviews a trial asks for and the disagreement that
     sends it to adjudication. Only adds; rows written before read as plain, sighted reviews."""
-    db["scores"].add_column("role", str)
-    db["scores"].add_column("blind", int)
-    db["review_plans"].create({"suite_id": str, "reviews": int, "disagreement": int, "updated_at": str},
+    db.table("scores").add_column("role", str)
+    db.table("scores").add_column("blind", int)
+    db.table("review_plans").create({"suite_id": str, "reviews": int, "disagreement": int, "updated_at": str},
                               pk="suite_id")
 
 
@@ -97,17 +97,17 @@ def m003_14_cache_write_1h(db: sqlite_utils.Database) -> None:
     """The 1-hour share of the cache writes (issue 14), per call and per trial, so a cost can be
     recomputed at a snapshot's cache_write_1h price."""
     for table in ("trials", "usage"):
-        if "cache_write_1h" not in db[table].columns_dict:
-            db[table].add_column("cache_write_1h", int)
+        if "cache_write_1h" not in db.table(table).columns_dict:
+            db.table(table).add_column("cache_write_1h", int)
 
 
 def m004_13_import_source(db: sqlite_utils.Database) -> None:
     """Where an imported trial came from (issue 13): ``source`` (harbor, atif, session:CLI, record)
     and ``import_key``, unique per imported item so importing it again adds nothing. Native
     trials keep both NULL."""
-    db["trials"].add_column("source", str)
-    db["trials"].add_column("import_key", str)
-    db["trials"].create_index(["import_key"], unique=True, index_name="trials_import_key")
+    db.table("trials").add_column("source", str)
+    db.table("trials").add_column("import_key", str)
+    db.table("trials").create_index(["import_key"], unique=True, index_name="trials_import_key")
 
 
 def m005_17_event_search(db: sqlite_utils.Database) -> None:
@@ -121,22 +121,22 @@ def m005_17_event_search(db: sqlite_utils.Database) -> None:
 def m006_28_trial_node(db: sqlite_utils.Database) -> None:
     """The node a trial ran on inside its host (issue 28: a Swarm fleet places each job on one of
     its nodes). NULL for sandboxes without nodes and for rows written before."""
-    if "node" not in db["trials"].columns_dict:
-        db["trials"].add_column("node", str)
+    if "node" not in db.table("trials").columns_dict:
+        db.table("trials").add_column("node", str)
 
 
 def m007_35_triage_flags(db: sqlite_utils.Database) -> None:
     """Triage flags (issue 35): what each scanner found in a finished trial (its evidence: event
     seqs), which trials were scanned, and reviewers' verdicts on a flag (right or wrong),
     append-only: a verdict is never updated, a new one is another row."""
-    db["flags"].create({"id": int, "trial_id": int, "scanner": str, "evidence": str, "why": str, "created_at": str},
+    db.table("flags").create({"id": int, "trial_id": int, "scanner": str, "evidence": str, "why": str, "created_at": str},
                        pk="id", not_null={"trial_id", "scanner", "created_at"})
-    db["flags"].create_index(["trial_id", "scanner"], unique=True)
-    db["flags"].create_index(["scanner"])
-    db["flag_scans"].create({"trial_id": int, "scanners": str, "scanned_at": str}, pk="trial_id")
-    db["flag_verdicts"].create({"id": int, "flag_id": int, "verdict": str, "reviewer": str, "note": str,
+    db.table("flags").create_index(["trial_id", "scanner"], unique=True)
+    db.table("flags").create_index(["scanner"])
+    db.table("flag_scans").create({"trial_id": int, "scanners": str, "scanned_at": str}, pk="trial_id")
+    db.table("flag_verdicts").create({"id": int, "flag_id": int, "verdict": str, "reviewer": str, "note": str,
                                 "created_at": str}, pk="id", not_null={"flag_id", "verdict", "reviewer", "created_at"})
-    db["flag_verdicts"].create_index(["flag_id", "id"])
+    db.table("flag_verdicts").create_index(["flag_id", "id"])
 
 
 def m008_35_regrades(db: sqlite_utils.Database) -> None:
@@ -191,13 +191,13 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
         return applied  # the common case, without taking the write lock (nor loading sqlite-utils)
     with immediate(db):
         if "_migrations" not in db.table_names():
-            db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
-        done = {row["name"] for row in db["_migrations"].rows}
+            db.table("_migrations").create({"name": str, "applied_at": str}, pk="name")
+        done = {row["name"] for row in db.table("_migrations").rows}
         for migration in MIGRATIONS:
             name = migration.__name__
             if name in done:
                 continue
             migration(db)
-            db["_migrations"].insert({"name": name, "applied_at": datetime.now(UTC).isoformat()})
+            db.table("_migrations").insert({"name": name, "applied_at": datetime.now(UTC).isoformat()})
             applied.append(name)
     return applied

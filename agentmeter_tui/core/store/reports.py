@@ -79,10 +79,10 @@ class ReportQueries:
         with immediate(self.db):
             for suite_id, created_at in suites.items():
                 if next(self.db.query("select 1 from suites where id = ?", [suite_id]), None) is None:
-                    self.db["suites"].insert({"id": suite_id, "name": suite_id, "created_at": created_at,
+                    self.db.table("suites").insert({"id": suite_id, "name": suite_id, "created_at": created_at,
                                               "seed_hash": (seed_hashes or {}).get(suite_id)})
             for position, (suite_id, task_id, tier) in enumerate(tasks):
-                self.db["tasks"].insert({"suite_id": suite_id, "task_id": task_id, "tier": tier,
+                self.db.table("tasks").insert({"suite_id": suite_id, "task_id": task_id, "tier": tier,
                                          "position": position}, pk=("suite_id", "task_id"), ignore=True)
             config_ids: dict[tuple[str, str, str], int] = {}
             out = []
@@ -95,7 +95,7 @@ class ReportQueries:
                 if key not in config_ids:
                     config_ids[key] = self.ensure_configuration(*key)  # type: ignore[attr-defined]
                 out.append({**row, "config_id": config_ids[key]})
-            self.db["trials"].insert_all(out, batch_size=2000)
+            self.db.table("trials").insert_all(out, batch_size=2000)
         return len(out)
 
 

@@ -25,11 +25,13 @@ class RunQueries:
 
     def insert_run(self, row: dict[str, Any]) -> int:
         with immediate(self.db):
-            return self.db["runs"].insert(row).last_pk
+            run_id = self.db.table("runs").insert(row).last_pk
+        assert isinstance(run_id, int)  # an insert into a rowid table gives its integer id
+        return run_id
 
     def update_run(self, run_id: int, fields: dict[str, Any]) -> None:
         with immediate(self.db):
-            self.db["runs"].update(run_id, fields)
+            self.db.table("runs").update(run_id, fields)
 
     def delete_run(self, run_id: int) -> None:
         """A run that never started (its preflight failed before any trial): no row is kept."""
@@ -64,9 +66,11 @@ class RunQueries:
     def insert_trial(self, row: dict[str, Any]) -> int:
         names = list(row)
         with immediate(self.db):
-            return self.db.conn.execute(
+            trial_id = self.db.conn.execute(
                 f"insert into trials ({', '.join(map(_quoted, names))}) values ({', '.join('?' * len(names))})",
                 [row[name] for name in names]).lastrowid
+        assert trial_id is not None  # an insert always sets it
+        return trial_id
 
     def update_trial(self, trial_id: int, fields: dict[str, Any]) -> None:
         if not fields:
@@ -114,7 +118,7 @@ class RunQueries:
                     fields.update({c: row[c] for c in _TOKENS}, usage_source=row["source"])
                     if row["priced"]:  # a partial sum would pass for the whole bill
                         fields.update(cost_usd=row["cost_usd"], cost_source="snapshot")
-                self.db["trials"].update(trial_id, fields)
+                self.db.table("trials").update(trial_id, fields)
 
     def configuration_ids(self, suite_id: str) -> dict[str, int]:
         """``{"model|cli": id}`` of a suite's configurations the store has."""

@@ -32,7 +32,8 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from types import EllipsisType
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,8 @@ class StoreWriter:
         self._usage: list[tuple] = []
         self._updates: list[tuple[int, dict[str, Any]]] = []
         self._lock = threading.Lock()
-        self._calls: queue.Queue[tuple[Callable, tuple, Future] | None] = queue.Queue()
+        # a call to run, None to stop, ... to flush now
+        self._calls: queue.Queue[tuple[Callable, tuple, Future] | EllipsisType | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="store-writer", daemon=True)
         self.events_written = 0
         self._last_flush = 0  # events in the latest flush
@@ -78,7 +80,7 @@ class StoreWriter:
 
     # -- producer side (event loop thread) --------------------------------------------------
 
-    def add_events(self, rows: list[tuple], usage: list[tuple] = ()) -> None:
+    def add_events(self, rows: Sequence[tuple], usage: Sequence[tuple] = ()) -> None:
         """``rows`` of events and the ``usage`` rows of the calls among them, taken together so
         that one flush writes both: a runner killed between two flushes leaves no call's event
         without its usage row, nor the reverse."""

@@ -16,6 +16,8 @@ on the folder names.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import os
 import re
 from fnmatch import fnmatch
@@ -126,7 +128,7 @@ class HarborTaskFile(TaskFile):
 
 def is_harbor(data: dict[str, Any]) -> bool:
     """Whether a parsed task.toml follows Harbor's contract (module docstring)."""
-    verifier = data.get("verifier") if isinstance(data.get("verifier"), dict) else {}
+    verifier = sub if isinstance(sub := data.get("verifier"), dict) else {}
     kind = verifier.get("kind")
     if kind is not None:
         return kind == HARBOR
@@ -146,7 +148,7 @@ def task_folders(root: Path, include: list[str], exclude: list[str]) -> list[Pat
 
 
 def suite_toml(suite_id: str, tasks_dir: str, *, models: list[str], clis: list[str], provider: str,
-               sandbox: str, include: list[str] = (), exclude: list[str] = (), trials: int = 1) -> str:
+               sandbox: str, include: Sequence[str] = (), exclude: Sequence[str] = (), trials: int = 1) -> str:
     """The text of a suite.toml over a task folder read in place (``agentmeter suite new``)."""
     def q(value: str) -> str:
         return _toml_string(value)

@@ -20,7 +20,7 @@ from ..usage import TokenUsage
 from .base import WireProtocol, as_int, as_map
 
 if TYPE_CHECKING:
-    from ..proxy.scan import UsageScanner
+    from .base import UsageScanner  # the protocol the base class names (proxy.scan has the one there is)
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                 404: "not_found_error", 429: "rate_limit_error"}

@@ -16,7 +16,7 @@ from ..usage import TokenUsage
 from .base import WireProtocol, as_int
 
 if TYPE_CHECKING:
-    from ..proxy.scan import UsageScanner
+    from .base import UsageScanner  # the protocol the base class names (proxy.scan has the one there is)
 
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
            429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}

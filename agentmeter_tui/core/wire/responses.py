@@ -15,7 +15,7 @@ from .base import as_int, as_map
 from .chat import OpenAIFamily
 
 if TYPE_CHECKING:
-    from ..proxy.scan import UsageScanner
+    from .base import UsageScanner  # the protocol the base class names (proxy.scan has the one there is)
 
 
 def from_responses(usage: Mapping[str, Any]) -> TokenUsage:

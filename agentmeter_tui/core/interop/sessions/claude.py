@@ -40,7 +40,7 @@ class ClaudeSessions(SessionReader):
                 session.seen(ts)
                 session.project = session.project or obj.get("cwd")
                 session.version = session.version or obj.get("version")
-                message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+                message = sub if isinstance(sub := obj.get("message"), dict) else {}
                 if kind == "user":
                     for event in user_events(obj):
                         session.events.append(imported(event, ts))

@@ -42,7 +42,7 @@ class CodexSessions(SessionReader):
                 session.add(EventKind.RAW, line.decode("utf-8", "replace")[:2000])
                 continue
             kind, ts = obj.get("type"), parse_ts(obj.get("timestamp"))
-            payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
+            payload = sub if isinstance(sub := obj.get("payload"), dict) else {}
             session.seen(ts)
             if kind == "session_meta":
                 session.project = payload.get("cwd")

@@ -76,14 +76,14 @@ class KimiSessions(SessionReader):
             elif payload.get("type") == "text":
                 session.add(EventKind.ASSISTANT, str(payload.get("text") or ""), ts, model=model)
         elif kind == "ToolCall":
-            function = payload.get("function") if isinstance(payload.get("function"), dict) else {}
+            function = sub if isinstance(sub := payload.get("function"), dict) else {}
             raw = function.get("arguments")
             args = tool_arguments(raw)
             session.add(EventKind.TOOL_CALL, tool_text(args), ts,
                         {"tool_name": str(function.get("name") or "?"), "arguments": args, "call_id": payload.get("id")},
                         model)
         elif kind == "ToolResult":
-            value = payload.get("return_value") if isinstance(payload.get("return_value"), dict) else {}
+            value = sub if isinstance(sub := payload.get("return_value"), dict) else {}
             output = value.get("output")
             text = output if isinstance(output, str) else orjson.dumps(output).decode()
             session.add(EventKind.TOOL_RESULT, text, ts,

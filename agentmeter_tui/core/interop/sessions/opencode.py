@@ -100,8 +100,8 @@ class OpencodeSessions(SessionReader):
         elif kind == "reasoning":
             session.add(EventKind.REASONING, str(part.get("text") or ""), ts, model=model)
         elif kind == "tool":
-            state = part.get("state") if isinstance(part.get("state"), dict) else {}
-            args = state.get("input") if isinstance(state.get("input"), dict) else {}
+            state = sub if isinstance(sub := part.get("state"), dict) else {}
+            args = sub if isinstance(sub := state.get("input"), dict) else {}
             name = str(part.get("tool") or "?")
             session.add(EventKind.TOOL_CALL, tool_text(args), ts,
                         {"tool_name": name, "arguments": args, "call_id": part.get("callID")}, model)

@@ -229,7 +229,8 @@ def build_failure(task_id: str, where: str, engine: str, dockerfile: Path, exc: 
 def failed_step(log: str) -> tuple[str | None, list[str]]:
     """The last ``Step N/M : INSTRUCTION`` of a classic build log and the lines it printed
     (the builder's own ``--->`` lines left out)."""
-    step, output = None, []
+    step: str | None = None
+    output: list[str] = []
     for raw in log.splitlines():
         text = raw.strip()
         if raw.startswith("Step ") and " : " in raw:

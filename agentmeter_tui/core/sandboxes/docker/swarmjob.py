@@ -96,7 +96,7 @@ class JobStream(threading.Thread):
     def _feed(self, lines: list[bytes]) -> bool:
         """Hand output lines to the trial; True once this stream is complete."""
         marker = self.job.marker
-        out = []
+        out: list[bytes] = []
         for line in lines:
             if self.exit_code is not None:
                 if line == marker + b"-end":

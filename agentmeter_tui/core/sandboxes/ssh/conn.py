@@ -14,10 +14,13 @@ import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ...extras import require
+
+if TYPE_CHECKING:  # asyncssh is an extra: imported only when a host is reached
+    from asyncssh import SSHListener
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 
@@ -145,7 +148,8 @@ class HostConnection:
     """
 
     def __init__(self, conn: Any):
-        self.conn, self.users, self.tunnels = conn, 0, {}
+        self.conn, self.users = conn, 0
+        self.tunnels: dict[tuple[str, int], SSHListener] = {}  # (host, port) reached -> its reverse tunnel
         self.closed = False
         self._sftp: Any = None
         self._lock = asyncio.Lock()
