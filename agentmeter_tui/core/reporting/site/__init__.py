@@ -77,7 +77,6 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False,
     from ...review.reviewing import masker_for
 
     suite_id = report.suite
-    suite_row = store.suite_row(suite_id) or {"id": suite_id}
     trials = store.trials(suite_id)
     for trial in trials:
         trial["image"] = _extra(trial).get("image")
@@ -86,74 +85,37 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False,
         scores_by_trial.setdefault(score.trial_id, []).append(score)
     notes_by_trial = {t["id"]: store.notes(t["id"]) for t in trials}
     names = model.Names.for_report(report, blind, masker_for(store, suite_id) if blind else None)
-    checksum = model.data_checksum(
-        [*((t["id"], t["status"], t["passed"], t["quality"], t["cost_usd"], *(t[c] for c in TOKEN_CLASSES))
-           for t in trials),
-         *((s.trial_id, s.score, s.reviewer, s.note, s.created_at) for rows in scores_by_trial.values() for s in rows),
-         *((n["id"], n["trial_id"], n["text"]) for rows in notes_by_trial.values() for n in rows)])
-
     out = Path(out)
     partial = out.with_name(out.name + ".part")
     shutil.rmtree(partial, ignore_errors=True)
     (partial / "config").mkdir(parents=True)
     (partial / "trial").mkdir()
-    env = pages.environment()
-    # Blind: versions are masked like every other identity (a CLI's version can equal ours).
-    common = {"suite": names.suite(suite_id), "blind": blind, "version": names.text(report.tool_version)}
     for asset in ASSETS:
         shutil.copyfile(pages.TEMPLATES / asset, partial / asset)
-
-    config_index = {r.config: n + 1 for n, r in enumerate(report.configurations)}
-    # Triage flags (agentmeter scan), hidden in a blind site as the blind review hides them.
-    flags = {} if blind else store.flags_of([t["id"] for t in trials])
-
-    def own_pages() -> None:
-        """The index and the configuration pages, written while the workers write the trials'."""
-        report.settle()  # the intervals, if deferred: only the index shows them
-        scatter = scatter_data(report)
-        agreement = None
-        if report.agreement is not None:
-            a = report.agreement
-            agreement = {"n_trials": a.n_trials, "alpha": fmt_score(a.alpha_ordinal),
-                         "pairs": [{"a": names.text(p.a), "b": names.text(p.b), "n": p.n,
-                                    "kappa": fmt_score(p.kappa_quadratic), "exact": fmt_score(p.exact)} for p in a.pairs]}
-        index = env.get_template("index.html").render(
-            **common, root="", title=f"AgentMeter report: {names.suite(suite_id)}", configs=len(report.configurations),
-            leaderboard=leaderboard.leaderboard_rows(report, names, config_index), min_tasks=MIN_TASKS,
-            tasks_map=leaderboard.task_heatmap(report, names, comparison), compare=comparison is not None,
-            tasks=report.n_tasks, trials=len(trials), selection=report.selection,
-            header=model.table_header(report), rows=model.table_rows(report, names),
-            heatmap=svg.heatmap(heatmap_data(report), names), scatter=svg.scatter(scatter, names),
-            left_out=[names.text(n) if not blind else "[hidden]" for n in scatter.left_out],
-            tier_names=TIERS, tier_sizes=report.tier_sizes,
-            tier_rows=[{"name": f"{names(r.model)} / {names(r.cli)}", "passes": [r.passes_by_tier[t] for t in TIERS]}
-                       for r in report.configurations],
-            rubric=model.rubric_view(report, names), agreement=agreement,
-            methodology=model.methodology(report, suite_row, trials, names, checksum, _prices(suite_row)),
-            notes=[names.text(n) for n in report.notes])
-        (partial / "index.html").write_text(index, encoding="utf-8")
-        if comparison is not None:
-            text = env.get_template("compare.html").render(**common, root="", title="Runs compared",
-                                                           cmp=leaderboard.comparison_view(comparison, names))
-            (partial / "compare.html").write_text(text, encoding="utf-8")
-
-        by_config: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for trial in trials:
-            by_config.setdefault((trial["model"], trial["cli"]), []).append(trial)
-        config_page = env.get_template("config.html")
-        for row in report.configurations:
-            rows = [pages.trial_line(t, scores_by_trial.get(t["id"], []), names, flags.get(t["id"], []))
-                    for t in by_config.get(row.config, [])]
-            text = config_page.render(
-                **common, root="../", title=f"{names(row.model)} / {names(row.cli)}",
-                name=f"{names(row.model)} / {names(row.cli)}",
-                summary=f"{row.passes}/{row.n_tasks} passed · AMS {fmt_score(row.ams)} · USD/pass {fmt_usd(row.usd_per_pass)}"
-                        f" · {len(rows)} trials", trials=rows)
-            (partial / "config" / f"{config_index[row.config]}.html").write_text(text, encoding="utf-8")
-
+    # Blind: versions are masked like every other identity (a CLI's version can equal ours).
+    common = {"suite": names.suite(suite_id), "blind": blind, "version": names.text(report.tool_version)}
+    site = _OwnPages(report, names, pages.environment(), common, partial, trials, scores_by_trial,
+                     {} if blind else store.flags_of([t["id"] for t in trials]),  # hidden as blind review hides them
+                     {r.config: n + 1 for n, r in enumerate(report.configurations)}, comparison,
+                     store.suite_row(suite_id) or {"id": suite_id}, _checksum(trials, scores_by_trial, notes_by_trial))
     pages.write_trials(Path(store.path), partial, trials, pages.Shared(
-        common, names, config_index, scores_by_trial, notes_by_trial, flags), own_pages)
+        common, names, site.config_index, scores_by_trial, notes_by_trial, site.flags), site.write)
+    _replace(partial, out)
+    return SiteSummary(out, 1 + (comparison is not None) + len(report.configurations) + len(trials), len(trials))
 
+
+def _checksum(trials: list[dict[str, Any]], scores_by_trial: dict[int, list[Any]],
+              notes_by_trial: dict[int, list[dict[str, Any]]]) -> str:
+    """The methodology's checksum of what the tables are computed from: trials, scores, notes."""
+    return model.data_checksum(
+        [*((t["id"], t["status"], t["passed"], t["quality"], t["cost_usd"], *(t[c] for c in TOKEN_CLASSES))
+           for t in trials),
+         *((s.trial_id, s.score, s.reviewer, s.note, s.created_at) for rows in scores_by_trial.values() for s in rows),
+         *((n["id"], n["trial_id"], n["text"]) for rows in notes_by_trial.values() for n in rows)])
+
+
+def _replace(partial: Path, out: Path) -> None:
+    """The finished folder in place of the old one: a reader never sees half a site."""
     if out.exists():
         old = out.with_name(out.name + ".old")
         shutil.rmtree(old, ignore_errors=True)
@@ -162,7 +124,76 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False,
         shutil.rmtree(old, ignore_errors=True)
     else:
         partial.rename(out)
-    return SiteSummary(out, 1 + (comparison is not None) + len(report.configurations) + len(trials), len(trials))
+
+
+@dataclass
+class _OwnPages:
+    """The index, the comparison and the configuration pages: written while the workers write
+    the trials' pages."""
+
+    report: Report
+    names: Any
+    env: Any
+    common: dict[str, Any]
+    partial: Path
+    trials: list[dict[str, Any]]
+    scores_by_trial: dict[int, list[Any]]
+    flags: dict[int, Any]
+    config_index: dict[Any, int]
+    comparison: RunComparison | None
+    suite_row: dict[str, Any]
+    checksum: str
+
+    def write(self) -> None:
+        self.report.settle()  # the intervals, if deferred: only the index shows them
+        self._index()
+        if self.comparison is not None:
+            text = self.env.get_template("compare.html").render(
+                **self.common, root="", title="Runs compared", cmp=leaderboard.comparison_view(self.comparison,
+                                                                                              self.names))
+            (self.partial / "compare.html").write_text(text, encoding="utf-8")
+        self._configs()
+
+    def _index(self) -> None:
+        report, names, trials = self.report, self.names, self.trials
+        scatter = scatter_data(report)
+        agreement = None
+        if report.agreement is not None:
+            a = report.agreement
+            agreement = {"n_trials": a.n_trials, "alpha": fmt_score(a.alpha_ordinal),
+                         "pairs": [{"a": names.text(p.a), "b": names.text(p.b), "n": p.n,
+                                    "kappa": fmt_score(p.kappa_quadratic), "exact": fmt_score(p.exact)} for p in a.pairs]}
+        index = self.env.get_template("index.html").render(
+            **self.common, root="", title=f"AgentMeter report: {self.common['suite']}", configs=len(report.configurations),
+            leaderboard=leaderboard.leaderboard_rows(report, names, self.config_index), min_tasks=MIN_TASKS,
+            tasks_map=leaderboard.task_heatmap(report, names, self.comparison), compare=self.comparison is not None,
+            tasks=report.n_tasks, trials=len(trials), selection=report.selection,
+            header=model.table_header(report), rows=model.table_rows(report, names),
+            heatmap=svg.heatmap(heatmap_data(report), names), scatter=svg.scatter(scatter, names),
+            left_out=[names.text(n) if not self.common["blind"] else "[hidden]" for n in scatter.left_out],
+            tier_names=TIERS, tier_sizes=report.tier_sizes,
+            tier_rows=[{"name": f"{names(r.model)} / {names(r.cli)}", "passes": [r.passes_by_tier[t] for t in TIERS]}
+                       for r in report.configurations],
+            rubric=model.rubric_view(report, names), agreement=agreement,
+            methodology=model.methodology(report, self.suite_row, trials, names, self.checksum, _prices(self.suite_row)),
+            notes=[names.text(n) for n in report.notes])
+        (self.partial / "index.html").write_text(index, encoding="utf-8")
+
+    def _configs(self) -> None:
+        names = self.names
+        by_config: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for trial in self.trials:
+            by_config.setdefault((trial["model"], trial["cli"]), []).append(trial)
+        config_page = self.env.get_template("config.html")
+        for row in self.report.configurations:
+            rows = [pages.trial_line(t, self.scores_by_trial.get(t["id"], []), names, self.flags.get(t["id"], []))
+                    for t in by_config.get(row.config, [])]
+            text = config_page.render(
+                **self.common, root="../", title=f"{names(row.model)} / {names(row.cli)}",
+                name=f"{names(row.model)} / {names(row.cli)}",
+                summary=f"{row.passes}/{row.n_tasks} passed · AMS {fmt_score(row.ams)} · USD/pass {fmt_usd(row.usd_per_pass)}"
+                        f" · {len(rows)} trials", trials=rows)
+            (self.partial / "config" / f"{self.config_index[row.config]}.html").write_text(text, encoding="utf-8")
 
 
 class SiteFormat(FolderFormat):
