@@ -186,7 +186,8 @@ def test_the_site_lists_each_trials_flags(tmp_path):
     result = agentmeter("report", "--suite", "triage", "--format", "html", "--out", str(out), "--db", str(tmp_path / "s.db"))
     assert result.returncode == 0, result.stderr
     page = (out / "trial" / f"{ids['tampering']}.html").read_text()
-    evidence = ", ".join(str(s) for s in seqs("tampering", POSITIVE["reward-tampering"][1]))
+    # each evidence event a link into the transcript viewer (``#eSEQ``)
+    evidence = ", ".join(f'<a href="#e{s}">{s}</a>' for s in seqs("tampering", POSITIVE["reward-tampering"][1]))
     assert "<h2>Triage flags</h2>" in page and "<b>reward-tampering</b>" in page and f"(events {evidence})" in page
     refusal = (out / "trial" / f"{ids['refusal']}.html").read_text()
     assert "right by ana &lt;i&gt;x&lt;/i&gt;" in refusal and "<i>x</i>" not in refusal
