@@ -16,6 +16,7 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 MAX_ENTRIES = 200_000  # files and folders: a workspace of a million empty files is not kept
@@ -36,18 +37,24 @@ class TooLarge(Exception):
     pass
 
 
+Redact = Callable[[bytes], tuple[bytes, int]]  # a file's bytes -> them with secrets replaced, how many
+
+
 @dataclass
 class Copied:
     files: int = 0
     bytes: int = 0
     entries: int = 0
     skipped: int = 0  # links, FIFOs, sockets, devices: not copied
+    redacted: int = 0  # secrets replaced in the copy (``redact.py``): no key is kept in the store's folder
+    redact: Redact | None = None
 
 
-def copy_workspace(source: Path, dest: Path, limit_bytes: int) -> Copied:
+def copy_workspace(source: Path, dest: Path, limit_bytes: int, redact: Redact | None = None) -> Copied:
     """Copy ``source`` to ``dest`` (made new) as the module says; raises TooLarge (``dest``
-    removed) past the limits. Blocking: call it off the event loop."""
-    copied = Copied()
+    removed) past the limits. ``redact``: each file's bytes pass it (a key the agent wrote into its
+    workspace is a secret like one it printed). Blocking: call it off the event loop."""
+    copied = Copied(redact=redact)
     dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # agents' files: the store's owner's only
     dest.mkdir(exist_ok=False)
     try:
@@ -87,10 +94,13 @@ def _copy_file(source: Path, dest: Path, limit: int, copied: Copied) -> None:
             copied.skipped += 1
             return
         with open(dest, "xb") as out:
-            while chunk := src.read(CHUNK):
+            while chunk := src.read(CHUNK if copied.redact is None else limit - copied.bytes + 1):
                 copied.bytes += len(chunk)
                 if copied.bytes > limit:
                     raise TooLarge(f"more than {limit >> 20} MB")
+                if copied.redact is not None:  # the whole file in one read: a key is never cut in two
+                    chunk, found = copied.redact(chunk)
+                    copied.redacted += found
                 out.write(chunk)
         os.chmod(dest, stat.S_IMODE(info.st_mode) & 0o755)  # no setuid bit comes back with it
     copied.files += 1
@@ -112,7 +122,7 @@ async def keep_for_regrade(trial: Any, session: Any) -> None:
     staging = dest.with_name(name + ".part")  # a container's workspace is copied out there first
     try:
         source = await session.collect_workspace(staging)  # a local workspace: its own path, no copy
-        await asyncio.to_thread(_keep, source, dest, staging, limit)  # one hop: a trivial trial's end stays cheap
+        await asyncio.to_thread(_keep, source, dest, staging, limit, ctx.redactor.data)  # one hop: a trivial trial's end stays cheap
     except Exception as exc:  # noqa: BLE001 - a workspace we cannot copy is only not regradable
         await asyncio.to_thread(shutil.rmtree, staging, True)
         ctx.log(f"trial {trial.id}: final workspace not kept for regrade: {exc}")
@@ -120,10 +130,10 @@ async def keep_for_regrade(trial: Any, session: Any) -> None:
     ctx.writer.update_trial(trial.id, {"kept": name})  # with the next batch of events: no transaction of its own
 
 
-def _keep(source: Path, dest: Path, staging: Path, limit: int) -> None:
+def _keep(source: Path, dest: Path, staging: Path, limit: int, redact: Redact) -> None:
     shutil.rmtree(dest, ignore_errors=True)  # a store made anew at the same path left its own
     try:
-        copy_workspace(source, dest, limit)
+        copy_workspace(source, dest, limit, redact)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
