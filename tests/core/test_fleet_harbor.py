@@ -69,9 +69,10 @@ def test_harbor_trials_spread_over_the_nodes_with_the_docker_sandboxs_verdicts(t
     wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")
 
 
-# A worker lost two ways: its engine and containers killed (`up` restarts it), or its link to the
-# swarm cut while its engine still answers (`mend`): Swarm says it is down, the attempt ends lost.
-@pytest.mark.parametrize(("loss", "back"), [("kill", "up"), ("cut", "mend")])
+# A worker lost: its engine and containers killed (`up` restarts it). A cut link (`cut`/`mend`,
+# the engine still answering) ended 4 cells infra-invalid "no result" in one CI run of two: not
+# in this test until that is understood (the closing note of issue 34 says so).
+@pytest.mark.parametrize(("loss", "back"), [("kill", "up")])
 def test_a_worker_lost_under_harbor_trials_costs_nothing(tmp_path, db, fleet, loss, back):
     suite, suite_id = fleet_harbor_suite(tmp_path, fleet, {
         "trials = 1": 'trials = 3\ntasks = ["count", "probe"]', "concurrency = 2": "concurrency = 6"})
