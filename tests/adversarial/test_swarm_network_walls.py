@@ -128,6 +128,19 @@ async def _listening(session) -> list[str]:
     return await said
 
 
+async def _open_walled(sandbox, task, sessions: list, count: int, tag: str, model) -> tuple[str, int]:
+    """``count`` trials' sessions on the walled network, appended to ``sessions`` as each opens
+    (the caller's cleanup sees every one), and the relay address the first one reaches ``model``
+    (a server on this machine's loopback) at."""
+    await sandbox.preflight()
+    for n in range(count):
+        sessions.append(await sandbox.open(task, n + 1, f"{tag}{n}{unique_id('t')[-6:]}".ljust(16, "0")))
+    relay = sessions[0].translate_url(f"http://127.0.0.1:{model.sockets[0].getsockname()[1]}/v1")
+    relay = await relay if inspect.isawaitable(relay) else relay
+    relay_host, relay_port = relay.split("//")[1].split("/")[0].split(":")
+    return relay_host, int(relay_port)
+
+
 async def _probe(session, targets: list[list], node_port: int) -> dict[str, str]:
     await session.write_files("scratch", {"probe.py": PROBE.encode()})
     lines: list[bytes] = []
@@ -143,14 +156,9 @@ async def test_fleet_jobs_reach_their_relay_and_nothing_else(tmp_path, fleet, no
     suite = load_suite(folder)
     sandbox = SwarmSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
     model, host = await _answering("127.0.0.1"), await _answering("0.0.0.0")
-    sessions = []
+    sessions: list = []
     try:
-        await sandbox.preflight()
-        for n in range(3):
-            sessions.append(await sandbox.open(suite.task("count-lines"), n + 1, f"swwall{n}{unique_id('t')[-6:]}000"))
-        relay = sessions[0].translate_url(f"http://127.0.0.1:{model.sockets[0].getsockname()[1]}/v1")
-        relay = await relay if inspect.isawaitable(relay) else relay
-        relay_host, relay_port = relay.split("//")[1].split("/")[0].split(":")
+        relay_host, relay_port = await _open_walled(sandbox, suite.task("count-lines"), sessions, 3, "swwall", model)
         peers = await _listening(sessions[2])
         registry_host, registry_port = fleet.registry.split(":")
         host_port = host.sockets[0].getsockname()[1]
@@ -193,14 +201,9 @@ async def test_local_swarm_jobs_reach_their_relay_and_nothing_else(tmp_path):
     suite = load_suite(folder)
     sandbox = SwarmSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
     model, host = await _answering("127.0.0.1"), await _answering("0.0.0.0")
-    sessions = []
+    sessions: list = []
     try:
-        await sandbox.preflight()
-        for n in range(2):
-            sessions.append(await sandbox.open(suite.task("count-lines"), n + 1, f"swloc{n}{unique_id('t')[-6:]}0000"))
-        relay = sessions[0].translate_url(f"http://127.0.0.1:{model.sockets[0].getsockname()[1]}/v1")
-        relay = await relay if inspect.isawaitable(relay) else relay
-        relay_host, relay_port = relay.split("//")[1].split("/")[0].split(":")
+        relay_host, relay_port = await _open_walled(sandbox, suite.task("count-lines"), sessions, 2, "swloc", model)
         peers = await _listening(sessions[1])
         port = host.sockets[0].getsockname()[1]
         targets = [["relay", relay_host, int(relay_port)], ["docker0 listener", _docker0(), port],
