@@ -126,8 +126,9 @@ def describe(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Non
         helps = {choice.dest: choice.help for choice in action._choices_actions}
         for name, sub in action.choices.items():
             words = (*path, name)
-            if not sub.description and helps.get(name):
-                sub.description = helps[name][0].upper() + helps[name][1:] + "."
+            summary = helps.get(name)
+            if not sub.description and summary:
+                sub.description = summary[0].upper() + summary[1:] + "."
             examples = EXAMPLES.get(" ".join(words), ())
             if examples and "example" not in (sub.epilog or ""):
                 block = "examples:\n" + "\n".join(f"  {line}" for line in examples)

@@ -105,7 +105,7 @@ def candidates(words: list[str], index: int) -> list[str]:
     positional = [a for a in parser._actions if not a.option_strings and a.choices
                   and not isinstance(a, argparse._SubParsersAction)]
     if positional and given == 0:
-        return [str(c) for c in positional[0].choices if str(c).startswith(current)]
+        return [str(c) for c in positional[0].choices or () if str(c).startswith(current)]
     return []
 
 

@@ -121,8 +121,8 @@ def _budget(args: argparse.Namespace) -> int:
     if not limits:
         print("agentmeter budget: give at least one of --tokens, --usd, --wall-seconds", file=sys.stderr)
         return 2
-    scope = _given(trial=args.trial, model=args.model, cli=args.cli)
-    return _request(args, "budget", **scope, **limits)
+    target = _given(trial=args.trial, model=args.model, cli=args.cli)
+    return _request(args, "budget", **target, **limits)
 
 
 def _given(**fields: Any) -> dict[str, Any]:

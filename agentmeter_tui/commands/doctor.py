@@ -98,21 +98,21 @@ def _print(clis: list[doctor.CliCheck], hosts: list[doctor.HostCheck], clis_root
     table = Table(title=f"agent CLIs ({clis_root})", title_justify="left")
     for column in ("CLI", "pinned", "installed", "one-turn run", "detail", "fix"):
         table.add_column(column, overflow="fold")
-    for check in clis:
-        installed = (check.version or "?") if check.installed else "[red]no[/]"
-        table.add_row(check.name, check.pinned, installed, _mark(check.ok), escape(check.detail), escape(check.fix))
+    for cli in clis:
+        installed = (cli.version or "?") if cli.installed else "[red]no[/]"
+        table.add_row(cli.name, cli.pinned, installed, _mark(cli.ok), escape(cli.detail), escape(cli.fix))
     console.print(table)
     others = Table(title="hosts and store", title_justify="left")
     for column in ("check", "status", "detail", "fix"):
         others.add_column(column, overflow="fold")
-    for check in hosts:
-        others.add_row(escape(check.subject), _mark(check.ok), escape(check.detail), escape(check.fix))
+    for host in hosts:
+        others.add_row(escape(host.subject), _mark(host.ok), escape(host.detail), escape(host.fix))
     console.print(others)
-    failed = [c for c in clis if c.ok is False] + [h for h in hosts if h.ok is False]
+    failed = [(c.name, c.detail, c.fix) for c in clis if c.ok is False]
+    failed += [(h.subject, h.detail, h.fix) for h in hosts if h.ok is False]
     if failed:
         console.print(f"[red]{len(failed)} check(s) failed[/]")
-        for check in failed:  # plain lines too, for logs and narrow terminals
-            name = getattr(check, "name", None) or getattr(check, "subject", "")
-            console.print(f"  {name}: {check.detail}" + (f" -> {check.fix}" if check.fix else ""), markup=False)
+        for name, detail, fix in failed:  # plain lines too, for logs and narrow terminals
+            console.print(f"  {name}: {detail}" + (f" -> {fix}" if fix else ""), markup=False)
     else:
         console.print("[green]all checks passed[/]")

@@ -8,8 +8,12 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.tomlerrors import InputError, load_toml
+
+if TYPE_CHECKING:
+    from ..core.datasets.fetch import TaskSource
 
 EXIT_BAD_INPUT = 2
 
@@ -68,7 +72,7 @@ def implied_suite(args: argparse.Namespace, db: Path) -> Path | int:
         for option, path in (("--scenarios", args.scenarios), ("--prices", args.prices)):
             if path is not None and not path.exists():
                 raise GridError(option, f"{path}: no such file or folder")
-        sources = []
+        sources: list[TaskSource] = []
         if is_dataset_ref(target):
             tasks_dir, sources = _dataset(target, args.registry, db)
             base = None
@@ -99,7 +103,7 @@ def _base_suite(suite_path: Path) -> tuple[Path, dict]:
     return Path(data["suite"]["tasks_dir"]), data
 
 
-def _dataset(ref: str, registry: str | None, db: Path) -> tuple[Path, list]:
+def _dataset(ref: str, registry: str | None, db: Path) -> tuple[Path, list[TaskSource]]:
     from ..core.datasets.fetch import FetchError, fetch_dataset
     from ..core.datasets.registry import RegistryError, find_dataset
     from ..core.store import Store

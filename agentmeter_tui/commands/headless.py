@@ -119,7 +119,7 @@ class Follower:
         self.progress: dict = {}
         self.attached = False  # a snapshot came at least once
         self.suite = "SUITE"
-        self.cells: dict[tuple, str] = {}  # (task, model, cli, trial) -> its last attempt's status
+        self.cells: dict[tuple, str | None] = {}  # (task, model, cli, trial) -> its last attempt's status (None: not said)
 
     def prepared(self, text: str | None) -> None:  # image builds and the like: a line each, as they go
         if text and text not in self.told:

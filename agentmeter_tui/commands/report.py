@@ -10,10 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.metrics.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED
-from ..core.reporting.formats import FORMATS
+from ..core.reporting.formats import FORMATS, FolderFormat
 from . import add_db_argument
+
+if TYPE_CHECKING:
+    from ..core.reporting.report import Report
+    from ..core.store import Store
 
 EXIT_MISSING, EXIT_BAD_INPUT, EXIT_GATE = 1, 2, 3
 
@@ -69,7 +74,6 @@ def _fail(message: str, code: int) -> int:
 def report_command(args: argparse.Namespace) -> int:
     from ..core.reporting import read_task_list, render, report_from_store
     from ..core.reporting.files import write_text_atomically
-    from ..core.reporting.formats import FolderFormat
     from ..core.store import Store
     from ..core.tomlerrors import InputError
 
@@ -95,8 +99,8 @@ def report_command(args: argparse.Namespace) -> int:
             report = report_from_store(store, args.suite, selection=args.select, rubric=args.rubric,
                                        subset=subset, subset_source=args.validate,
                                        agreement=args.agreement, resamples=args.intervals, seed=args.seed,
-                                       defer_intervals=folder and fmt.defers_intervals)
-            if folder:  # a folder shows the gate's verdict, passed or failed
+                                       defer_intervals=isinstance(fmt, FolderFormat) and fmt.defers_intervals)
+            if isinstance(fmt, FolderFormat):  # a folder shows the gate's verdict, passed or failed
                 # From the same store: it only reads it, and a writer's open scans every page
                 # (1.5 s of a paper grid's 10 s site).
                 return _write_folder(fmt, store, report, Path(args.out), args.blind)
@@ -123,7 +127,7 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_folder(fmt, store, report, out: Path, blind: bool) -> int:
+def _write_folder(fmt: FolderFormat, store: Store, report: Report, out: Path, blind: bool) -> int:
     try:
         summary = fmt.write(store, report, out, blind=blind)
     except OSError as exc:
@@ -148,6 +152,7 @@ def _compare_site(args: argparse.Namespace, result) -> int:
     from ..core.store import Store
 
     fmt = FORMATS.get("html")()
+    assert isinstance(fmt, FolderFormat)  # "html" is the site, a folder: the narrowing for the checker
     store = Store.for_reading(args.compare[1])
     try:
         report = report_from_store(store, args.suite, selection=args.select, rubric=True, agreement=True,
@@ -180,7 +185,8 @@ def compare_command(args: argparse.Namespace) -> int:
     if args.tui:
         return _compare_tui(args)
     try:
-        result = compare_stores(*args.compare, args.suite, selection=args.select,
+        store_a, store_b = args.compare
+        result = compare_stores(store_a, store_b, args.suite, selection=args.select,
                                 resamples=args.intervals or DEFAULT_RESAMPLES, seed=args.seed)
     except (InputError, ValueError) as exc:
         return _fail(str(exc), EXIT_BAD_INPUT)

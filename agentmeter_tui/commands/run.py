@@ -113,14 +113,15 @@ def start_and_follow(suite_path: Path, db: Path, *, headless: bool, detach: bool
               f"See it with: agentmeter report --db {db}; to run it again, give another --db.")
         return 0
     else:
-        hello = spawn_runner(suite_path, db, clis_root)
-        if isinstance(hello, int):
-            return hello
-    if detach and hello is None:  # it ended before it answered: nothing was left to run
-        print(f"the runner for suite {suite.id} finished at once; see: agentmeter status --db {db}")
-        return 0
+        spawned = spawn_runner(suite_path, db, clis_root)
+        if isinstance(spawned, int):
+            return spawned
+        hello = spawned
     if detach:
-        doing = f"; now preparing: {hello['preparing']}" if hello and hello.get("preparing") else ""
+        if hello is None:  # it ended before it answered: nothing was left to run
+            print(f"the runner for suite {suite.id} finished at once; see: agentmeter status --db {db}")
+            return 0
+        doing = f"; now preparing: {hello['preparing']}" if hello.get("preparing") else ""
         print(f"runner {'running' if attached else 'started'} for suite {suite.id} (pid {hello.get('pid')}){doing}\n"
               f"follow it: agentmeter attach --db {db} · stop it: agentmeter stop --db {db}")
         return 0

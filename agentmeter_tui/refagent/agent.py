@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from typing import Any
 
 SYSTEM_PROMPT = (
     "You are a coding agent working in a workspace folder. Use the shell tool to inspect and change "
@@ -54,6 +55,8 @@ class ApiError(Exception):
 def stream_chat(base_url: str, api_key: str, payload: dict, timeout: float) -> dict:
     """One streamed Chat Completions call; returns the assembled message and the usage."""
     url = urllib.parse.urlsplit(base_url.rstrip("/") + "/chat/completions")
+    if not url.hostname:  # http.client would fail on None with an AttributeError that names nothing
+        raise ValueError(f"no host in the base URL {base_url!r}")
     conn_cls = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
     conn = conn_cls(url.hostname, url.port, timeout=timeout)
     body = json.dumps(payload).encode()
@@ -62,7 +65,10 @@ def stream_chat(base_url: str, api_key: str, payload: dict, timeout: float) -> d
     response = conn.getresponse()
     if response.status != 200:
         raise ApiError(response.status, response.read().decode("utf-8", "replace"))
-    text, reasoning, calls, usage, done = [], [], {}, None, False
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}  # a tool call's index -> its id, name and arguments so far
+    usage, done = None, False
     for raw in response:
         line = raw.decode("utf-8", "replace").strip()
         if not line.startswith("data:"):

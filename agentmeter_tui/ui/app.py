@@ -14,10 +14,10 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeGuard, TypeVar
 
 from textual.app import App, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.signal import Signal
 
@@ -25,6 +25,12 @@ from ..core.run.control import FeedMessage
 from .session import FeedClient, Session
 from .settings import UiSettings, load_settings, reviewer_name
 from .themes import APP_VARIABLES, DEFAULT_DARK, DEFAULT_LIGHT, load_themes
+
+if TYPE_CHECKING:  # for the checker only: each is imported when its screen is first shown
+    from .screens.cell import CellScreen
+    from .screens.fleet import FleetScreen
+    from .screens.live import LiveScreen
+    from .screens.review import ReviewScreen
 
 STYLES = Path(__file__).parent / "styles"
 # Fewer, larger young collections and rarer full ones: the feed allocates fast, and a full
@@ -43,11 +49,26 @@ def _screen(module: str, name: str) -> Callable[[], Screen]:
     return make
 
 
-def _shown(screen: Screen, module: str, name: str) -> bool:
-    """Whether ``screen`` is a ``screens.<module>.<name>``, without importing that module (a
-    screen not imported yet cannot be the one shown)."""
-    loaded = sys.modules.get(f"{__package__}.screens.{module}")
-    return loaded is not None and isinstance(screen, getattr(loaded, name))
+S = TypeVar("S", bound=Screen)
+
+
+class _Shown(Generic[S]):
+    """Tells whether a screen is a ``screens.<module>.<name>`` (the class ``S``), without importing
+    that module (a screen not imported yet cannot be the one shown); the checker then knows
+    the screen as an ``S``."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def __call__(self, screen: Screen) -> TypeGuard[S]:
+        loaded = sys.modules.get(f"{__package__}.screens.{self.module}")
+        return loaded is not None and isinstance(screen, getattr(loaded, self.name))
+
+
+_cell_shown: _Shown[CellScreen] = _Shown("cell", "CellScreen")
+_fleet_shown: _Shown[FleetScreen] = _Shown("fleet", "FleetScreen")
+_live_shown: _Shown[LiveScreen] = _Shown("live", "LiveScreen")
+_review_shown: _Shown[ReviewScreen] = _Shown("review", "ReviewScreen")
 
 
 class AgentMeterApp(App):
@@ -158,8 +179,9 @@ class AgentMeterApp(App):
         if self.session.blind and mode != "review":
             self.notify("Blind review: other screens show models and costs. Unblind first (b).", severity="warning")
             return
-        if mode == "review" and _shown(self.screen, "live", "LiveScreen"):
-            trial = self.session.live.trials.get(self.screen.selected_trial() or -1)
+        screen = self.screen
+        if mode == "review" and _live_shown(screen):
+            trial = self.session.live.trials.get(screen.selected_trial() or -1)
             if trial is not None and trial.finished:
                 await self.open_review(trial.id)  # r on a finished pane reviews that trial
                 return
@@ -169,14 +191,14 @@ class AgentMeterApp(App):
 
     def _leave_cell(self) -> None:
         """A cell or fleet screen sits on the grid's (or live) stack; leaving for another screen closes it."""
-        while _shown(self.screen, "cell", "CellScreen") or _shown(self.screen, "fleet", "FleetScreen"):
+        while _cell_shown(self.screen) or _fleet_shown(self.screen):
             self.pop_screen()
 
     async def open_review(self, trial_id: int | None, adjudicate: bool = False) -> None:
         self._leave_cell()
         await self.switch_mode("review")
         screen = self.screen
-        if _shown(screen, "review", "ReviewScreen"):
+        if _review_shown(screen):
             screen.adjudicating = adjudicate
             screen.open(trial_id)
 
@@ -199,7 +221,7 @@ class AgentMeterApp(App):
         self._leave_cell()
         await self.switch_mode("live")
         screen = self.screen
-        if _shown(screen, "live", "LiveScreen"):
+        if _live_shown(screen):
             screen.pin(trial_id)
 
     # -- actions ---------------------------------------------------------------------------------
@@ -244,7 +266,8 @@ class AgentMeterApp(App):
         from .screens.runs import RunsScreen
         from .widgets.transcript_view import TranscriptView
 
-        anywhere = [replace(b, tooltip=self.quit_text()) if b.id == "quit" else b for b in self.BINDINGS]
+        anywhere: list[BindingType] = [replace(b, tooltip=self.quit_text()) if isinstance(b, Binding) and b.id == "quit"
+                                       else b for b in self.BINDINGS]
         sections = [("grid", GridScreen.BINDINGS), ("cell", CellScreen.BINDINGS),
                     ("live", LiveScreen.BINDINGS), ("fleet", FleetScreen.BINDINGS), ("review", ReviewScreen.BINDINGS),
                     ("transcript", TranscriptView.BINDINGS), ("compare", CompareScreen.BINDINGS),

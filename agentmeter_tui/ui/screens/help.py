@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Label, Static
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help-close")]
 
-    def __init__(self, sections: Sequence[tuple[str, Sequence[Binding]]], keymap: dict[str, str]) -> None:
+    def __init__(self, sections: Sequence[tuple[str, Sequence[BindingType]]], keymap: dict[str, str]) -> None:
         super().__init__(classes="dialog")
         self.sections, self.keymap = sections, keymap
 
@@ -43,7 +43,8 @@ class HelpScreen(ModalScreen[None]):
         if not small:
             table.add_column("id", width=18)
         for section, bindings in self.sections:
-            for binding in bindings:
+            for entry in bindings:  # a BINDINGS entry may be a (key, action[, description]) tuple
+                binding = entry if isinstance(entry, Binding) else Binding(*entry)
                 if not binding.description:
                     continue
                 keys = self.keymap.get(binding.id or "", binding.key)
