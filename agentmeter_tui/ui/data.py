@@ -16,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -24,6 +24,10 @@ from ..core.inert import inert
 from ..core.run.control import LIVE_TEXT
 from ..core.store import Store
 from ..core.vocab import REVIEWABLE_STATUSES
+
+if TYPE_CHECKING:
+    from ..core.metrics.runs import Selection
+    from ..core.reporting.report import Report
 
 T = TypeVar("T")
 
@@ -129,7 +133,7 @@ def ams_by_config(store: Store, suite_id: str) -> dict[tuple[str, str], float | 
     return {row.config: row.ams for row in report.configurations}
 
 
-def report(store: Store, suite_id: str | None, selection: str = "latest", resamples: int = 0):
+def report(store: Store, suite_id: str | None, selection: Selection = "latest", resamples: int = 0) -> Report:
     from ..core.reporting import report_from_store
 
     return report_from_store(store, suite_id, selection=selection, rubric=True, agreement=True, resamples=resamples)
@@ -217,7 +221,10 @@ def event_index(store: Store, trial_id: int, first: int = 0, last: int | None = 
     Runs of short assistant events become one entry (the seq of its first event), so a
     streamed message reads as a paragraph rather than as a row per delta.
     """
-    seqs, kinds, texts, full = [], [], [], []
+    seqs: list[int] = []
+    kinds: list[str] = []
+    texts: list[str] = []
+    full: list[bool] = []
     for seq, kind, text in store.event_texts(trial_id, first, last):
         text = text or ""
         if (kind == "assistant" and kinds and kinds[-1] == "assistant" and full[-1]

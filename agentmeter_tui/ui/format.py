@@ -7,7 +7,8 @@ rules are tested without an app.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..core.run.control import Meter
@@ -128,7 +129,7 @@ def meter_fresh(meter: Meter) -> int:
     return sum(tokens_.values()) - int(tokens_.get("cached_input") or 0)
 
 
-def trial_title(row: dict) -> str:
+def trial_title(row: Mapping[str, Any]) -> str:
     """``#12 count-lines · solver × reference · t2`` for a meter or a trials row."""
     trial = row.get("trial", row.get("trial_index"))
     task = row.get("task", row.get("task_id"))

@@ -48,8 +48,9 @@ class TrialSummary:
                    tuple(flags or ()), source_label(row), row.get("node"))
 
     @classmethod
-    def from_meter(cls, meter: Meter) -> TrialSummary:
-        return cls(meter["id"], meter["model"], meter["cli"], meter["task"], meter["trial"], meter["status"],
+    def from_meter(cls, trial_id: int, meter: Meter) -> TrialSummary:
+        """``trial_id``: the meter's id, which it has once the store has the trial."""
+        return cls(trial_id, meter["model"], meter["cli"], meter["task"], meter["trial"], meter["status"],
                    meter.get("reason"), sum((meter.get("tokens") or {}).values()), meter.get("cost_usd"),
                    tuple(meter.get("flags") or ()), node=meter.get("node"))
 
@@ -121,8 +122,9 @@ class GridState:
 
     def apply_meters(self, meters: list[Meter]) -> None:
         for meter in meters:
-            if meter.get("id") is not None:
-                self.upsert(TrialSummary.from_meter(meter))
+            trial_id = meter.get("id")
+            if trial_id is not None:
+                self.upsert(TrialSummary.from_meter(trial_id, meter))
 
     def set_ams(self, ams: dict[Config, float | None]) -> None:
         for config, value in ams.items():

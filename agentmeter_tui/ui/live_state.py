@@ -27,15 +27,12 @@ BURN_WINDOW = 60.0  # seconds over which burn rates are measured
 class TrialLive:
     """One running (or just finished) trial as the feed describes it."""
 
+    id: int  # its meter's id: a meter without one (a trial not in the store yet) makes no TrialLive
     meter: Meter
     received: float  # wall time the meter arrived; elapsed advances from here between ticks
     events: deque = field(default_factory=lambda: deque(maxlen=TAIL))
     samples: deque = field(default_factory=lambda: deque(maxlen=256))  # (ts, fresh tokens, usd)
     last_seq: int = 0
-
-    @property
-    def id(self) -> int:
-        return self.meter["id"]
 
     @property
     def finished(self) -> bool:
@@ -101,11 +98,11 @@ class TickSummary:
     events: int = 0
 
 
-def skipped_marker(first: LiveEvent, count: int) -> tuple:
+def skipped_marker(first: LiveEvent, count: int) -> LiveEvent:
     """A tail line where the feed left events out (a trial printing faster than a pane can
     show): it says how many, in place of the last of them, so a tail never skips silently."""
-    return (first[0] - 1, first[1], "status", "runner",
-            f"… {count:,} events not shown live (every one is stored; review shows them)")
+    return [first[0] - 1, first[1], "status", "runner",
+            f"… {count:,} events not shown live (every one is stored; review shows them)"]
 
 
 PREPARED_KEPT = 50  # preparation lines kept: the build's progress needs the last few
@@ -152,7 +149,8 @@ class LiveState:
         summary = TickSummary()
         ts = self.clock()
         for meter in message.get("running") or ():
-            summary.started.add(meter["id"])
+            if meter["id"] is not None:  # one without is left out, as _meter leaves it
+                summary.started.add(meter["id"])
             # No burn-rate sample: a snapshot carries no time of its own to measure a rate against.
             self._meter(meter, ts, summary, sample=False)
         return summary
@@ -191,7 +189,7 @@ class LiveState:
             return
         trial = self.trials.get(trial_id)
         if trial is None:
-            trial = self.trials[trial_id] = TrialLive(meter, ts)
+            trial = self.trials[trial_id] = TrialLive(trial_id, meter, ts)
             summary.started.add(trial_id)
         if sample:
             trial.set_meter(meter, ts)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
-from ..core.run.control import ControlError, FeedMessage, encode, open_async
+from ..core.run.control import ControlError, FeedMessage, Snapshot, Tick, encode, open_async
 from ..core.vocab import FINAL_STATUSES
 from .data import StoreThread, SuiteOverview, grid_rows, latest_scores, overview
 from .grid_state import GridState
@@ -98,7 +98,7 @@ class Session:
         self.live = LiveState()
         self.grid = GridState([], [])
         self.overview = SuiteOverview(suite_id)
-        self.scores: dict[int, int] = {}
+        self.scores: dict[int, float] = {}  # trial id -> its agreed score (a median may be a half)
 
     async def load(self) -> None:
         """Read the suite's shape and its trials so far (once; the feed keeps them current)."""
@@ -113,17 +113,19 @@ class Session:
 
     def apply(self, message: FeedMessage) -> TickSummary:
         """One feed message into both states (live and grid); returns the live state's summary of it."""
-        if message.get("type") == "snapshot" and self.suite_id is None:
-            self.suite_id = message.get("suite")
         summary = self.live.apply(message)
         kind = message.get("type")
-        if kind == "snapshot":
+        if kind == "snapshot":  # the tag says which message it is (as in LiveState.apply)
+            snapshot = cast(Snapshot, message)
+            if self.suite_id is None:
+                self.suite_id = snapshot.get("suite")
             # ``done``: trials this run finished before we subscribed, perhaps after we read the store
-            self.grid.apply_meters(message.get("done") or [])
-            self.grid.apply_meters(message.get("running") or [])
+            self.grid.apply_meters(snapshot.get("done") or [])
+            self.grid.apply_meters(snapshot.get("running") or [])
         elif kind == "tick":
-            self.grid.apply_meters(message.get("meters") or [])
-            self.grid.apply_meters(message.get("finished") or [])
+            tick = cast(Tick, message)
+            self.grid.apply_meters(tick.get("meters") or [])
+            self.grid.apply_meters(tick.get("finished") or [])
         return summary
 
     async def refresh(self) -> TickSummary:

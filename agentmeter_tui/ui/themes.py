@@ -10,7 +10,7 @@ the stylesheets parse under any theme, Textual's built-in ones included.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from textual.color import Color, ColorParseError
@@ -113,6 +113,10 @@ def load_themes(dirs: list[Path] | None = None) -> tuple[list[Theme], list[str]]
     return list(themes.values()), errors
 
 
+@overload
+def heat_colour(variables: dict[str, str], value: float) -> Color: ...
+@overload
+def heat_colour(variables: dict[str, str], value: None) -> None: ...
 def heat_colour(variables: dict[str, str], value: float | None) -> Color | None:
     """A colour between ``heat-low`` and ``heat-high`` for ``value`` in [0, 1]."""
     if value is None:

@@ -9,6 +9,7 @@ opens the comparison with another run (``screens.runs``) when the TUI was opened
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -34,6 +35,12 @@ from ..widgets.charts import AmsHeatmap, PassCostPlot, TierProfile
 from ..widgets.footer import KeysFooter
 from ..widgets.money import HoldBanner
 from .base import SessionScreen
+
+if TYPE_CHECKING:
+    from textual.worker import WorkType
+
+    from ...core.metrics.runs import Selection
+    from ...core.reporting.report import Report
 
 # (header, value of a ConfigScore, formatter, higher is better): the columns `agentmeter report`
 # prints, so the screen and the Markdown table never disagree, plus the rubric winrate.
@@ -86,9 +93,9 @@ class ReportScreen(SessionScreen):
 
     def __init__(self) -> None:
         super().__init__(id="report-screen")
-        self.selection = "latest"
+        self.selection: Selection = "latest"
         self.intervals = False
-        self.report = None
+        self.report: Report | None = None
         self._version = -1
         self.charts_first = False
 
@@ -147,7 +154,9 @@ class ReportScreen(SessionScreen):
 
     def action_reload(self) -> None:
         self._version = self.session.grid.finished_version
-        self.run_worker(self._load, group="report", exclusive=True, exit_on_error=False)
+        # the coroutine function, not a coroutine: a load cancelled before it starts leaves none unawaited
+        work: WorkType[None] = self._load  # (Textual's WorkType solves to Never for a bare method)
+        self.run_worker(work, group="report", exclusive=True, exit_on_error=False)
 
     async def _load(self) -> None:
         if self.session.suite_id is None:
@@ -160,10 +169,9 @@ class ReportScreen(SessionScreen):
             self.query_one("#report-title", Static).update(f"Report unavailable: {escape(str(exc))}")
             return
         self.report = built
-        self._show()
+        self._show(built)
 
-    def _show(self) -> None:
-        rep = self.report
+    def _show(self, rep: Report) -> None:
         self.query_one("#report-title", Static).update(
             f"[b]Report[/] {escape(rep.suite)} [$text-muted]│[/] {rep.n_tasks} tasks · {len(rep.configurations)} "
             f"configurations [$text-muted]│ selection:[/] {escape(rep.selection_text)}")
@@ -180,7 +188,7 @@ class ReportScreen(SessionScreen):
         self.query_one(PassCostPlot).show(scatter_data(rep))
         self.query_one(TierProfile).show(tier_profile_data(rep, top=8))
 
-    def _table2(self, rep) -> None:
+    def _table2(self, rep: Report) -> None:
         table = self.query_one("#table2", DataTable)
         table.clear(columns=True)
         rows = rep.configurations
@@ -212,15 +220,17 @@ class ReportScreen(SessionScreen):
                                                                    style=passes[i].style, justify="right"),
                           "/".join(str(row.passes_by_tier[t]) for t in TIERS), *(col[i] for col in columns))
 
-    def _trials(self, rep) -> None:
+    def _trials(self, rep: Report) -> None:
         table = self.query_one("#trials", DataTable)
         table.clear(columns=True)
+        if rep.trials is None:  # a report built without its every-trial table: nothing to list
+            return
         header, rows = trial_cells(rep.trials, fmt_usd, fmt_tokens)
         table.add_columns(*header)
         for row in rows:
             table.add_row(*(Text(c, justify="right") if n > 1 else c for n, c in enumerate(row)))
 
-    def _rubric(self, rep) -> None:
+    def _rubric(self, rep: Report) -> None:
         """Medians per (task, configuration) with winners in bold and each configuration's winrate.
 
         Laid out with the longer list down the side: tasks as rows for a big task set, the

@@ -164,10 +164,9 @@ class ReviewScreen(ReviewTranscript, ReviewModes, MoneyKeys, SessionScreen):
     def flush(self) -> None:
         """Keep the title's progress current while others score or the runner finishes trials."""
         if self.detail is not None:
-            self._show_title()
+            self._show_title(self.detail)
 
-    def _show_title(self) -> None:
-        detail = self.detail
+    def _show_title(self, detail: TrialDetail) -> None:
         scored = sum(1 for _, s in self.queue if s)
         position = next((n for n, (i, _) in enumerate(self.queue, 1) if i == self.trial_id), None)
         reviewer = f"[$text-muted]│ reviewer[/] {escape(self.session.reviewer)}"
@@ -192,7 +191,7 @@ class ReviewScreen(ReviewTranscript, ReviewModes, MoneyKeys, SessionScreen):
         detail = self.detail
         if detail is None:
             return
-        self._show_title()
+        self._show_title(detail)
         blind = self.session.blind
         for panel in ("#score-panel", "#verdict-panel"):
             self.query_one(panel).display = True

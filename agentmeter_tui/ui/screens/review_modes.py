@@ -8,6 +8,7 @@ Adjudication: the queue is the trials whose reviewers disagree; a score given th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..data import TrialDetail, review_queue
@@ -23,6 +24,10 @@ class ReviewModes:
     adjudicating: bool
     threshold: int
     masker: Any
+    # of the screen this is mixed into: Textual's, and ReviewScreen.open (what loads a trial)
+    notify: Callable[..., None]
+    run_worker: Callable[..., object]
+    open: Callable[[int | None], None]
 
     async def _load_queue(self) -> list[tuple[int, bool]]:
         store, session = self.session.store, self.session

@@ -67,7 +67,7 @@ class ReviewTranscript:
         self.run_worker(self._load_chunk(message.view.doc, message.chunk), group="review-chunks",
                         exit_on_error=False)
 
-    async def _load_chunk(self, doc: TranscriptDoc, c: int) -> None:
+    async def _load_chunk(self, doc: TranscriptDoc | None, c: int) -> None:  # None: the view was cleared
         trial_id = self.trial_id
         if trial_id is None or doc is None:
             return

@@ -10,6 +10,8 @@ The data functions are the same ones the matplotlib charts of ``agentmeter repor
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 from rich.table import Table
 from rich.text import Text
 from textual.color import Color
@@ -17,7 +19,7 @@ from textual.markup import escape
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from ...core.reporting.charts import ScatterData
+from ...core.reporting.charts import HeatmapData, ScatterData, TierProfileData
 from ...core.vocab import TIERS
 from ..themes import APP_VARIABLES, heat_colour
 
@@ -30,27 +32,30 @@ def theme_rgb(variables: dict[str, str], name: str) -> tuple[int, int, int]:
     return Color.parse(variables.get(name) or APP_VARIABLES[name]).rgb
 
 
-class ThemedChart(Static):
-    """A chart drawn from its data with theme colours: drawn again when the theme changes."""
+D = TypeVar("D")
 
-    _data = None
 
-    def show(self, data) -> None:
+class ThemedChart(Static, Generic[D]):
+    """A chart drawn from its data (a ``D``) with theme colours: drawn again when the theme changes."""
+
+    _data: D | None = None
+
+    def show(self, data: D) -> None:
         self._data = data
-        self._draw()
+        self._draw(data)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         if self._data is not None:
-            self._draw()
+            self._draw(self._data)
 
-    def _draw(self) -> None:
+    def _draw(self, data: D) -> None:
         raise NotImplementedError
 
 
-class AmsHeatmap(ThemedChart):
-    def _draw(self) -> None:
-        data, variables = self._data, self.app.theme_variables
+class AmsHeatmap(ThemedChart[HeatmapData]):
+    def _draw(self, data: HeatmapData) -> None:
+        variables = self.app.theme_variables
         narrow = len(data.clis) > 4  # many CLIs: two decimals and short headers so every column fits
         table = Table(box=None, padding=(0, 1), show_edge=False, expand=False)
         table.add_column("AMS", style="bold", no_wrap=True, max_width=10)
@@ -85,7 +90,7 @@ class PassCostPlot(PlotextPlot):
         colours = {m: theme_rgb(variables, SERIES_VARS[n % len(SERIES_VARS)]) for n, m in enumerate(models)}
         muted = theme_rgb(variables, "status-queued")
         costs = [p.usd_per_pass for p in data.points] or [1.0]
-        if data.mean_pass_rate is not None:
+        if data.mean_pass_rate is not None and data.mean_usd_per_pass is not None:  # both, or neither
             plt.hline(100 * data.mean_pass_rate, color=muted)
             plt.vline(data.mean_usd_per_pass, color=muted)
         canvas = theme_rgb(variables, "surface") if "surface" in variables else None
@@ -121,11 +126,10 @@ class PassCostPlot(PlotextPlot):
         self.refresh()
 
 
-class TierProfile(ThemedChart):
+class TierProfile(ThemedChart[TierProfileData]):
     """Passes by tier of the top configurations, as stacked bars of theme colours."""
 
-    def _draw(self) -> None:
-        data = self._data
+    def _draw(self, data: TierProfileData) -> None:
         if not data.labels:
             self.update("no configurations yet")
             return

@@ -8,6 +8,7 @@ model's row and a paused CLI's column on the grid. Everything comes from the fee
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -40,7 +41,7 @@ def cap_text(row: dict[str, Any]) -> str:
     return text + (" · REACHED" if row.get("state") == "hit" else "")
 
 
-def money_markup(progress: dict[str, Any], spent_usd: float = 0.0) -> str:
+def money_markup(progress: Mapping[str, Any], spent_usd: float = 0.0) -> str:
     """The run bar's money part: the tightest cap with spend and forecast (or the forecast
     alone), and what is paused. Empty when there is nothing to say. No figure of the forecast
     shows below ``spent_usd`` (what the run bar says is spent) or the forecast's own spend."""
@@ -57,8 +58,8 @@ def money_markup(progress: dict[str, Any], spent_usd: float = 0.0) -> str:
             colour = "$error" if row.get("forecast_passes") else "$text"
             text += f" [$text-muted]· forecast[/] [{colour}]{forecast}{' ▲ over' if row.get('forecast_passes') else ''}[/]"
         parts.append(text)  # a reached cap: the run bar's HELD says it, with the figure
-    elif (forecast := progress.get("forecast") or {}).get("basis"):
-        usd = forecast.get("usd") or {}
+    elif (projection := progress.get("forecast") or {}).get("basis"):
+        usd = projection.get("usd") or {}
         floor = max(spent_usd or 0.0, usd.get("spent") or 0.0)
         low, projected, high = (max(floor, usd.get(k) or 0.0) for k in ("low", "projected", "high"))
         parts.append(f"[$text-muted]forecast[/] {fmt.usd(projected)} "
@@ -111,13 +112,13 @@ def mark_paused(table: GridTable, models: frozenset[str], clis: frozenset[str]) 
     for key, column in table.columns.items():
         if key.value == LABEL_COLUMN:
             continue
-        label = f"{PAUSED}{key.value}" if key.value in clis else key.value
+        label = f"{PAUSED}{key.value}" if key.value in clis else key.value or ""  # a column's key: its CLI
         if column.label.plain != label:
             column.label = Text(label, style="bold" if key.value in clis else "")
             table.refresh()
-    for key in table.rows:
-        name = key.value
-        cell = table.get_cell(key, LABEL_COLUMN)
+    for row_key in table.rows:
+        name = row_key.value or ""  # a row's key: its model
+        cell = table.get_cell(row_key, LABEL_COLUMN)
         label = f"{PAUSED}{name}" if name in models else name
         if getattr(cell, "plain", cell) != label:
-            table.update_cell(key, LABEL_COLUMN, Text(label, style=cell.style if isinstance(cell, Text) else ""))
+            table.update_cell(row_key, LABEL_COLUMN, Text(label, style=cell.style if isinstance(cell, Text) else ""))

@@ -7,22 +7,33 @@ or their styles change.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from rich.style import Style
+
+
+class _Styled(Protocol):
+    """What the mixin reads of the widget it is mixed into (textual's ``Widget``)."""
+
+    @property
+    def rich_style(self) -> Style: ...
+
+    def get_component_rich_style(self, *names: str, partial: bool = False) -> Style: ...
 
 
 class ComponentStyles:
     """Mixin for widgets: ``self._style(name)``; ``"base"`` is the widget's own style."""
 
-    _styles: dict[str, Style | str]
+    _styles: dict[str, Style]
 
-    def _style(self, name: str, partial: bool = True) -> Style | str:
-        cache = self.__dict__.setdefault("_styles", {})
+    def _style(self: _Styled, name: str, partial: bool = True) -> Style:
+        cache: dict[str, Style] = self.__dict__.setdefault("_styles", {})
         style = cache.get(name)
         if style is None:
             try:
                 style = self.rich_style if name == "base" else self.get_component_rich_style(name, partial=partial)
-            except KeyError:
-                style = ""
+            except KeyError:  # a component class no stylesheet defines: no style (a null one adds to others)
+                style = Style.null()
             cache[name] = style
         return style
 

@@ -202,7 +202,7 @@ class TranscriptView(ScrollView, can_focus=True):
         width = self.size.width
         doc = self.doc
         located = doc.locate(int(self.scroll_offset.y) + y) if doc is not None else None
-        if located is None:
+        if doc is None or located is None:
             return Strip.blank(width, self.rich_style)
         index, line = located
         if not doc.loaded(index):
