@@ -126,4 +126,4 @@ class CompareScreen(SessionScreen):
             self.notify("The two trials take the same steps." if complete else
                         "The same steps so far; the rest is still being read.")
             return
-        self.query_one(CompareView).show_row(self.comparison.divergence)
+        self.query_one(CompareView).show_row(comparison.divergence)

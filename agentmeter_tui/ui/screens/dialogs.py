@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -131,7 +132,8 @@ class BudgetDialog(TrialBound, ModalScreen[dict | None]):
     figure is typed (``hold_for`` shows for how long); a raise or a cancel ends the hold."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="budget-cancel")]
-    FIELDS = (("tokens", "tokens"), ("usd", "USD"), ("wall_seconds", "seconds"))  # (limit, label) asked for
+    # (limit, label) asked for, in order; a subclass asks for fewer (CapDialog)
+    FIELDS: ClassVar[tuple[tuple[str, str], ...]] = (("tokens", "tokens"), ("usd", "USD"), ("wall_seconds", "seconds"))
     APPLY = "Raise"
     clock = staticmethod(time.monotonic)  # the hold's countdown (a test holds it still)
 

@@ -12,6 +12,7 @@ sends the nodes. A run whose sandbox places no trials on nodes, or no runner, ha
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,6 +24,9 @@ from .. import format as fmt
 from ..widgets.footer import KeysFooter
 from ..widgets.money import HoldBanner
 from .base import SessionScreen
+
+if TYPE_CHECKING:
+    from ...core.run.control import NodeState
 
 NO_FLEET = "no fleet: this run's sandbox places no trials on nodes"
 STATE_TEXT = {"ready": "ready", "drain": "drained", "down": "down"}
@@ -101,7 +105,7 @@ class FleetScreen(SessionScreen):
                         table.update_cell(name, label, after)
         self._shown = wanted
 
-    def _current(self) -> dict | None:
+    def _current(self) -> NodeState | None:
         table = self.query_one(DataTable)
         if not table.row_count:
             return None

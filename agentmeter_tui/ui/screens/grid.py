@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -28,6 +29,9 @@ from ..widgets.trial_table import TrialTable
 from .base import SessionScreen
 from .fleet import FLEET_BINDING, FleetScreen
 from .money import MoneyKeys
+
+if TYPE_CHECKING:
+    from textual.worker import WorkType
 
 AMS_EVERY = 3.0  # seconds between AMS recomputations while trials finish
 PREVIEW_EVERY = 1.0  # seconds between redraws of the highlighted cell's trial list while its trials run
@@ -184,7 +188,9 @@ class GridScreen(MoneyKeys, SessionScreen):
         if session.suite_id is None or finished == self._ams_version or time.monotonic() - self._ams_at < AMS_EVERY:
             return
         self._ams_version, self._ams_at = finished, time.monotonic()
-        self.run_worker(partial(self._load_ams, session.suite_id), group="ams", exclusive=True, exit_on_error=False)
+        # a callable, not a coroutine: a load cancelled before it starts leaves none unawaited
+        work: WorkType[None] = partial(self._load_ams, session.suite_id)  # (Textual's WorkType solves to Never for it)
+        self.run_worker(work, group="ams", exclusive=True, exit_on_error=False)
 
     async def _load_ams(self, suite_id: str) -> None:
         try:

@@ -92,7 +92,8 @@ class LiveScreen(MoneyKeys, SessionScreen):
             return
         now = self.session.live.clock()
         for meter in summary.finished:
-            self.finished_at.setdefault(meter["id"], now)
+            if meter["id"] is not None:  # (the live state keeps only meters with an id)
+                self.finished_at.setdefault(meter["id"], now)
 
     def on_resize(self) -> None:
         self.flush()

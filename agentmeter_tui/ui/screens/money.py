@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -194,10 +194,10 @@ class MoneyKeys:
                                                            "paused; its running trials go on, none starts."),
                                  **{kind: name})
         if reply is not None:  # the feed sends progress with its next news; show the new state now
-            key = "paused_models" if kind == "model" else "paused_clis"
+            key: Literal["paused_models", "paused_clis"] = "paused_models" if kind == "model" else "paused_clis"
             names = set(self.session.live.progress.get(key) or ())
             (names.discard if resume else names.add)(name)
-            self.session.live.progress[key] = sorted(names)  # type: ignore[literal-required]
+            self.session.live.progress[key] = sorted(names)
             self.app.feed_signal.publish(None)  # type: ignore[attr-defined]
 
     # -- rerun -----------------------------------------------------------------------------------

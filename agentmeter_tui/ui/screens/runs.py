@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -20,9 +21,18 @@ from ...core.metrics.intervals import MIN_TASKS, TOO_FEW
 from ...core.reporting.cells import DASH, fmt_score
 from ...core.reporting.compare import RunComparison, compare_stores
 from ..widgets.footer import KeysFooter
+
+if TYPE_CHECKING:
+    from ...core.metrics.runs import Selection
 from .base import SessionScreen
 
 RESAMPLES = 2000
+
+
+def _change(reward: tuple[float | None, float | None]) -> float | None:
+    """B's mean reward less A's; None when a side has none."""
+    a, b = reward
+    return None if a is None or b is None else b - a
 
 
 def _share(value: float | None) -> str:
@@ -49,7 +59,7 @@ class RunsScreen(SessionScreen):
     def __init__(self, versus: Path) -> None:
         super().__init__(id="runs-screen")
         self.versus = Path(versus)
-        self.selection = "latest"
+        self.selection: Selection = "latest"
         self.flips_only = False
         self.comparison: RunComparison | None = None
 
@@ -105,12 +115,14 @@ class RunsScreen(SessionScreen):
         table = self.query_one("#runs-configs", DataTable)
         table.clear(columns=True)
         table.add_columns("Model", "CLI", "Pass A→B", "AMS A", "AMS B", "Δ", "Δ 95%", "P(B ahead)", "P(A ahead)")
+        colours = self.app.theme_variables  # Rich styles take colours, not $variables
         for c in cmp.configs:
             d = c.difference
-            interval = TOO_FEW if d.too_few else DASH if d.low is None else f"{d.low:+.3f} – {d.high:+.3f}"
-            sure = not d.too_few and d.low is not None and (d.low > 0 or d.high < 0)
-            colours = self.app.theme_variables  # Rich styles take colours, not $variables
-            delta_style = "" if not sure else "bold " + colours.get("status-passed" if d.low > 0 else "status-failed", "")
+            interval, delta_style = TOO_FEW if d.too_few else DASH, ""
+            if not d.too_few and d.low is not None:  # high None: unbounded above
+                interval = f"{d.low:+.3f} – {'∞' if d.high is None else f'{d.high:+.3f}'}"
+                if d.low > 0 or (d.high is not None and d.high < 0):  # the interval leaves 0 out: sure
+                    delta_style = "bold " + colours.get("status-passed" if d.low > 0 else "status-failed", "")
             table.add_row(Text(c.config[0]), Text(c.config[1]), Text(f"{c.passes[0]} → {c.passes[1]}", justify="right"),
                           Text(fmt_score(c.ams[0]), justify="right"), Text(fmt_score(c.ams[1]), justify="right"),
                           Text(DASH if c.estimate is None else f"{c.estimate:+.3f}", style=delta_style, justify="right"),
@@ -120,8 +132,7 @@ class RunsScreen(SessionScreen):
 
     def _cells(self, cmp: RunComparison) -> None:
         flips = sum(c.flipped for c in cmp.cells)
-        moved = [c for c in cmp.cells if c.flipped or (not self.flips_only and None not in c.reward
-                                                        and abs(c.reward[1] - c.reward[0]) > 1e-9)]
+        moved = [c for c in cmp.cells if c.flipped or (not self.flips_only and abs(_change(c.reward) or 0.0) > 1e-9)]
         self.query_one("#runs-cells-title", Static).update(
             f"Per task · {flips} flip(s) over {len(cmp.cells)} cells (▲ fail → pass, ▼ pass → fail) · "
             + ("only flips (f: every change)" if self.flips_only else "flips and reward changes (f: flips only)"))
@@ -135,6 +146,6 @@ class RunsScreen(SessionScreen):
             table.add_row(Text(c.task), Text(f"{c.config[0]}/{c.config[1]}"), _verdict(c.passed[0], colours),
                           _verdict(c.passed[1], colours), mark,
                           Text(fmt_score(c.reward[0]), justify="right"), Text(fmt_score(c.reward[1]), justify="right"),
-                          Text(DASH if None in c.reward else f"{c.reward[1] - c.reward[0]:+.3f}", justify="right"))
+                          Text(DASH if (change := _change(c.reward)) is None else f"{change:+.3f}", justify="right"))
         if not moved:
             table.add_row("no task changed", "", "", "", "", "", "", "")

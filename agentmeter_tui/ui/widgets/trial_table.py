@@ -10,7 +10,7 @@ they scroll into view: formatting every row every second was most of the live sc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.text import Text
@@ -58,8 +58,8 @@ class TrialTable(CellUpdates, ComponentStyles, DataTable):
         self.column_keys = [c for c in columns]
         self.widths = widths or {}
         self._rows: dict[int, tuple] = {}
-        self._latest: dict[int, dict[str, Any]] = {}  # rows given but not drawn yet (out of view)
-        self._given: list[dict[str, Any]] = []  # the rows of the last sync (drawn again at a new width)
+        self._latest: dict[int, Mapping[str, Any]] = {}  # rows given but not drawn yet (out of view)
+        self._given: list[Mapping[str, Any]] = []  # the rows of the last sync (drawn again at a new width)
         self._fitted: dict[str, int] = {}  # the widths in use
 
     def on_focus(self) -> None:
@@ -95,7 +95,7 @@ class TrialTable(CellUpdates, ComponentStyles, DataTable):
     def _width(self, key: str) -> int:
         return self._fitted.get(key) or self.widths.get(key) or next(w for k, _label, w in COLUMNS if k == key)
 
-    def cells(self, row: dict[str, Any]) -> tuple:
+    def cells(self, row: Mapping[str, Any]) -> tuple:
         status = row.get("status") or "?"
         raw = row.get("raw")
         if raw is None:
@@ -120,7 +120,7 @@ class TrialTable(CellUpdates, ComponentStyles, DataTable):
         }
         return tuple(values[key] for key in self.column_keys)
 
-    def sync(self, rows: Sequence[dict[str, Any]], visible_only: bool = False) -> None:
+    def sync(self, rows: Sequence[Mapping[str, Any]], visible_only: bool = False) -> None:
         """Make the table show ``rows`` (each with an ``id``), touching only what changed.
 
         ``visible_only``: rows already in the table but out of view keep their old figures
@@ -148,7 +148,7 @@ class TrialTable(CellUpdates, ComponentStyles, DataTable):
                 changes.update(self._changes(trial_id, row))
         self.set_cells(changes)
 
-    def _changes(self, trial_id: int, row: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    def _changes(self, trial_id: int, row: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
         cells = self.cells(row)
         old = self._rows.get(trial_id)
         self._rows[trial_id] = cells
