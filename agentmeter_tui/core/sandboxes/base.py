@@ -142,6 +142,10 @@ class SandboxSession(ABC):
         """Remove the workspace and HOME unless ``keep``; make sure no process is left either way."""
 
 
+def _unheard(text: str) -> None:
+    """A sandbox's progress before anyone listens (``Sandbox.on_progress``)."""
+
+
 class Sandbox(ABC):
     """A kind of sandbox. ``open`` makes a fresh session for one trial.
 
@@ -172,10 +176,10 @@ class Sandbox(ABC):
         # filesystem view of its own shows them, read-only (set by the runner).
         self.tool_roots: list[str] = []
 
-    @staticmethod
-    def on_progress(text: str) -> None:
-        """What the sandbox is preparing now (``preflight``: an image being built, step by
-        step); the runner sets its own, callable from any thread, to tell its clients."""
+    # What the sandbox is preparing now (``preflight``: an image being built, step by step); the
+    # runner (and ``images build``) sets its own, callable from any thread, to tell its clients:
+    # an attribute, so that setting it type-checks.
+    on_progress: Callable[[str], None] = staticmethod(_unheard)
 
     def capacity(self) -> int:
         """How many trials this sandbox can run at once (its hosts' slots)."""
