@@ -11,17 +11,15 @@ from typing import TYPE_CHECKING, Protocol
 
 from textual.app import SystemCommand
 
+from .host import AppHost
+
 if TYPE_CHECKING:
     from textual.screen import Screen
 
-    from .session import Session
 
-
-class PaletteHost(Protocol):
-    """What the palette calls on the app (:class:`~.app.AgentMeterApp`); named here so that
-    this module does not import the one that imports it."""
-
-    session: Session
+class PaletteHost(AppHost, Protocol):
+    """What the palette calls on the app (:class:`~.app.AgentMeterApp`) besides what every screen
+    does; named here so that this module does not import the one that imports it."""
 
     async def action_mode(self, mode: str) -> None: ...
 

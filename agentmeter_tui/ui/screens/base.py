@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from textual.screen import Screen
 
+from ..host import host
+
 if TYPE_CHECKING:
     from ..live_state import TickSummary
     from ..session import Session
@@ -23,10 +25,10 @@ class SessionScreen(Screen):
 
     @property
     def session(self) -> Session:
-        return self.app.session  # type: ignore[attr-defined]
+        return host(self.app).session
 
     def on_mount(self) -> None:
-        self.app.feed_signal.subscribe(self, self.on_feed, immediate=True)  # type: ignore[attr-defined]
+        host(self.app).feed_signal.subscribe(self, self.on_feed, immediate=True)
         self.set_interval(self.REFRESH_SECONDS, self._tick)
 
     timed = False  # True while the timer's flush runs

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Static
 from ...core.vocab import ACTIVE_STATUSES
 from ..data import latest_scores
 from ..grid_state import Config
+from ..host import host
 from ..widgets.footer import KeysFooter
 from ..widgets.grid_table import cell_summary_markup
 from ..widgets.money import HoldBanner
@@ -92,6 +93,6 @@ class CellScreen(MoneyKeys, SessionScreen):
             return
         trial = self.session.grid.trials.get(trial_id)
         if trial is not None and trial.status in ACTIVE_STATUSES:
-            await self.app.open_live(trial_id)  # type: ignore[attr-defined]
+            await host(self.app).open_live(trial_id)
         else:
-            await self.app.open_review(trial_id)  # type: ignore[attr-defined]
+            await host(self.app).open_review(trial_id)

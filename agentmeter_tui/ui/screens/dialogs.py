@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,28 +21,33 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 
 from ...core.vocab import FINAL_STATUSES, MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
 from .. import format as fmt
+from ..host import host
 
 BUDGET_MOST = {"tokens": MAX_BUDGET_TOKENS, "usd": MAX_BUDGET_USD, "wall_seconds": MAX_BUDGET_WALL}
 
 
-class TrialBound:
-    """Part of a dialog about trial ``trial_id``: ``ended`` says how it ended once it has."""
+R = TypeVar("R")
+
+
+class TrialBound(ModalScreen[R]):
+    """A dialog about trial ``trial_id`` (answering an ``R``): ``ended`` says how it ended once it has."""
 
     trial_id: int | None = None
     ended: str | None = None
 
     def watch_trial(self) -> None:
         if self.trial_id is not None:
-            self.app.feed_signal.subscribe(self, self._check_trial, immediate=True)  # type: ignore[attr-defined]
+            host(self.app).feed_signal.subscribe(self, self._check_trial, immediate=True)
             self._check_trial(None)
 
     def _check_trial(self, _summary: object) -> None:
-        if self.ended is not None:
+        trial_id = self.trial_id
+        if self.ended is not None or trial_id is None:
             return
-        session = self.app.session  # type: ignore[attr-defined]
-        live = session.live.trials.get(self.trial_id)
+        session = host(self.app).session
+        live = session.live.trials.get(trial_id)
         meter = live.meter if live is not None else None
-        stored = session.grid.trials.get(self.trial_id)
+        stored = session.grid.trials.get(trial_id)
         if meter is not None and meter.get("status") in FINAL_STATUSES:
             status, reason = meter["status"], meter.get("reason")
         elif meter is None and stored is not None and stored.status in FINAL_STATUSES:
@@ -58,7 +63,7 @@ class TrialBound:
         """Show that the trial has ended (override)."""
 
 
-class ConfirmDialog(TrialBound, ModalScreen[bool]):
+class ConfirmDialog(TrialBound[bool]):
     BINDINGS = [Binding("y", "answer(True)", "Yes", id="confirm-yes"),
                 Binding("n,escape", "answer(False)", "No", id="confirm-no")]
 
@@ -125,7 +130,7 @@ class NoteDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class BudgetDialog(TrialBound, ModalScreen[dict | None]):
+class BudgetDialog(TrialBound[dict | None]):
     """New limits for one trial (or every running trial); blank fields keep their value.
 
     For one trial, its opener asks the runner to hold that trial's budget kill while the

@@ -25,6 +25,8 @@ from ...core.run.launch import request_rerun
 from ...core.vocab import FINAL_STATUSES
 from .. import format as fmt
 from ..widgets.money import cap_text, paused_scopes
+from ..host import host
+from .base import SessionScreen
 from .dialogs import BudgetDialog, ConfirmDialog
 
 if TYPE_CHECKING:
@@ -121,15 +123,13 @@ def _runner_gone(session: Session) -> bool:
     return not session.live_mode or bool(session.live.ended)
 
 
-class MoneyKeys:
-    """Actions for the money keys (mixed into a screen that has a ``session``)."""
-
-    session: Session
+class MoneyKeys(SessionScreen):
+    """A session screen with the actions of the money keys (the screens that have them bind them)."""
 
     def _need_runner(self, what: str) -> bool:
         """True when a runner is attached; otherwise says so (and why) and returns False."""
         if _runner_gone(self.session):
-            self.notify(f"No runner is attached: {what} needs a running one. Start it with `agentmeter run` "  # type: ignore[attr-defined]
+            self.notify(f"No runner is attached: {what} needs a running one. Start it with `agentmeter run` "
                         "(or R reruns trials, which starts one).", severity="warning")
             return False
         return True
@@ -138,9 +138,9 @@ class MoneyKeys:
         try:
             reply = await self.session.request(op, **fields)
         except Exception as exc:
-            self.notify(f"{op} failed: {exc}", severity="error")  # type: ignore[attr-defined]
+            self.notify(f"{op} failed: {exc}", severity="error")
             return None
-        self.notify(done)  # type: ignore[attr-defined]
+        self.notify(done)
         return reply
 
     # -- caps ----------------------------------------------------------------------------------
@@ -151,7 +151,7 @@ class MoneyKeys:
         caps = self.session.live.progress.get("caps") or []
         run = next((row for row in caps if row["scope"] == "run"), {})
         detail = "\n".join(cap_text(row) for row in caps) or "The run has no cap yet."
-        self.app.push_screen(CapDialog("The run's cap (a reached cap holds the schedule; raising it resumes)",  # type: ignore[attr-defined]
+        self.app.push_screen(CapDialog("The run's cap (a reached cap holds the schedule; raising it resumes)",
                                        {"usd": run.get("usd"), "tokens": run.get("tokens")}, detail=detail),
                              self._cap_answered)
 
@@ -159,7 +159,7 @@ class MoneyKeys:
         if limits:
             said = "Run cap removed: trials it held back start again." if "clear" in limits else \
                 f"Run cap now {fmt.limits(limits)}."
-            self.run_worker(self._send("cap", said, scope="run", **limits),  # type: ignore[attr-defined]
+            self.run_worker(self._send("cap", said, scope="run", **limits),
                             exit_on_error=False)
 
     # -- one cell's budget, a model's or a CLI's pause -------------------------------------------
@@ -176,10 +176,10 @@ class MoneyKeys:
 
         def answered(limits: dict | None) -> None:
             if limits:
-                self.run_worker(self._send("budget", f"{model} × {cli}: every trial's budget now {fmt.limits(limits)}.",  # type: ignore[attr-defined]
+                self.run_worker(self._send("budget", f"{model} × {cli}: every trial's budget now {fmt.limits(limits)}.",
                                            model=model, cli=cli, **limits), exit_on_error=False)
 
-        self.app.push_screen(BudgetDialog(f"Budget of every trial of {model} × {cli} (running and to come)", {}),  # type: ignore[attr-defined]
+        self.app.push_screen(BudgetDialog(f"Budget of every trial of {model} × {cli} (running and to come)", {}),
                              answered)
 
     async def action_pause_scope(self, kind: str) -> None:
@@ -198,7 +198,7 @@ class MoneyKeys:
             names = set(self.session.live.progress.get(key) or ())
             (names.discard if resume else names.add)(name)
             self.session.live.progress[key] = sorted(names)
-            self.app.feed_signal.publish(None)  # type: ignore[attr-defined]
+            host(self.app).feed_signal.publish(None)
 
     # -- rerun -----------------------------------------------------------------------------------
 
@@ -213,12 +213,12 @@ class MoneyKeys:
             if statuses:
                 self.rerun({"statuses": statuses, "model": model, "cli": cli})
 
-        self.app.push_screen(RerunDialog(f"Rerun trials of {model} × {cli}", counts), answered)  # type: ignore[attr-defined]
+        self.app.push_screen(RerunDialog(f"Rerun trials of {model} × {cli}", counts), answered)
 
     def rerun_trial(self, trial: TrialSummary | None) -> None:
         """Ask, then rerun one finished trial (its cell and trial index) as a new attempt."""
         if trial is None or trial.status not in FINAL_STATUSES:
-            self.notify("Rerun takes a finished trial; this one has not ended.", severity="warning")  # type: ignore[attr-defined]
+            self.notify("Rerun takes a finished trial; this one has not ended.", severity="warning")
             return
         request = {"statuses": [trial.status], "task": trial.task, "model": trial.model, "cli": trial.cli,
                    "trial_index": trial.trial}
@@ -227,25 +227,25 @@ class MoneyKeys:
             if yes:
                 self.rerun(request)
 
-        self.app.push_screen(ConfirmDialog(  # type: ignore[attr-defined]
+        self.app.push_screen(ConfirmDialog(
             f"Rerun trial #{trial.id}?",
             f"Appends a new attempt of task {escape(trial.task)} (trial {trial.trial}) for "
             f"{escape(trial.model)} × {escape(trial.cli)}; nothing is overwritten.", yes="Rerun", danger=False),
             answered)
 
     def rerun(self, fields: dict[str, Any]) -> None:
-        self.run_worker(self._rerun({"op": "rerun", **fields}), exit_on_error=False)  # type: ignore[attr-defined]
+        self.run_worker(self._rerun({"op": "rerun", **fields}), exit_on_error=False)
 
     async def _rerun(self, request: dict[str, Any]) -> None:
         told: list[str] = []
         outcome = await asyncio.to_thread(request_rerun, self.session.db, request, None, told.append)
         if outcome.code != 0:
-            self.notify(" ".join([outcome.message, *told]), severity="error")  # type: ignore[attr-defined]
+            self.notify(" ".join([outcome.message, *told]), severity="error")
             return
         if outcome.added == 0:
-            self.notify("Nothing to rerun: no matching trial is the latest of its cell (or it is queued already).",  # type: ignore[attr-defined]
+            self.notify("Nothing to rerun: no matching trial is the latest of its cell (or it is queued already).",
                         severity="warning")
             return
-        self.notify(outcome.message)  # type: ignore[attr-defined]
+        self.notify(outcome.message)
         if outcome.started:
-            self.app.attach_runner()  # type: ignore[attr-defined]
+            host(self.app).attach_runner()

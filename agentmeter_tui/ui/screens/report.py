@@ -31,6 +31,7 @@ from ...core.reporting.render import (
 )
 from ...core.vocab import TIERS
 from ..data import report
+from ..host import host
 from ..widgets.charts import AmsHeatmap, PassCostPlot, TierProfile
 from ..widgets.footer import KeysFooter
 from ..widgets.money import HoldBanner
@@ -128,7 +129,7 @@ class ReportScreen(SessionScreen):
         self._fit_width()
 
     def action_versus(self) -> None:
-        self.app.open_runs()  # type: ignore[attr-defined]
+        host(self.app).open_runs()
 
     def action_charts(self) -> None:
         self.charts_first = not self.charts_first

@@ -9,16 +9,22 @@ Adjudication: the queue is the trials whose reviewers disagree; a score given th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data import TrialDetail, review_queue
+from ..host import host
 from ..review_data import adjudication_ids, blind_ids
 from .dialogs import ConfirmDialog
 
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from ..session import Session
+
 
 class ReviewModes:
-    session: Any
-    app: Any
+    session: Session
+    app: App[Any]
     queue: list[tuple[int, bool]]
     trial_id: int | None
     adjudicating: bool
@@ -98,4 +104,4 @@ class ReviewModes:
         if partner is None:
             self.notify("No other finished trial of this task to compare with.")
             return
-        self.app.open_compare(trial_id, partner)  # type: ignore[attr-defined]
+        host(self.app).open_compare(trial_id, partner)

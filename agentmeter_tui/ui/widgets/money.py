@@ -16,6 +16,7 @@ from textual.markup import escape
 from textual.widgets import Static
 
 from .. import format as fmt
+from ..host import host
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -81,11 +82,11 @@ class HoldBanner(Static):
         self._shown = ""
 
     def on_mount(self) -> None:
-        self.app.feed_signal.subscribe(self, self._follow, immediate=True)  # type: ignore[attr-defined]
+        host(self.app).feed_signal.subscribe(self, self._follow, immediate=True)
         self._follow(None)
 
     def _follow(self, _summary: object) -> None:
-        session: Session = self.app.session  # type: ignore[attr-defined]
+        session = host(self.app).session
         progress = session.live.progress if session.live_mode and not session.live.ended else {}
         held = progress.get("held") or []
         text = ""
