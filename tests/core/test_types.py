@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-CEILING = 253  # 301 before w4-mypy-core; core/reporting typed to 0 (compare, site/leaderboard, render_intervals, charts...)
+CEILING = 232  # 301 before w4-mypy-core; core/reporting, core/metrics, core/suites typed to 0
 
 ERROR = re.compile(r"^\S+:\d+: error: ", re.M)
 
