@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-CEILING = 232  # 301 before w4-mypy-core; core/reporting, core/metrics, core/suites typed to 0
+CEILING = 186  # 301 before w4-mypy-core, which typed core/ (but run, proxy, wire, store, sandboxes) to 0
 
 ERROR = re.compile(r"^\S+:\d+: error: ", re.M)
 

@@ -15,7 +15,7 @@ models' order, no null); the models validate them in :func:`~.atif.trajectory_fr
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -36,7 +36,7 @@ Row = tuple  # (seq, ts, kind, stream, text, data), as ``Store.events`` yields t
 Figures = tuple[int, int, int, int, int]  # uncached input, cached input, cache write, output, reasoning
 
 
-def rows_of(events: Sequence[Sequence | Mapping]) -> list[Row]:
+def rows_of(events: Iterable[Sequence | Mapping]) -> list[Row]:
     """Event rows as tuples (a store's rows already are)."""
     rows = []
     for row in events:
