@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...metrics.ams import ConfigScore
 from ...metrics.intervals import MIN_TASKS, TOO_FEW
 from ..cells import DASH, fmt_score, fmt_usd
 from ..compare import RunComparison
@@ -22,7 +23,7 @@ from .model import Names, _bounds
 UP, DOWN = "▲", "▼"  # failed in A and passes in B; passed in A and fails in B
 
 
-def _rank_key(row: Any) -> tuple:
+def _rank_key(row: ConfigScore) -> tuple[bool, float, int, bool, float]:
     return (row.ams is None, -(row.ams or 0.0), -row.passes, row.usd_total is None, row.usd_total or 0.0)
 
 
