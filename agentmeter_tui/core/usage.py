@@ -6,7 +6,9 @@ ever sees a CLI's raw semantics (inclusive input, output with reasoning inside, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 TOKEN_CLASSES: tuple[str, ...] = ("uncached_input", "cached_input", "cache_write", "output", "reasoning")
 COUNT_MAX = 2**63 - 1  # the largest count the store (SQLite INTEGER) holds; a file may claim more
@@ -88,7 +90,7 @@ class TokenUsage:
         return USAGE_TEXT.format(*self.as_tuple())
 
     @classmethod
-    def from_dict(cls, data: dict | None) -> TokenUsage:
+    def from_dict(cls, data: Mapping[str, Any] | None) -> TokenUsage:
         if not data:
             return cls()
         # Spelled out rather than a comprehension over TOKEN_CLASSES into keywords: a site makes

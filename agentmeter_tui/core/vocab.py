@@ -7,13 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeGuard, get_args
 
 from .usage import TokenUsage
 
 # A task's difficulty (task.toml's [task] tier; a report's columns per tier), in that order.
 Tier = Literal["easy", "medium", "hard"]
 TIERS: tuple[str, ...] = get_args(Tier)
+
+
+def is_tier(value: str) -> TypeGuard[Tier]:
+    return value in TIERS
 
 
 class TrialStatus(StrEnum):

@@ -13,6 +13,7 @@ from agentmeter_tui.cli import main
 from agentmeter_tui.core.metrics.runs import select_runs
 from agentmeter_tui.core.reporting import build_report, run_from_record
 from agentmeter_tui.core.reporting.compare import compare_runs, render_markdown
+from agentmeter_tui.core.reporting.render import render
 from agentmeter_tui.core.reporting.records import import_records
 from agentmeter_tui.core.reporting.synthetic import synthetic_records
 from agentmeter_tui.core.store import Store
@@ -63,6 +64,22 @@ def test_a_run_against_itself_moves_by_nothing():
     several, tiers, _ = _side(7)
     for change in compare_runs(several, several, tiers, tiers, ("a", "a"), resamples=200, seed=1).configs:
         assert change.estimate == 0.0 and change.difference.low <= 0.0 <= change.difference.high
+
+
+def test_a_comparison_without_its_bootstrap_is_refused():
+    """The comparison is the paired bootstrap: with no resamples there is none to read (it was an
+    AttributeError on the report's missing intervals)."""
+    a, tiers, _ = _side(7, trials=1)
+    with pytest.raises(ValueError, match="positive number of resamples, not 0"):
+        compare_runs(a, a, tiers, tiers, ("a", "a"), resamples=0)
+
+
+def test_a_folder_format_is_no_text_to_render():
+    a, tiers, _ = _side(7, trials=1)
+    report = build_report(a, suite="s", task_tiers=tiers)
+    with pytest.raises(ValueError, match="'html' writes a folder"):
+        render(report, "html")
+    assert render(report, "md").startswith("#")
 
 
 def test_compare_command_two_stores(tmp_path, capsys):

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..tomlerrors import InputError, validate
 from . import batchrun
 
-FORMAT = "agentmeter-difftest-cases/1"
+FORMAT: Final = "agentmeter-difftest-cases/1"  # Final: its Literal type, the field's
 Intent = Literal["common", "boundary", "error", "manual"]
 
 

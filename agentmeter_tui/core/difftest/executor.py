@@ -155,17 +155,18 @@ async def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin:
 
 async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes | None, timeout: float,
                        started: float) -> tuple[int | None, bytes, bytes, float]:
-    assert proc.stdin and proc.stdout and proc.stderr
+    pipe = proc.stdin
+    assert pipe and proc.stdout and proc.stderr
 
     async def feed() -> None:
         try:
             if stdin:
-                proc.stdin.write(stdin)
-                await proc.stdin.drain()
+                pipe.write(stdin)
+                await pipe.drain()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the tool did not read its input: that is its business
         finally:
-            proc.stdin.close()
+            pipe.close()
 
     gathered = asyncio.gather(feed(), _read_capped(proc.stdout), _read_capped(proc.stderr), proc.wait())
     try:

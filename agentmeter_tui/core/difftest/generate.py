@@ -33,7 +33,9 @@ from .executor import LocalExecutor, ToolCommand
 from .schema import Command, Param, Schema
 
 UNKNOWN_FLAG = "--no-such-option"
-_MISSING = object()
+# A parameter's value in a case's assignment: True for a bool flag, one text, or a variadic
+# argument's texts. A parameter left out of a case is absent from the assignment.
+Value = bool | str | list[str]
 
 
 @dataclass
@@ -127,22 +129,23 @@ class _Builder:
 
     def __init__(self, schema: Schema, plan: ClassPlan):
         self.schema, self.plan = schema, plan
-        self.fixtures = plan.command.fixtures or sorted(schema.fixtures) or [None]
+        named: list[str | None] = [*(plan.command.fixtures or sorted(schema.fixtures))]
+        self.fixtures = named or [None]  # None: no fixture, the case starts in an empty folder
         self.seen: set[tuple] = set()
         self.globals = [*schema.flag]
 
-    def case(self, intent: str, assignment: dict[str, object], index: int, stdin: str | None,
+    def case(self, intent: str, assignment: dict[str, Value], index: int, stdin: str | None,
              extra: Sequence[str] = ()) -> Case | None:
         argv: list[str] = []
         for flag in self.globals:
-            argv.extend(self._flag_argv(flag, assignment.get(flag.name, _MISSING)))
+            argv.extend(self._flag_argv(flag, assignment.get(flag.name)))
         argv.extend(self.plan.command.words)
         for arg in self.plan.command.arg:
-            value = assignment.get(arg.name, _MISSING)
-            if value is not _MISSING:
-                argv.extend(value if isinstance(value, list) else [value])
+            value = assignment.get(arg.name)
+            if value is not None:
+                argv.extend(value if isinstance(value, list) else [str(value)])
         for flag in self.plan.command.flag:
-            argv.extend(self._flag_argv(flag, assignment.get(flag.name, _MISSING)))
+            argv.extend(self._flag_argv(flag, assignment.get(flag.name)))
         argv.extend(extra)
         fixture = self.fixtures[index % len(self.fixtures)]
         key = (tuple(argv), fixture, stdin)
@@ -152,8 +155,8 @@ class _Builder:
         return Case(id="", argv=argv, stdin=stdin, fixture=fixture, intent=intent)
 
     @staticmethod
-    def _flag_argv(flag: Param, value: object) -> list[str]:
-        if value is _MISSING:
+    def _flag_argv(flag: Param, value: Value | None) -> list[str]:
+        if value is None:  # left out of the case
             return []
         return [flag.name] if not flag.takes_value else [flag.name, str(value)]
 
@@ -164,14 +167,14 @@ def derive(schema: Schema, plan: ClassPlan, pool: int) -> None:
     build = _Builder(schema, plan)
     params = [*plan.required, *plan.flags]
     optional_args = [a for a in plan.command.arg if not a.required]  # drawn in or left out
-    stdins = plan.command.stdin or [None]
+    stdins: list[str | None] = [*plan.command.stdin] or [None]  # None: the case gets no stdin
 
-    def base() -> dict[str, object]:
+    def base() -> dict[str, Value]:
         return {p.name: (True if not p.takes_value else _first(p)) for p in params}
 
     turn = count()  # fixtures and stdins in turn over every derived case
 
-    def add(bucket: list[Case], intent: str, assignment: dict, extra: Sequence[str] = ()) -> None:
+    def add(bucket: list[Case], intent: str, assignment: dict[str, Value], extra: Sequence[str] = ()) -> None:
         index = next(turn)
         case = build.case(intent, assignment, index, stdins[index % len(stdins)], extra)
         if case is not None:
@@ -219,7 +222,7 @@ def derive(schema: Schema, plan: ClassPlan, pool: int) -> None:
             plan.commons.append(case)
 
 
-def _draw(rng: random.Random, param: Param) -> object:
+def _draw(rng: random.Random, param: Param) -> Value:
     """A common value: True for a bool flag, one to three values for a variadic argument."""
     if not param.takes_value:
         return True
@@ -229,7 +232,7 @@ def _draw(rng: random.Random, param: Param) -> object:
     return rng.choice(choices)
 
 
-def _first(param: Param) -> object:
+def _first(param: Param) -> Value:
     first = common_values(param)[0]
     return [first] if param.variadic else first
 

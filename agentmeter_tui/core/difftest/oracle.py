@@ -25,7 +25,7 @@ from .snapshot import snapshot
 
 _CACHE_SIZE = 16
 _DONE: OrderedDict[str, tuple[BuildResult, dict[str, CaseRun]]] = OrderedDict()
-_LIVE: dict[tuple[int, str], OracleSide] = {}
+_LIVE: dict[tuple[int, object], OracleSide] = {}  # (event loop, oracle key or a fresh object: not shared)
 
 
 def oracle_key(oracle_src: Path, cases: CaseFile, command: ToolCommand, kind: str) -> str:
@@ -75,10 +75,12 @@ class OracleSide:
 
     def complete(self, case_ids: list[str]) -> tuple[BuildResult, dict[str, CaseRun]] | None:
         """The results, if the build and every case finished without an error."""
-        futures = [self._build, *(self._runs.get(c) for c in case_ids)]
-        if not all(f is not None and f.done() and not f.cancelled() and f.exception() is None for f in futures):
+        build = self._build
+        futures = [build, *(self._runs.get(c) for c in case_ids)]
+        if build is None or not all(f is not None and f.done() and not f.cancelled() and f.exception() is None
+                                    for f in futures):
             return None
-        return self._build.result(), {c: self._runs[c].result() for c in case_ids}
+        return build.result(), {c: self._runs[c].result() for c in case_ids}
 
     async def close(self) -> None:
         for future in (self._build, *self._batches, *self._runs.values()):
@@ -125,7 +127,8 @@ async def shared_oracle(source: Path, cases: CaseFile, command: ToolCommand,
                 while len(_DONE) > _CACHE_SIZE:
                     _DONE.popitem(last=False)
             await side.close()
-            shutil.rmtree(side.root, ignore_errors=True)
+            if side.root is not None:
+                shutil.rmtree(side.root, ignore_errors=True)
 
 
 def clear_oracle_cache() -> None:

@@ -120,7 +120,9 @@ class StreamParser(ABC):
         if seen is None:
             self._messages[message_id] = usage
             return self.add_usage(usage, model=model, turns=1)
-        grown = TokenUsage(*(max(a, b) for a, b in zip(seen.as_tuple(), usage.as_tuple(), strict=True)),
+        uncached, cached, write, output, reasoning = (max(a, b) for a, b in zip(seen.as_tuple(), usage.as_tuple(),
+                                                                                strict=True))
+        grown = TokenUsage(uncached, cached, write, output, reasoning,
                            cache_write_1h=max(seen.cache_write_1h, usage.cache_write_1h))
         if grown == seen:
             return None

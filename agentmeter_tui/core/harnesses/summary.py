@@ -53,10 +53,10 @@ def summarize(adapter: HarnessAdapter, lines: Iterable[bytes], session_files: di
             _count(summary, event)
     if session_files:
         recovery = adapter.recover(session_files)
-        event = parser.absorb(recovery) if recovery is not None else None
-        if event is not None:
+        recovered = parser.absorb(recovery) if recovery is not None else None
+        if recovered is not None:
             summary.usage_source = "stdout+session" if summary.usage else "session"
-            _count(summary, event)
+            _count(summary, recovered)
     summary.reported_cost_usd = parser.reported_cost_usd
     summary.final_seen = parser.final_seen
     summary.outcome = parser.outcome(exit_code, killed)

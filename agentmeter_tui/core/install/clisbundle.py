@@ -231,11 +231,17 @@ def _venv_python(venv: Path) -> Path:
                       f"agentmeter install-clis")
 
 
+class _CaseSensitiveParser(configparser.ConfigParser):
+    """Console script names are case-sensitive; ConfigParser lowercases option names by default."""
+
+    def optionxform(self, optionstr: str) -> str:
+        return optionstr
+
+
 def _entry_point(site: Path, name: str) -> str:
     """``module:function`` of the console script ``name`` (from its dist-info's entry points)."""
     for entry_points in sorted(site.glob("*.dist-info/entry_points.txt")):
-        parser = configparser.ConfigParser(delimiters=("=",))
-        parser.optionxform = str  # type: ignore[assignment,method-assign] - names are case-sensitive
+        parser = _CaseSensitiveParser(delimiters=("=",))
         with contextlib.suppress(configparser.Error):
             parser.read_string(entry_points.read_text(encoding="utf-8"))
             if parser.has_option("console_scripts", name):

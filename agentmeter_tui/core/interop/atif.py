@@ -79,13 +79,14 @@ def trajectory_dict(
     agent = {"name": str(cli or "unknown"), "version": str(agent_version or row.get("cli_version") or "unknown")}
     if model is not None:
         agent["model_name"] = model
-    trajectory = {"schema_version": LATEST, "session_id": session_id or _session_id(row), "agent": agent,
-                  "steps": steps, "final_metrics": _final_metrics(row, len(steps))}
+    sid = session_id or _session_id(row)
+    trajectory: dict[str, Any] = {"schema_version": LATEST, "session_id": sid, "agent": agent, "steps": steps,
+                                  "final_metrics": _final_metrics(row, len(steps))}
     if trial:
         trajectory["extra"] = {"agentmeter": _trial_extra(row)}
     if subs:  # ATIF v1.7: each sub-agent its own trajectory, its tokens in the parent's total once
         trajectory["subagent_trajectories"] = atif_subagents.sub_trajectories(
-            subs, LATEST, trajectory["session_id"], lambda rows: steps_of(rows, usage_rows, None, usage_from_text))
+            subs, LATEST, sid, lambda rows: steps_of(rows, usage_rows, None, usage_from_text))
     return trajectory
 
 

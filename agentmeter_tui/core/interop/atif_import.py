@@ -60,7 +60,8 @@ def trial_from_trajectory(trajectory: Trajectory, path: Path, key: str, suite: s
     ours = (trajectory.extra or {}).get("agentmeter")
     ours = ours if isinstance(ours, dict) else {}
     tokens, cost, source = trajectory_totals(trajectory)
-    status = ours.get("status") if ours.get("status") in FINAL else "failed"
+    given = ours.get("status")
+    status = given if isinstance(given, str) and given in FINAL else "failed"
     trial = ImportedTrial(
         "atif", key, suite or str(ours.get("suite_id") or "atif"), str(ours.get("task_id") or _task_of(path, trajectory)),
         str(ours.get("model") or trajectory.agent.model_name or "unknown"),

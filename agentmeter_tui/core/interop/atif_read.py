@@ -194,15 +194,15 @@ def trajectory_totals(trajectory: Trajectory) -> tuple[TokenUsage, float | None,
     sub-agents, as Harbor's codex writer makes it), with the steps' split; else the steps."""
     fm = trajectory.final_metrics
     ours = (fm.extra or {}).get("agentmeter_tokens") if fm is not None else None
-    if isinstance(ours, dict):
-        return TokenUsage.from_dict(ours), fm.total_cost_usd, "atif:final_metrics"  # type: ignore[union-attr]
+    if fm is not None and isinstance(ours, dict):
+        return TokenUsage.from_dict(ours), fm.total_cost_usd, "atif:final_metrics"
     steps_sum, steps_cost = _steps_total(trajectory)
     final = _final_total(trajectory)
-    if final is None:
+    if fm is None or final is None:  # no final_metrics, or none that counts tokens
         return steps_sum, steps_cost, "atif:steps"
-    fm_cost = fm.total_cost_usd if fm.total_cost_usd is not None else steps_cost  # type: ignore[union-attr]
+    fm_cost = fm.total_cost_usd if fm.total_cost_usd is not None else steps_cost
     prompt, completion, cached = _raw_sums(trajectory)
-    stated = (_int(fm.total_prompt_tokens), _int(fm.total_completion_tokens), _int(fm.total_cached_tokens))  # type: ignore[union-attr]
+    stated = (_int(fm.total_prompt_tokens), _int(fm.total_completion_tokens), _int(fm.total_cached_tokens))
     if stated == (prompt, completion, cached):
         return (steps_sum if final.reasoning <= steps_sum.reasoning and final.cache_write <= steps_sum.cache_write
                 else _with_split(final, steps_sum)), fm_cost, "atif:steps"

@@ -186,7 +186,9 @@ class Trajectory(AtifModel):
 
     @property
     def minor(self) -> int:
-        return int(_VERSION.match(self.schema_version).group(1))  # type: ignore[union-attr]
+        match = _VERSION.match(self.schema_version)
+        assert match is not None  # the field's validator let no other spelling in
+        return int(match.group(1))
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)

@@ -15,7 +15,7 @@ models' order, no null); the models validate them in :func:`~.atif.trajectory_fr
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -28,7 +28,7 @@ from ..vocab import EventKind
 from .atif_read import split_tool_key
 
 # Slots of an agent step, in the order the step is read back.
-_SLOTS = {EventKind.REASONING: 1, EventKind.ASSISTANT: 2, EventKind.USAGE: 3, EventKind.TOOL_CALL: 4,
+_SLOTS: dict[str, int] = {EventKind.REASONING: 1, EventKind.ASSISTANT: 2, EventKind.USAGE: 3, EventKind.TOOL_CALL: 4,
           EventKind.TOOL_RESULT: 5}
 _USAGE = EventKind.USAGE.value  # a plain str: the enum's attribute costs more than the compare, per event
 PARSER_STREAMS = ("stdout", "stderr")  # events a CLI's parser made from its output lines
@@ -36,7 +36,7 @@ Row = tuple  # (seq, ts, kind, stream, text, data), as ``Store.events`` yields t
 Figures = tuple[int, int, int, int, int]  # uncached input, cached input, cache write, output, reasoning
 
 
-def rows_of(events: Sequence[Sequence | Mapping]) -> list[Row]:
+def rows_of(events: Iterable[Sequence | Mapping]) -> list[Row]:
     """Event rows as tuples (a store's rows already are)."""
     rows = []
     for row in events:
@@ -265,7 +265,7 @@ def steps_of(rows: list[Row], usage_rows: Mapping[int, Mapping | Sequence] | Non
     open_slot, open_step = 0, None  # the slot last filled in the open agent step; 0: none is open
     for index, (seq, ts, kind, stream, text, data) in enumerate(rows):
         kind, text = str(kind), text or ""
-        slot = slot_at(kind)  # type: ignore[call-overload]
+        slot = slot_at(kind)
         found_model = cost = figures = None
         if kind == _USAGE:
             figures, cost, found_model = _usage_of(seq, text, usage_rows, from_text)

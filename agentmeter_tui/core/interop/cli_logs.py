@@ -8,6 +8,7 @@ reads a live trial reads the file, so tokens follow the CLI's real semantics.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ..harnesses import ADAPTERS, get_adapter
 from ..harnesses.base import StreamParser
@@ -18,7 +19,7 @@ from .atif_read import ImportedEvent, split_tool_key
 
 def imported(event: ParsedEvent, ts: float | None = None) -> ImportedEvent:
     """One parsed event as an imported one; a tool call keeps its name and arguments."""
-    meta = None
+    meta: dict[str, Any] | None = None
     if event.kind == EventKind.TOOL_CALL and event.tool_key:
         name, arguments = split_tool_key(event.tool_key, event.tool_name)
         meta = {"tool_name": name, "arguments": arguments}

@@ -70,11 +70,14 @@ def _overrides(config: Any) -> Iterator[str]:
     for key in MULTIPLIERS:
         if config.get(key) is not None:
             yield f"{key} is set ({config[key]!r})"
-    agents = config.get("agents") if isinstance(config.get("agents"), list) else [config.get("agent")]
+    listed = config.get("agents")
+    agents: list[Any] = listed if isinstance(listed, list) else [config.get("agent")]
     sections = [("agent", a) for a in agents] + [("environment", config.get("environment")),
                                                   ("verifier", config.get("verifier"))]
     for name, section in sections:
-        for key in OVERRIDES[name] if isinstance(section, dict) else ():
+        if not isinstance(section, dict):
+            continue
+        for key in OVERRIDES[name]:
             if section.get(key) is not None:
                 yield f"{name}.{key} is set ({section[key]!r})"
 

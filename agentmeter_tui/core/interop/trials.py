@@ -95,8 +95,7 @@ class ImportedTrial:
         if not self.tokens:
             self.cost_usd, self.cost_source = 0.0, label
             return
-        found = prices.find(self.model) if prices is not None else None
-        if found is None:
+        if prices is None or (found := prices.find(self.model)) is None:
             if prices is not None:
                 self.flags.append("unpriced")
             return
@@ -154,7 +153,7 @@ class Pricer:
         if model not in self._drafted:
             self._drafted[model] = _draft(model)
         drafted = self._drafted[model]
-        return drafted, drafted and f"genai-prices as of {drafted.spec.as_of}"
+        return drafted, None if drafted is None else f"genai-prices as of {drafted.spec.as_of}"
 
     def price(self, trial: ImportedTrial) -> None:
         snapshot, label = self.for_model(trial.model)

@@ -155,7 +155,7 @@ def task_table(configs: Sequence[Config], attempts: Mapping[Config, Iterable[Run
         for k, run in enumerate(runs):
             passed[row, col, k] = run.success
             cost[row, col, k] = np.nan if run.cost is None else run.cost
-            if tier in budgets:
+            if tier is not None and tier in budgets:
                 budget = budgets[tier]
                 fits = [run.success and run.cost is not None and run.cost <= b for b in budget.grid]
                 eq7[row, col, k] = alpha * run.reward + (1 - alpha) * run.reward * sum(fits) / len(fits)
@@ -241,6 +241,8 @@ def bootstrap(configs: Sequence[Config], table: TaskTable, resamples: int = DEFA
                          else NO_INTERVAL) for n, c in enumerate(configs)}
               for s, name in enumerate(STATISTICS)}
     estimates = {name: {c: _value(points[n][s]) for n, c in enumerate(configs)} for s, name in enumerate(STATISTICS)}
+    first: Sequence[float | None]
+    top3: Sequence[float | None]
     if sizes["ams"] >= MIN_TASKS:
         first, top3 = rank_shares(distribution[STATISTICS.index("ams")])
     else:

@@ -22,9 +22,10 @@ RUBRIC = {0: "refused or unusable", 1: "partial, manual rework", 2: "passed with
           3: "passed all checks first time"}
 
 
-def cell_medians(scores: Iterable[tuple[Config, str, int]]) -> dict[tuple[Config, str], float]:
-    """(configuration, task) -> median of its scored trials. Input: one (config, task, score) per trial."""
-    cells: dict[tuple[Config, str], list[int]] = defaultdict(list)
+def cell_medians(scores: Iterable[tuple[Config, str, float]]) -> dict[tuple[Config, str], float]:
+    """(configuration, task) -> median of its scored trials. Input: one (config, task, score) per trial
+    (a float: an adjudicated score may be the median of two reviewers')."""
+    cells: dict[tuple[Config, str], list[float]] = defaultdict(list)
     for config, task, score in scores:
         cells[(config, task)].append(score)
     return {key: float(statistics.median(values)) for key, values in cells.items()}

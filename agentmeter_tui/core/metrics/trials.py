@@ -66,9 +66,10 @@ class Spread:
 
     @classmethod
     def of(cls, values: Sequence[float | None]) -> Spread:
-        if not values or any(v is None for v in values):
+        known = [v for v in values if v is not None]
+        if not values or len(known) < len(values):
             return cls(None, None, None)
-        return cls(sum(values) / len(values), min(values), max(values))  # type: ignore[arg-type]
+        return cls(sum(known) / len(known), min(known), max(known))
 
     def to_dict(self) -> dict[str, float | None]:
         return {"mean": self.mean, "min": self.low, "max": self.high}
@@ -127,10 +128,12 @@ def config_stats(cells: Mapping[str, TrialStats], tasks: Sequence[str], attempts
     k_max = min((s.trials for s in present), default=0)
     pass_at = tuple(sum(s.pass_at[k] for s in present) / n_tasks for k in range(k_max))
     pass_hat = tuple(sum(s.pass_hat[k] for s in present) / n_tasks for k in range(k_max))
-    mean = sum(s.mean_reward for s in present) / n_tasks if n_tasks and present else None
+    means = [s.mean_reward for s in present if s.mean_reward is not None]  # each: it has a trial
+    mean = sum(means) / n_tasks if n_tasks and means else None
+    errors = [s.stderr for s in present if s.stderr is not None]
     stderr = None
-    if present and len(present) == n_tasks and all(s.stderr is not None for s in present):
-        stderr = math.sqrt(sum(s.stderr ** 2 for s in present)) / n_tasks
+    if present and len(present) == n_tasks and len(errors) == len(present):
+        stderr = math.sqrt(sum(e ** 2 for e in errors)) / n_tasks
     scored = set(tasks)
     trials = [r for r in attempts if r.valid and r.task in scored]
     return TrialStats(sum(s.trials for s in present), sum(s.passes for s in present), mean, stderr, pass_at,

@@ -53,9 +53,9 @@ def rank_validation(full: Mapping[Config, float | None], subset: Mapping[Config,
     """Compare over the configurations with an AMS in both sets."""
     from scipy.stats import kendalltau, spearmanr
 
-    common = sorted(c for c in full if c in subset and full[c] is not None and subset[c] is not None)
-    f = {c: float(full[c]) for c in common}
-    s = {c: float(subset[c]) for c in common}
+    f = {c: float(v) for c, v in full.items() if v is not None and subset.get(c) is not None}
+    s = {c: float(v) for c, v in subset.items() if v is not None and c in f}
+    common = sorted(f)
     full_order, subset_order = ranking(f), ranking(s)
     full_rank = {c: i + 1 for i, c in enumerate(full_order)}
     subset_rank = {c: i + 1 for i, c in enumerate(subset_order)}

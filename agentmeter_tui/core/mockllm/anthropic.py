@@ -67,7 +67,7 @@ class AnthropicMessages(ScriptedProtocol):
     def _block_frames(index: int, block: dict[str, Any]) -> list[bytes]:
         kind = block["type"]
         if kind == "thinking":
-            start = {"type": "thinking", "thinking": "", "signature": ""}
+            start: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}  # a JSON object
             deltas = [{"type": "thinking_delta", "thinking": piece} for piece in text_pieces(block["thinking"])]
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
         elif kind == "text":

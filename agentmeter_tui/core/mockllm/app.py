@@ -70,7 +70,10 @@ class _Call:
         self.session: ScriptedSession | None = self.sessions.lookup(find_key(request.headers, request.query))
         if self.session is not None:
             self.session.requests_seen += 1
-        self.status, self.answer, self.outcome, self.first_byte = 0, None, "completed", None
+        self.status = 0
+        self.answer: str | None = None  # the scripted reply's label, or why there was none
+        self.outcome = "completed"
+        self.first_byte: float | None = None  # monotonic time of a stream's first frame
         self.delivered = False  # every byte of the answer handed to the client
 
     def done(self) -> None:
@@ -161,7 +164,7 @@ def _reset(request: web.Request, response: web.StreamResponse | None, call: _Cal
     return response if response is not None else web.Response(status=200)
 
 
-async def _side_endpoint(request: web.Request, protocol: str, answer: str, data: Any,
+async def _side_endpoint(request: web.Request, protocol: str | None, answer: str, data: Any,
                          status: int = 200) -> web.StreamResponse:
     call = _Call(request, protocol, await request.read())
     call.status, call.answer = status, answer

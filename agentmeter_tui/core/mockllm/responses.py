@@ -92,7 +92,7 @@ def _item_events(index: int, item: dict[str, Any]) -> list[tuple[str, dict[str, 
     events: list[tuple[str, dict[str, Any]]] = []
     if kind == "reasoning":
         text = item["summary"][0]["text"]
-        part = {"type": "summary_text", "text": ""}
+        part: dict[str, Any] = {"type": "summary_text", "text": ""}  # a JSON object of the wire
         events.append(("response.output_item.added", {"output_index": index, "item": {**item, "summary": []}}))
         events.append(("response.reasoning_summary_part.added", {**at, "summary_index": 0, "part": part}))
         events += [("response.reasoning_summary_text.delta", {**at, "summary_index": 0, "delta": piece})

@@ -59,9 +59,10 @@ def verifier_hash(task: Task) -> str:
     """The verifier as it is now: its ``[verifier]`` settings and every file of ``tests/``."""
     digest = hashlib.sha256(orjson.dumps(task.verifier.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS))
     tests = task.tests_dir
-    for path in sorted(tests.rglob("*")) if tests is not None else ():
-        if path.is_file() and not path.is_symlink():
-            digest.update(b"\0" + str(path.relative_to(tests)).encode() + b"\0" + path.read_bytes())
+    if tests is not None:
+        for path in sorted(tests.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                digest.update(b"\0" + str(path.relative_to(tests)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
@@ -115,6 +116,7 @@ async def _regrade(store: Any, suite: Suite, sandbox: Any, row: dict) -> Regrade
     digest = verifier_hash(task)
     staging = Path(tempfile.mkdtemp(prefix="agentmeter-regrade-"))
     session = None
+    reason: str | None  # why the trial is not passed: the staging's failure, else the verifier's
     try:
         seed = staging / "workspace"
         await asyncio.to_thread(keep.copy_workspace, keep.kept_folder(store.path, row["kept"]), seed,

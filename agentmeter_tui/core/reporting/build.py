@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics.ams import DEFAULT_ALPHA, TABLE1, TierBudget, delta_best, score_configuration
-from ..metrics.intervals import DEFAULT_SEED, bootstrap, task_table
+from ..metrics.intervals import DEFAULT_SEED, Intervals, bootstrap, task_table
 from ..metrics.rubric import cell_medians, honesty_gate, standings, task_winners
 from ..metrics.runs import Config, Run, Selection, select_runs
 from ..metrics.validation import rank_validation
@@ -113,7 +113,7 @@ def build_report(runs: Sequence[Run], *, suite: str, task_tiers: Mapping[str, st
 
 
 def _intervals(ordered: list[Config], attempts: Any, tiers: dict[str, str | None],
-               budgets: dict[str, TierBudget], alpha: float, resamples: int, seed: int) -> Any:
+               budgets: dict[str, TierBudget], alpha: float, resamples: int, seed: int) -> Intervals:
     """The bootstrap: numpy loads with it (deferred, in a site's parent after its workers start)."""
     return bootstrap(ordered, task_table(ordered, attempts, tiers, budgets, alpha), resamples, seed)
 

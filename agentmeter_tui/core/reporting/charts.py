@@ -151,8 +151,9 @@ def draw_heatmap(data: HeatmapData, title: str, version: str = "") -> Figure:
             dark = value / top > 0.55
             ax.text(j, i, f"{value:.3f}", ha="center", va="center", fontsize=9,
                     color="white" if dark else "#1a1a1a")
-        if data.best[i] is not None:
-            ax.add_patch(Rectangle((data.best[i] - 0.5 + 0.04, i - 0.5 + 0.04), 0.92, 0.92, fill=False,
+        best = data.best[i]
+        if best is not None:
+            ax.add_patch(Rectangle((best - 0.5 + 0.04, i - 0.5 + 0.04), 0.92, 0.92, fill=False,
                                    edgecolor="#d62728", linewidth=2.2))
     fig.colorbar(image, ax=ax, label="AMS", shrink=0.85, pad=0.02)
     ax.set_title(title, loc="left", fontsize=11, pad=10)
@@ -185,15 +186,16 @@ def draw_scatter(data: ScatterData, title: str, version: str = "") -> Figure:
         ax.scatter(p.usd_per_pass, 100 * p.pass_rate, s=70, color=colour[p.model], marker=marker[p.cli],
                    edgecolors="white", linewidths=0.8, zorder=3)
         labels.place(ax, p.usd_per_pass, 100 * p.pass_rate, f"{p.model}/{p.cli}", "#333333")
-    for p in data.no_pass:
-        ax.scatter(p.usd_spent, 0, s=70, facecolors="none", edgecolors=colour[p.model], marker=marker[p.cli],
+    for miss in data.no_pass:
+        ax.scatter(miss.usd_spent, 0, s=70, facecolors="none", edgecolors=colour[miss.model], marker=marker[miss.cli],
                    linewidths=1.4, zorder=3, clip_on=False)
-        labels.place(ax, p.usd_spent, 0, f"{p.model}/{p.cli} (no pass: ${p.usd_spent:.3g} spent)", "#9b2c2c")
+        labels.place(ax, miss.usd_spent, 0, f"{miss.model}/{miss.cli} (no pass: ${miss.usd_spent:.3g} spent)",
+                     "#9b2c2c")
     if len(data.front) > 1:
         front = [data.points[k] for k in data.front]
         ax.plot([p.usd_per_pass for p in front], [100 * p.pass_rate for p in front], color="#102a43",
                 linewidth=1.2, zorder=2, label="Pareto front")
-    if data.mean_pass_rate is not None:
+    if data.mean_pass_rate is not None and data.mean_usd_per_pass is not None:  # both or neither: any point
         ax.axhline(100 * data.mean_pass_rate, color="#777777", linestyle="--", linewidth=1, zorder=1)
         ax.axvline(data.mean_usd_per_pass, color="#777777", linestyle="--", linewidth=1, zorder=1)
         ax.text(0.01, 0.99, "higher pass, lower cost", transform=ax.transAxes, ha="left", va="top",

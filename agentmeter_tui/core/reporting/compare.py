@@ -24,6 +24,11 @@ from .cells import DASH, _md, _table, fmt_score
 SIDES = ("A", "B")
 
 
+def _change(a: float | None, b: float | None) -> float | None:
+    """b - a, None when either side has no value."""
+    return None if a is None or b is None else b - a
+
+
 @dataclass(frozen=True)
 class CellChange:
     task: str
@@ -34,6 +39,16 @@ class CellChange:
     @property
     def flipped(self) -> bool:
         return None not in self.passed and self.passed[0] != self.passed[1]
+
+    @property
+    def reward_change(self) -> float | None:
+        """B's mean reward less A's; None when a side has no valid trial."""
+        return _change(*self.reward)
+
+    @property
+    def changed(self) -> bool:
+        """Flipped, or its mean reward moved: the cells a comparison lists."""
+        return self.flipped or ((d := self.reward_change) is not None and abs(d) > 1e-9)
 
 
 @dataclass(frozen=True)
@@ -79,6 +94,10 @@ def _tag(runs: Sequence[Run], side: str, tasks: set[str]) -> list[Run]:
     return [replace(r, model=f"{side}\x1f{r.model}") for r in runs if r.task in tasks]
 
 
+def _success(run: Run | None) -> bool | None:
+    return None if run is None else run.success
+
+
 def _mean_reward(runs: Sequence[Run]) -> float | None:
     valid = [r.reward for r in runs if r.valid]
     return sum(valid) / len(valid) if valid else None
@@ -96,22 +115,25 @@ def compare_runs(a: Sequence[Run], b: Sequence[Run], tiers: Mapping[str, str | N
                           scoring=scoring, selection=selection, resamples=resamples, seed=seed)
     rows = {r.config: r for r in report.configurations}
     iv = report.intervals
+    if iv is None:  # build_report bootstraps only for a positive count, and the comparison is that bootstrap
+        raise ValueError(f"a comparison needs a positive number of resamples, not {resamples}")
     changes = []
     for m, c in both:
         side_a, side_b = (f"A\x1f{m}", c), (f"B\x1f{m}", c)
         cmp = iv.compare(side_b, side_a)
-        est = [iv.estimates["ams"][side] for side in (side_a, side_b)]
+        estimate = _change(iv.estimates["ams"][side_a], iv.estimates["ams"][side_b])
         changes.append(ConfigChange((m, c), (rows[side_a].ams, rows[side_b].ams),
                                     (rows[side_a].passes, rows[side_b].passes), cmp.difference, cmp.a_ahead,
-                                    cmp.b_ahead, None if None in est else est[1] - est[0]))
+                                    cmp.b_ahead, estimate))
     chosen = select_runs(combined, selection)
     cells = []
     for task in shared:
         for m, c in both:
-            picked = [chosen.get(((f"{s}\x1f{m}", c), task)) for s in SIDES]
-            trials = [[r for r in combined if r.task == task and r.config == (f"{s}\x1f{m}", c)] for s in SIDES]
-            cells.append(CellChange(task, (m, c), tuple(None if p is None else p.success for p in picked),
-                                    tuple(_mean_reward(t) for t in trials)))
+            pick_a, pick_b = (chosen.get(((f"{s}\x1f{m}", c), task)) for s in SIDES)
+            trials_a, trials_b = ([r for r in combined if r.task == task and r.config == (f"{s}\x1f{m}", c)]
+                                  for s in SIDES)
+            cells.append(CellChange(task, (m, c), (_success(pick_a), _success(pick_b)),
+                                    (_mean_reward(trials_a), _mean_reward(trials_b))))
     return RunComparison(labels, selection, shared, ([t for t in tiers if t not in keep],
                                                      [t for t in tiers_b if t not in keep]),
                          changes, cells, resamples, seed)
@@ -149,6 +171,10 @@ def _yes(value: bool | None) -> str:
     return DASH if value is None else ("pass" if value else "fail")
 
 
+def _signed(value: float | None) -> str:
+    return DASH if value is None else f"{value:+.3f}"
+
+
 def render_markdown(cmp: RunComparison) -> str:
     lines = ["# AgentMeter comparison", "", f"- A: `{_md(cmp.labels[0])}`", f"- B: `{_md(cmp.labels[1])}`",
              f"- Shared tasks: {len(cmp.tasks)}" + (f"; left out, only in A: {len(cmp.only[0])}, only in B: "
@@ -167,16 +193,16 @@ def render_markdown(cmp: RunComparison) -> str:
         delta = c.estimate
         share = (lambda v: DASH if v is None else f"{v * 100:.0f} %")
         rows.append([_md(c.config[0]), _md(c.config[1]), f"{c.passes[0]} → {c.passes[1]}", fmt_score(c.ams[0]),
-                     fmt_score(c.ams[1]), DASH if delta is None else f"{delta:+.3f}", interval, share(c.b_ahead),
+                     fmt_score(c.ams[1]), _signed(delta), interval, share(c.b_ahead),
                      share(c.a_ahead)])
     lines += _table(["Model", "CLI", "Pass A → B", "AMS A", "AMS B", "Δ", "Δ 95 %", "P(B ahead)", "P(A ahead)"],
                     rows, "llrrrrrrr")
-    changed = [c for c in cmp.cells if c.flipped or (None not in c.reward and abs(c.reward[1] - c.reward[0]) > 1e-9)]
+    changed = [c for c in cmp.cells if c.changed]
     lines += ["", "## Per task: flips and reward changes", "",
               f"{sum(c.flipped for c in cmp.cells)} flip(s) of the selected run's pass over {len(cmp.cells)} cells; "
               "cells whose pass and mean reward are unchanged are not listed.", ""]
     cells = [[_md(c.task), _md(f"{c.config[0]}/{c.config[1]}"), _yes(c.passed[0]), _yes(c.passed[1]),
               "**flip**" if c.flipped else "", fmt_score(c.reward[0]), fmt_score(c.reward[1]),
-              DASH if None in c.reward else f"{c.reward[1] - c.reward[0]:+.3f}"] for c in changed]
+              _signed(c.reward_change)] for c in changed]
     lines += _table(["Task", "Configuration", "A", "B", "", "Reward A", "Reward B", "Δ reward"], cells, "llllrrrr")
     return "\n".join(lines) + "\n"

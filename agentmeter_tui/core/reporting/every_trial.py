@@ -102,10 +102,10 @@ def markdown_lines(table: TrialTable, fmt_usd: Callable, fmt_tokens: Callable, m
             rate = DASH if s.wilson is None else f"{s.passes / s.trials:.2f} [{s.wilson[0]:.2f}, {s.wilson[1]:.2f}]"
             cells.append([md(t), md(f"{c[0]}/{c[1]}"), str(s.trials), str(s.passes), rate, _reward(s),
                           *_at_k(s)[1:], _spread(s.cost, fmt_usd)])
-    header = ["Task", "Configuration", "Trials", "Passes", "Pass rate [Wilson 95 %]", "Mean reward ± SE", "k",
-              "pass@k", "pass^k", "USD/trial [min–max]"]
+    task_header = ["Task", "Configuration", "Trials", "Passes", "Pass rate [Wilson 95 %]", "Mean reward ± SE", "k",
+                   "pass@k", "pass^k", "USD/trial [min–max]"]
     lines += ["### Every trial, per task", "", f"Selection: {SELECTION}.", "",
-              *render_table(header, cells, "llrrrrrrrr"), ""]
+              *render_table(task_header, cells, "llrrrrrrrr"), ""]
     return lines
 
 

@@ -158,7 +158,7 @@ def read_records(stream: IO[bytes] | IO[str], source: str) -> Iterator[TrialReco
         yield item[1]
 
 
-def read_records_each(stream: IO[bytes] | IO[str],
+def read_records_each(stream: Iterable[bytes | str],
                       source: str) -> Iterator[tuple[str, TrialRecord, int] | RecordError]:
     """Each line as ``(import key, record, line number)``, or the :class:`RecordError` naming
     what is wrong with it (the rest are still read). The key is the record's identity: the hash

@@ -204,7 +204,7 @@ def render_markdown(report: Report) -> str:
     if report.funnel:
         lines += _funnel_lines(report)
     if report.intervals is not None:
-        lines += _interval_lines(report)
+        lines += _interval_lines(report, report.intervals)
     if report.notes:
         lines += ["## Notes", "", *(f"- {n}" for n in report.notes), ""]
     return "\n".join(lines)
@@ -283,9 +283,9 @@ def render_csv(report: Report) -> str:
     if report.funnel:
         writer.writerow([])
         writer.writerow(["Model", "CLI", "Trials", *(label for _, label in FUNNEL_COLUMNS), "Runtime ratio"])
-        for row in report.funnel:
-            writer.writerow([row["model"], row["cli"], row["trials"], *(_num(row.get(k)) for k, _ in FUNNEL_COLUMNS),
-                             _num(row.get("runtime_ratio"))])
+        for stages in report.funnel:
+            writer.writerow([stages["model"], stages["cli"], stages["trials"],
+                             *(_num(stages.get(k)) for k, _ in FUNNEL_COLUMNS), _num(stages.get("runtime_ratio"))])
     return out.getvalue()
 
 
@@ -316,4 +316,7 @@ class JsonFormat(ReportFormat):
 
 def render(report: Report, fmt: str, detail: bool = False) -> str:
     """``report`` in the registered format ``fmt`` (:data:`.formats.FORMATS`)."""
-    return FORMATS.get(fmt)().render(report, detail=detail)
+    made = FORMATS.get(fmt)()
+    if not isinstance(made, ReportFormat):  # a FolderFormat writes files (its ``write``), no one text
+        raise ValueError(f"report format '{fmt}' writes a folder, not a text")
+    return made.render(report, detail=detail)

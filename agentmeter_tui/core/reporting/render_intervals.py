@@ -4,13 +4,15 @@ bootstrap intervals (``metrics.intervals``), rank shares, and each configuration
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from ..metrics.intervals import METHOD, MIN_TASKS, TOO_FEW
+from ..metrics.intervals import METHOD, MIN_TASKS, TOO_FEW, Interval, Intervals
+from ..metrics.runs import Config
 from .cells import DASH, _md, _table, fmt_score, fmt_usd
 from .report import Report, config_name
 
 
-def _bounds(interval, fmt: Callable) -> str:
+def _bounds(interval: Interval, fmt: Callable[[float | None], str]) -> str:
     if interval.too_few:
         return TOO_FEW
     if interval.low is None and interval.high is None:
@@ -18,7 +20,7 @@ def _bounds(interval, fmt: Callable) -> str:
     return f"[{fmt(interval.low)}, {'∞' if interval.high is None else fmt(interval.high)}]"
 
 
-def _estimate(iv, name: str, config, fmt: Callable) -> str:
+def _estimate(iv: Intervals, name: str, config: Config, fmt: Callable[[float | None], str]) -> str:
     interval = iv.bounds[name][config]
     if interval.too_few:
         return TOO_FEW
@@ -29,10 +31,10 @@ def _share(value: float | None) -> str:
     return DASH if value is None else f"{value * 100:.1f}"
 
 
-def _interval_lines(report: Report) -> list[str]:
-    """Per configuration the every-trial estimate with its 95 % interval, how often it ranks first and
-    in the top three, and its AMS against the best configuration's on the same resampled tasks."""
-    iv = report.intervals
+def _interval_lines(report: Report, iv: Intervals) -> list[str]:
+    """Per configuration the every-trial estimate with its 95 % interval (``iv``, the report's), how
+    often it ranks first and in the top three, and its AMS against the best configuration's on the
+    same resampled tasks."""
     rows = []
     ranked = sorted(report.configurations, key=lambda r: -(r.ams if r.ams is not None else -1))
     best = ranked[0].config if ranked else None
@@ -41,7 +43,7 @@ def _interval_lines(report: Report) -> list[str]:
         versus = DASH
         if best is not None and c != best:
             cmp = iv.compare(c, best)
-            versus = (TOO_FEW if cmp.difference.too_few
+            versus = (TOO_FEW if cmp.difference.too_few or cmp.a_ahead is None
                       else f"{_bounds(cmp.difference, fmt_score)} ({cmp.a_ahead * 100:.0f} % ahead)")
         rows.append([_md(r.model), _md(r.cli), _estimate(iv, "passes", c, lambda v: f"{v:.3g}"),
                      _estimate(iv, "usd_per_pass", c, fmt_usd), _estimate(iv, "ams", c, fmt_score),
@@ -59,10 +61,10 @@ def _interval_lines(report: Report) -> list[str]:
                     "llrrrrrr"), ""]
 
 
-def interval_csv_rows(iv, num: Callable) -> list[list]:
+def interval_csv_rows(iv: Intervals, num: Callable[[float | None], str]) -> list[list[Any]]:
     """The intervals as a CSV section after a blank row: estimate, bounds and too-few mark per statistic."""
     names = ("passes", "usd_per_pass", "ams")
-    rows: list[list] = [[], ["Model", "CLI", *(f"{s}_{end}" for s in ("Pass", "USD/P", "AMS")
+    rows: list[list[Any]] = [[], ["Model", "CLI", *(f"{s}_{end}" for s in ("Pass", "USD/P", "AMS")
                                                for end in ("estimate", "low", "high", "too_few_tasks")),
                              "P_first", "P_top3", "Selection"]]
     for c in iv.configs:

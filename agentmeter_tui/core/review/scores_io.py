@@ -148,9 +148,9 @@ def merge_store(store: Any, other: Any) -> MergeResult:
     def target(trial_id: int) -> int | None:
         key = theirs.get(trial_id)
         candidates = here.get(key.match, []) if key else []
-        if not candidates:
+        if key is None or not candidates:
             return None
-        same_attempt = [c for c in candidates if c.attempt == key.attempt]  # type: ignore[union-attr]
+        same_attempt = [c for c in candidates if c.attempt == key.attempt]
         return (same_attempt or candidates)[-1].id
 
     rows, notes = [], []

@@ -76,8 +76,9 @@ def grid_suite(tasks_dir: Path, options: GridOptions, base: dict[str, Any] | Non
     already absolute) with the options overriding its grid."""
     from .taskfolders import task_folders
 
-    data = json.loads(json.dumps(base)) if base else {"suite": {"tasks_dir": str(tasks_dir)}}
-    suite = data.setdefault("suite", {})
+    # The suite.toml's raw dict, as the loader reads it (SuiteFile validates it there): nested tables
+    data: dict[str, Any] = json.loads(json.dumps(base)) if base else {"suite": {"tasks_dir": str(tasks_dir)}}
+    suite: dict[str, Any] = data.setdefault("suite", {})
     if options.include:
         suite["include"] = list(options.include)
     if options.exclude:

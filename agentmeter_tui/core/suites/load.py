@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..tomlerrors import InputError, load_toml, validate
-from ..vocab import TIERS
+from ..vocab import is_tier
 from .suite import Suite, Task
 from .suitefile import SuiteFile, SuiteSection
 from .taskfiles import check_task_files, outside
@@ -32,8 +32,9 @@ def load_task(folder: Path) -> Task:
     if not instruction.strip():
         raise InputError(instruction_path, 1, "instruction", "the instruction is empty")
     tier = spec.task.tier
-    if tier is None and str(spec.metadata.get("difficulty", "")).lower() in TIERS:
-        tier = str(spec.metadata["difficulty"]).lower()
+    difficulty = str(spec.metadata.get("difficulty", "")).lower()
+    if tier is None and is_tier(difficulty):
+        tier = difficulty
     _check_kind_settings(spec, toml_path, text)
     _check_judgeable(spec, folder, toml_path, text)
     return Task(id=spec.task.id or folder.name, path=folder, tier=tier, instruction=instruction, spec=spec)
@@ -76,8 +77,9 @@ def _check_settings(registry, table: str, kind: str, values: dict, path: Path, t
         settings = validate(settings_model, values, path, text, prefix=(table,), context=context)
         # The kind's path settings (a verifier's case file, oracle, tool folder) stay in their folder.
         for name, base in getattr(settings_model, "path_fields", {}).items():
-            where = (path.parent, "the task folder") if base == "task" else (None, "the agent's workspace")
-            if (why := outside(*where[:1], getattr(settings, name), where[1])) is not None:
+            within = path.parent if base == "task" else None  # None: the workspace, not made yet
+            what = "the task folder" if base == "task" else "the agent's workspace"
+            if (why := outside(within, getattr(settings, name), what)) is not None:
                 raise InputError(path, _line(text, (table, name)), f"{table}.{name}", why)
 
 
@@ -138,7 +140,7 @@ def _check_suite_paths(folder: Path, spec: SuiteFile, toml_path: Path, text: str
     """The suite file's paths stay in the suite folder (``tasks_dir``, a dataset read in place,
     is the one that may lie elsewhere): a parse error would quote a line of whatever host file
     they name, and scenario files are sent to the agent as the model's replies."""
-    named = [(("suite", "pricing"), spec.suite.pricing)]
+    named: list[tuple[tuple[str, ...], str | None]] = [(("suite", "pricing"), spec.suite.pricing)]
     named += [(("providers", name, "scenarios"), p.scenarios) for name, p in spec.providers.items()]
     if spec.suite.tasks_dir is None:
         named += [(("suite", "tasks"), task) for task in spec.suite.tasks or []]
@@ -153,7 +155,7 @@ def _load_tasks(folder: Path, section: SuiteSection, toml_path: Path, text: str)
     dataset does not stop the run; inside the suite folder every error stops it."""
     external = section.tasks_dir is not None
     root = folder
-    if external:
+    if section.tasks_dir is not None:
         root = Path(section.tasks_dir).expanduser()
         root = (root if root.is_absolute() else folder / root).resolve()
         if not root.is_dir():

@@ -97,7 +97,9 @@ class DifferentialVerifier(Verifier):
         scratch = Path(tempfile.mkdtemp(prefix="agentmeter-diff-"))
         try:
             try:
-                executor = await kind_cls.differential_sides().for_session(session)
+                sides = kind_cls.differential_sides()
+                assert sides is not None  # the kind names a differential side (checked above)
+                executor = await sides.for_session(session)
             except Exception as exc:  # noqa: BLE001 - an engine or its SDK failing: our side, whatever it raised
                 message = f"the differential verifier's {kind} sides could not be prepared: {exc}"
                 return VerifierResult(False, 0.0, message, infra_error=message)

@@ -113,9 +113,9 @@ def read_lines(path: Path, keep: dict[Path, bytes] | None = None) -> Iterator[tu
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+        bad_line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - data.rfind(b"\n", 0, exc.start)
-        raise BadSession(f"{path}:{line}", f"not UTF-8 (byte {column} of the line)") from None
+        raise BadSession(f"{path}:{bad_line}", f"not UTF-8 (byte {column} of the line)") from None
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
     for number, line in enumerate(data.split(b"\n"), start=1):
         if len(line) > LINE_LIMIT:

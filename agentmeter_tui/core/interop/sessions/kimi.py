@@ -54,8 +54,8 @@ class KimiSessions(SessionReader):
         path = source.files[0]
         session = CliSession(project=dirs.get(path.parent.parent.name), model=model)
         for _number, line, obj in read_lines(path, source.data):
-            message = obj.get("message") if obj is not None and isinstance(obj.get("message"), dict) else None
-            if message is None:  # not JSON (kept raw), or the protocol header line
+            message = obj.get("message") if obj is not None else None
+            if obj is None or not isinstance(message, dict):  # not JSON (kept raw), or the protocol header line
                 if obj is None:
                     session.add(EventKind.RAW, line.decode("utf-8", "replace")[:2000])
                 continue

@@ -36,8 +36,8 @@ def parts_events(session: CliSession, parts: object, ts: float | None, model: st
                          "call_id": call.get("id")}, model)
         elif isinstance(part.get("functionResponse"), dict):
             response = part["functionResponse"].get("response")
-            text = response.get("output") if isinstance(response, dict) and isinstance(response.get("output"), str) \
-                else orjson.dumps(response).decode()
+            output = response.get("output") if isinstance(response, dict) else None
+            text = output if isinstance(output, str) else orjson.dumps(response).decode()
             session.add(EventKind.TOOL_RESULT, text, ts, {"call_id": part["functionResponse"].get("id")})
 
 

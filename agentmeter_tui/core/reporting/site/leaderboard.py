@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...metrics.ams import ConfigScore
 from ...metrics.intervals import MIN_TASKS, TOO_FEW
 from ..cells import DASH, fmt_score, fmt_usd
 from ..compare import RunComparison
+from ..compare import _signed
 from ..compare import _yes as _verdict
 from ..report import Report
 from .model import Names, _bounds
@@ -21,7 +23,7 @@ from .model import Names, _bounds
 UP, DOWN = "▲", "▼"  # failed in A and passes in B; passed in A and fails in B
 
 
-def _rank_key(row: Any) -> tuple:
+def _rank_key(row: ConfigScore) -> tuple[bool, float, int, bool, float]:
     return (row.ams is None, -(row.ams or 0.0), -row.passes, row.usd_total is None, row.usd_total or 0.0)
 
 
@@ -44,7 +46,7 @@ def leaderboard_rows(report: Report, names: Names, config_index: dict[tuple[str,
             "passes": f"{r.passes}/{r.n_tasks}", "passes_sort": r.passes,
             "cost": fmt_usd(r.usd_total), "cost_sort": "" if r.usd_total is None else r.usd_total,
             "trials": r.attempts if stats is None else stats.trials,
-            "first": DASH if iv is None or iv.first[r.config] is None else f"{iv.first[r.config] * 100:.0f}%",
+            "first": DASH if iv is None else _share(iv.first[r.config]),
         })
     return rows
 
@@ -97,21 +99,21 @@ def comparison_view(comparison: RunComparison, names: Names) -> dict[str, Any]:
         configs.append({
             "name": f"{names(c.config[0])} / {names(c.config[1])}", "passes": f"{c.passes[0]} → {c.passes[1]}",
             "ams_a": fmt_score(c.ams[0]), "ams_b": fmt_score(c.ams[1]),
-            "delta": DASH if c.estimate is None else f"{c.estimate:+.3f}",
-            "interval": TOO_FEW if d.too_few else DASH if d.low is None else f"{d.low:+.3f} – {d.high:+.3f}",
+            "delta": _signed(c.estimate),
+            "interval": TOO_FEW if d.too_few else DASH if d.low is None or d.high is None
+            else f"{d.low:+.3f} – {d.high:+.3f}",
             "b_ahead": _share(c.b_ahead), "a_ahead": _share(c.a_ahead),
-            "direction": "" if c.estimate is None or d.too_few or d.low is None
+            "direction": "" if c.estimate is None or d.too_few or d.low is None or d.high is None
             else "up" if d.low > 0 else "down" if d.high < 0 else ""})
     cells = []
-    for c in comparison.cells:
-        moved = None not in c.reward and abs(c.reward[1] - c.reward[0]) > 1e-9
-        if not (c.flipped or moved):
+    for cell in comparison.cells:
+        if not cell.changed:
             continue
-        cells.append({"task": names.text(c.task), "config": f"{names(c.config[0])} / {names(c.config[1])}",
-                      "a": _verdict(c.passed[0]), "b": _verdict(c.passed[1]),
-                      "flip": (UP if c.passed[1] else DOWN) if c.flipped else "",
-                      "reward_a": fmt_score(c.reward[0]), "reward_b": fmt_score(c.reward[1]),
-                      "delta": DASH if None in c.reward else f"{c.reward[1] - c.reward[0]:+.3f}"})
+        cells.append({"task": names.text(cell.task), "config": f"{names(cell.config[0])} / {names(cell.config[1])}",
+                      "a": _verdict(cell.passed[0]), "b": _verdict(cell.passed[1]),
+                      "flip": (UP if cell.passed[1] else DOWN) if cell.flipped else "",
+                      "reward_a": fmt_score(cell.reward[0]), "reward_b": fmt_score(cell.reward[1]),
+                      "delta": _signed(cell.reward_change)})
     return {"a": names.text(labels[0]), "b": names.text(labels[1]), "selection": comparison.selection,
             "tasks": len(comparison.tasks), "only_a": len(comparison.only[0]), "only_b": len(comparison.only[1]),
             "resamples": comparison.resamples, "seed": comparison.seed, "min_tasks": MIN_TASKS,

@@ -93,11 +93,11 @@ def scatter(data: ScatterData, name: Callable[[str], str] = str, width: int = 64
                    f'{point.pass_rate * 100:.0f}% pass, ${point.usd_per_pass:.4g}/pass'
                    f'{" (Pareto front)" if k in on_front else ""}</title></circle>')
         out.append(_label(x, y, label, width, placed))
-    for point in data.no_pass:
-        x, y = xy(0.0, point.usd_spent)
-        label = f"{name(point.model)} / {name(point.cli)}"
+    for miss in data.no_pass:
+        x, y = xy(0.0, miss.usd_spent)
+        label = f"{name(miss.model)} / {name(miss.cli)}"
         out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" class="dot nopass"><title>{escape(label)}: no pass, '
-                   f'${point.usd_spent:.4g} spent</title></circle>')
+                   f'${miss.usd_spent:.4g} spent</title></circle>')
         out.append(_label(x, y, f"{label} (no pass)", width, placed))
     out.append("</svg>")
     return "".join(out)
