@@ -28,6 +28,7 @@ from .caps import CapLedger
 
 if TYPE_CHECKING:
     from ..proxy.server import MeteringProxy
+    from ..rows import EventRow
     from ..sandboxes.base import Sandbox, SandboxSession
     from ..suites.suitefile import ModelEntry
     from ..suites.suite import Suite
@@ -42,9 +43,8 @@ class RunSink(Protocol):
     def trial_changed(self, trial: TrialView) -> None:
         """Its status or meter changed."""
 
-    def trial_events(self, trial: TrialView, rows: list[tuple]) -> None:
-        """New events, as the rows handed to the store writer: ``(trial_id, seq, ts, kind,
-        stream, text, data)``."""
+    def trial_events(self, trial: TrialView, rows: list[EventRow]) -> None:
+        """New events, as the rows handed to the store writer."""
 
     def trial_finished(self, trial: TrialView) -> None:
         """Its final row is committed."""
@@ -54,7 +54,7 @@ class _NullSink:
     def trial_changed(self, trial: TrialView) -> None:
         pass
 
-    def trial_events(self, trial: TrialView, rows: list[tuple]) -> None:
+    def trial_events(self, trial: TrialView, rows: list[EventRow]) -> None:
         pass
 
     def trial_finished(self, trial: TrialView) -> None:

@@ -25,6 +25,7 @@ import orjson
 
 from ..harnesses import AgentOutcome, TaskUnfit, get_adapter
 from ..regrade.keep import keep_for_regrade
+from ..rows import EventRow, UsageRow
 from ..sandboxes.base import KillPolicy, LaunchSpec, SandboxSession
 from ..scanners.scan import queue_scan
 from ..store import Store, utcnow
@@ -100,14 +101,15 @@ class TrialRun(BudgetChecks):
     # -- output handling (event loop, hot path) ------------------------------------------------
 
     def emit(self, stream: str, events: list[tuple[ParsedEvent, bytes | None]],
-             usage: Sequence[tuple] = ()) -> list[tuple]:
+             usage: Sequence[UsageRow] = ()) -> list[EventRow]:
         """Every event of the trial goes out here: one time stamp for the batch, the next seq
-        numbers, and the same rows ``(trial_id, seq, ts, kind, stream, text, data)`` to the
-        store writer and to the sink. ``data`` is the raw line an event came from, if any;
+        numbers, and the same rows (:class:`~..rows.EventRow`) to the store writer and to the
+        sink. ``data`` is the raw line an event came from, if any;
         ``usage``, the usage rows of the calls among the events, stored with them."""
         ts = time.time()
         trial_id, seq = self.id, self.seq
-        rows = [(trial_id, (seq := seq + 1), ts, event.kind, stream, event.text, data) for event, data in events]
+        rows = [EventRow(trial_id, (seq := seq + 1), ts, event.kind, stream, event.text, data)
+                for event, data in events]
         self.seq = seq
         rows, redacted = self.ctx.redactor.rows(rows)  # before the store and the live feed: no key leaves
         self.redactions += redacted
@@ -136,7 +138,7 @@ class TrialRun(BudgetChecks):
         self._check_budgets()
         return self.ctx.writer.room()
 
-    def _meter(self, event: ParsedEvent, seq: int) -> tuple | None:
+    def _meter(self, event: ParsedEvent, seq: int) -> UsageRow | None:
         """Count the event's call; its usage row (``seq``: the event's), if it carries usage."""
         if event.usage is None:
             return None
@@ -144,8 +146,8 @@ class TrialRun(BudgetChecks):
         cost = self.ctx.price(self.plan.config.model, event.usage)
         if self.proxy_route is None:  # behind the proxy it meters; the CLI's figures are kept beside
             self._add_usage(event.usage, cost)
-        return (self.id, seq, "stdout", event.model, *event.usage.as_tuple(),
-                _float(cost), _float(event.reported_cost_usd), event.usage.cache_write_1h)
+        return UsageRow.of(self.id, seq, "stdout", event.model, event.usage, _float(cost),
+                           _float(event.reported_cost_usd), event.usage.cache_write_1h)
 
     def _count_tool(self, event: ParsedEvent) -> None:
         if event.tool_key is not None:
@@ -207,11 +209,11 @@ class TrialRun(BudgetChecks):
         self._rate_limited(call.status == 429)
         kind = EventKind.USAGE if call.usage else EventKind.ERROR if call.outcome != "completed" or \
             call.status >= 400 else EventKind.SYSTEM
-        usage = []
+        usage: list[UsageRow] = []
         if call.usage:
             cost = self.ctx.price(self.plan.config.model, call.usage)
-            usage.append((self.id, self.seq + 1, "proxy", call.model, *call.usage.as_tuple(),
-                          _float(cost), None, call.usage.cache_write_1h))
+            usage.append(UsageRow.of(self.id, self.seq + 1, "proxy", call.model, call.usage, _float(cost), None,
+                                     call.usage.cache_write_1h))
         self.emit("proxy", [(ParsedEvent(kind, call.summary()), orjson.dumps(call.as_dict()))], usage)
 
     def note(self, text: str, kind: EventKind = EventKind.STATUS) -> None:
