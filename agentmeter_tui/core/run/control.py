@@ -28,7 +28,7 @@ import json
 import socket
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, Required, TypedDict
 
 import orjson
 
@@ -40,9 +40,14 @@ LIVE_TEXT = 2000  # characters of an event's text sent to live clients; the stor
 
 # -- the feed's messages ---------------------------------------------------------------------
 # Sent as JSON objects (these are their shapes; the runner builds them as plain dicts, so
-# encoding stays one orjson call). JSON turns the int keys of ``events``/``skipped`` into strings.
+# encoding stays one orjson call). ``type`` tells them apart (a tagged union: testing
+# ``message["type"]`` narrows a FeedMessage to one of them). What JSON changes on the way: the
+# int keys of ``events``/``skipped`` arrive as strings, a LiveEvent arrives as a list.
 
-LiveEvent = list  # [seq, ts, kind, stream, text[:LIVE_TEXT]]
+# One transcript event as live clients get it: (seq, ts, kind, stream, text[:LIVE_TEXT]), its
+# EventRow's fields (core/rows.py) without the trial id and the raw line. A plain tuple, not a
+# NamedTuple: orjson writes a tuple as the JSON array it always was, and refuses a NamedTuple.
+LiveEvent = tuple[int, float | None, str, str, str]
 
 
 class Meter(TypedDict):
@@ -117,7 +122,7 @@ class Snapshot(TypedDict):
 
 
 class Tick(TypedDict, total=False):
-    type: Literal["tick"]
+    type: Required[Literal["tick"]]
     ts: float
     meters: list[Meter]
     finished: list[Meter]
@@ -135,7 +140,7 @@ class Preparing(TypedDict):
 
 
 class Finished(TypedDict, total=False):
-    type: Literal["finished"]
+    type: Required[Literal["finished"]]
     status: str  # "finished", "stopped", or "failed" (the run could not start: ``error`` says why)
     progress: Progress
     error: str
