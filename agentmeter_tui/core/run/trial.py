@@ -33,6 +33,7 @@ from ..usage import TokenUsage
 from ..verifiers import VERIFIERS
 from ..vocab import EventKind, KillReason, ParsedEvent, TrialStatus
 from . import record
+from .record import TrialOutcome
 from .budget_hold import BudgetHold, BudgetChecks
 from .control import Meter
 from .provider_errors import ProviderErrors
@@ -230,25 +231,25 @@ class TrialRun(BudgetChecks):
         self.status = TrialStatus.STARTING  # the row was made with it: only the sink is told
         ctx.sink.trial_changed(self)
         try:
-            final = await self._run()
+            outcome = await self._run()
         except Exception as exc:  # our side failed: never lose the trial, record why
             ctx.log(f"trial {self.id} infra error: {exc!r}\n{traceback.format_exc()}")
             self.retryable = not getattr(exc, "final", False)
-            final = (TrialStatus.INFRA_INVALID, f"infra: {ctx.scripted_lost(self) or exc}", None)
-        status, reason, verdict = final
-        await self._finish(status, reason, verdict)
-        return status
+            outcome = TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: {ctx.scripted_lost(self) or exc}")
+        await self._finish(outcome)
+        return outcome.status
 
-    async def _run(self):
+    async def _run(self) -> TrialOutcome:
         plan, ctx = self.plan, self.ctx
         if not self.adapter.is_installed(ctx.clis_root):
             self.retryable = False  # a retry finds it missing too
-            return (TrialStatus.INFRA_INVALID, f"infra: {self.adapter.name} is not installed; "
-                    f"run: {self.adapter.install.hint}", None)
+            return TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: {self.adapter.name} is not installed; "
+                                f"run: {self.adapter.install.hint}")
         try:
             solution = self.adapter.solution_files(plan.task.path)
         except TaskUnfit as exc:  # the task, not the agent or our side: a failed trial, the run goes on
-            return (TrialStatus.FAILED, str(exc), None)
+            return TrialOutcome(TrialStatus.FAILED, str(exc))
+        assert self.id is not None  # execute made the row first
         self.session = session = await ctx.sandbox.open(plan.task, self.id, self.token)
         session.notes_to(self.note)
         agent = await self._start_agent(session, solution)
@@ -257,13 +258,13 @@ class TrialRun(BudgetChecks):
         outcome: AgentOutcome = self.parser.outcome(exit_code, killed)
         self._exit_code = exit_code
         if killed:  # infra-invalid when our side failed under it or the run was stopped
-            return record.killed_outcome(self.kill_reason)
+            return self._killed()
         if (lost := ctx.scripted_lost(self)) is not None:  # the agent ended on our server's death
-            return (TrialStatus.INFRA_INVALID, f"infra: {lost}", None)
+            return TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: {lost}")
         if self.provider_errors.gave_up:  # the agent's run ended on the provider's error, not its own
-            return (TrialStatus.INFRA_INVALID, f"infra: provider errors: {self.provider_errors.summary()}", None)
+            return TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: provider errors: {self.provider_errors.summary()}")
         if outcome.errored:
-            return (TrialStatus.ERRORED, outcome.error, None)
+            return TrialOutcome(TrialStatus.ERRORED, outcome.error)
         return await self._verified(session)
 
     async def _start_agent(self, session: SandboxSession, solution):
@@ -307,7 +308,11 @@ class TrialRun(BudgetChecks):
         finally:
             kill_task.cancel()
 
-    async def _verified(self, session: SandboxSession):
+    def _killed(self) -> TrialOutcome:
+        assert self.kill_reason is not None  # a kill is always asked with its reason (request_kill)
+        return record.killed_outcome(self.kill_reason)
+
+    async def _verified(self, session: SandboxSession) -> TrialOutcome:
         """The task's verifier on what the agent left: the trial's outcome."""
         plan = self.plan
         self._set_status(TrialStatus.VERIFYING)
@@ -319,12 +324,12 @@ class TrialRun(BudgetChecks):
             verifier.trajectory = await trajectory_of(self)
         verdict = await self._verify_unless_killed(verifier.verify(session), session)
         if verdict is None:  # the operator (or the runner's shutdown) stopped it while the verifier ran
-            return record.killed_outcome(self.kill_reason)
+            return self._killed()
         if verdict.infra_error:
-            return (TrialStatus.INFRA_INVALID, f"infra: {verdict.infra_error}", verdict)
+            return TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: {verdict.infra_error}", verdict)
         if verdict.passed:
-            return (TrialStatus.PASSED, None, verdict)
-        return (TrialStatus.FAILED, verdict.reason, verdict)
+            return TrialOutcome(TrialStatus.PASSED, None, verdict)
+        return TrialOutcome(TrialStatus.FAILED, verdict.reason, verdict)
 
     async def _verify_unless_killed(self, verifying, session: SandboxSession):
         """The verifier's verdict, or None when a kill arrives while it runs: then it is stopped
@@ -386,12 +391,14 @@ class TrialRun(BudgetChecks):
         self.ctx.writer.update_trial(self.id, {"status": status.value, **fields})
         self.ctx.sink.trial_changed(self)
 
-    async def _finish(self, status: TrialStatus, reason: str | None, verdict) -> None:
+    async def _finish(self, outcome: TrialOutcome) -> None:
         ctx = self.ctx
+        assert self.id is not None  # execute made the row first
+        status, reason = outcome.status, outcome.reason
         self.status, self.reason = status, reason
         self.finished_at = utcnow()
         try:
-            fields = await self._final_fields(status, reason, verdict)
+            fields = await self._final_fields(outcome)
         except Exception as exc:  # whatever failed, the trial must still end with its tokens
             ctx.log(f"trial {self.id}: final details failed: {exc!r}\n{traceback.format_exc()}")
             fields = {"status": status.value, "reason": reason, "error": f"final details failed: {exc!r}"}
@@ -410,9 +417,9 @@ class TrialRun(BudgetChecks):
             except Exception as exc:
                 ctx.log(f"trial {self.id} cleanup failed: {exc!r}")
 
-    async def _final_fields(self, status: TrialStatus, reason: str | None, verdict) -> dict[str, Any]:
+    async def _final_fields(self, outcome: TrialOutcome) -> dict[str, Any]:
         await self.ctx.release_proxy(self)  # its last calls recorded before the meter is final
-        return record.final_fields(self, status, reason, verdict, await self.ctx.scripted_served(self))
+        return record.final_fields(self, outcome, await self.ctx.scripted_served(self))
 
     def cost_fields(self) -> dict[str, Any]:
         return record.cost_fields(self)
