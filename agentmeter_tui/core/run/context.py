@@ -191,9 +191,10 @@ class RunContext:
         limiter = self._call_rates.setdefault(provider_name, CallRate(cap)) if cap else None
         # The endpoints it may call: its CLI's protocol (and the provider kind's, should they differ).
         spoken = tuple(dict.fromkeys(p for p in (trial.adapter.protocol, protocol and protocol.name) if p))
-        trial.proxy_route = self.proxy.route(upstream, key, trial, f"trial {trial.id}", limiter=limiter,
-                                             protocols=spoken)
-        return self.proxy.base_url, trial.proxy_route.key
+        proxy = self.proxy
+        assert proxy is not None  # asked only of a suite that uses the proxy: the runner started it
+        trial.proxy_route = proxy.route(upstream, key, trial, f"trial {trial.id}", limiter=limiter, protocols=spoken)
+        return proxy.base_url, trial.proxy_route.key
 
     async def release_proxy(self, trial: TrialView) -> None:
         if self.proxy is not None and trial.proxy_route is not None:

@@ -180,7 +180,7 @@ class Runner:
             scheduler.pause()
         scheduler.set_default_budget(**self.early)
         ticker = asyncio.create_task(self.feed.run())
-        reaper = asyncio.create_task(self._reap())
+        reaper = asyncio.create_task(self._reap(scheduler))
         sweeper = asyncio.create_task(SWEEPER.run())
         watch = asyncio.create_task(self.mock.watch(scheduler, ctx, self._give_up)) if self.mock else None
         self.log(f"run {self.run_id}: {len(plans)} trial(s) to go, concurrency {concurrency}")
@@ -256,10 +256,10 @@ class Runner:
         if self.mock:
             await self.mock.stop()
 
-    async def _reap(self) -> None:
+    async def _reap(self, scheduler: Scheduler) -> None:
         while True:
             await asyncio.sleep(1.0)
-            running = {t.pid for t in self.scheduler.running.values() if t.pid}
+            running = {t.pid for t in scheduler.running.values() if t.pid}
             if self.mock and self.mock.pid:
                 running.add(self.mock.pid)  # its exit code is the watch's to read
             reap_orphans(running)

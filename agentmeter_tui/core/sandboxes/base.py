@@ -172,10 +172,10 @@ class Sandbox(ABC):
         # filesystem view of its own shows them, read-only (set by the runner).
         self.tool_roots: list[str] = []
 
-    @staticmethod
-    def on_progress(text: str) -> None:
-        """What the sandbox is preparing now (``preflight``: an image being built, step by
-        step); the runner sets its own, callable from any thread, to tell its clients."""
+    # What the sandbox is preparing now (``preflight``: an image being built, step by step);
+    # the runner sets its own, callable from any thread, to tell its clients. An attribute, not
+    # a method: the runner and ``agentmeter images`` replace it on the instance.
+    on_progress: Callable[[str], None] = staticmethod(lambda text: None)
 
     def capacity(self) -> int:
         """How many trials this sandbox can run at once (its hosts' slots)."""
