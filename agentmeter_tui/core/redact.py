@@ -112,11 +112,11 @@ class Redactor:
         """Event rows with their text and data redacted, and the count."""
         total, out = 0, []
         for row in rows:
-            text, n = self.text(row.text)
-            data, m = self.data(row.data)
+            text, n = self.text(row[5])
+            data, m = self.data(row[6])
             if n or m:
                 total += n + m
-                row = row._replace(text=text, data=data)
+                row = (*row[:5], text, data)
             out.append(row)
         return out, total
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import orjson
 
-from agentmeter_tui.core.rows import EventRow
 from agentmeter_tui.core.run.control import LIVE_TEXT, Tick, encode
 from agentmeter_tui.core.run.feed import Tail
 from agentmeter_tui.ui.live_state import LiveState
 
 
 def test_a_ticks_live_events_are_the_bytes_the_lists_were():
-    rows = [EventRow(3, seq, 1.5 + seq, "assistant", "stdout", f"line {seq} " + "x" * LIVE_TEXT, None)
+    rows = [(3, seq, 1.5 + seq, "assistant", "stdout", f"line {seq} " + "x" * LIVE_TEXT, None)
             for seq in (1, 2, 3)]
     tail = Tail()
     tail.add(rows)
@@ -28,7 +27,7 @@ def test_a_ticks_live_events_are_the_bytes_the_lists_were():
 
 def test_a_client_applies_a_tick_of_the_new_runner():
     meter = {"id": 3, "task": "t", "model": "m", "cli": "c", "trial": 0, "status": "running", "elapsed": 1.0}
-    rows = [EventRow(3, seq, 2.0, "assistant", "stdout", f"line {seq}", b"raw") for seq in (1, 2)]
+    rows = [(3, seq, 2.0, "assistant", "stdout", f"line {seq}", b"raw") for seq in (1, 2)]
     tail = Tail()
     tail.add(rows)
     live, _ = tail.take()

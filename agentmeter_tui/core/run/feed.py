@@ -95,7 +95,6 @@ class Tail:
         """The newest ``MAX_LIVE`` rows as live events (text cut to ``LIVE_TEXT``), and how
         many rows before them are left out."""
         rows = list(chain.from_iterable(self.batches))[-MAX_LIVE:]
-        # by position, not name: the cheapest read of a NamedTuple, on the path a flood takes
         return ([(r[1], r[2], r[3], r[4], r[5][:LIVE_TEXT]) for r in rows],
                 self.dropped + self.count - len(rows))
 

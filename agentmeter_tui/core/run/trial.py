@@ -104,13 +104,13 @@ class TrialRun(BudgetChecks):
     def emit(self, stream: str, events: list[tuple[ParsedEvent, bytes | None]],
              usage: Sequence[UsageRow] = ()) -> list[EventRow]:
         """Every event of the trial goes out here: one time stamp for the batch, the next seq
-        numbers, and the same rows (:class:`~..rows.EventRow`) to the store writer and to the
+        numbers, and the same rows (:data:`~..rows.EventRow`) to the store writer and to the
         sink. ``data`` is the raw line an event came from, if any;
         ``usage``, the usage rows of the calls among the events, stored with them."""
         ts = time.time()
         trial_id, seq = self.id, self.seq
-        rows = [EventRow(trial_id, (seq := seq + 1), ts, event.kind, stream, event.text, data)
-                for event, data in events]
+        rows: list[EventRow] = [(trial_id, (seq := seq + 1), ts, event.kind, stream, event.text, data)
+                                for event, data in events]
         self.seq = seq
         rows, redacted = self.ctx.redactor.rows(rows)  # before the store and the live feed: no key leaves
         self.redactions += redacted

@@ -88,7 +88,7 @@ class ImportQueries:
         usage: list[UsageRow] = []
         for seq, event in enumerate(trial.events, start=1):
             data = orjson.dumps(event.meta) if event.meta else None
-            events.append(EventRow(None, seq, event.ts, str(event.kind), trial.source, event.text, data))
+            events.append((None, seq, event.ts, str(event.kind), trial.source, event.text, data))
             if event.usage is not None:  # no 1-hour cache writes: an imported file does not tell them apart
                 usage.append(UsageRow.of(None, seq, trial.source, event.model or trial.model, event.usage,
                                          event.cost_usd, None, None))
@@ -98,7 +98,7 @@ class ImportQueries:
             row["extra"] = orjson.dumps({**(orjson.loads(row["extra"]) if row["extra"] else {}),
                                          "redactions": redacted}).decode()
         trial_id = self.db.table("trials").insert(row).last_pk
-        events = [e._replace(trial_id=trial_id) for e in events]
+        events = [(trial_id, *e[1:]) for e in events]
         usage = [u._replace(trial_id=trial_id) for u in usage]
         self.db.conn.executemany(EVENT_SQL, events)
         if usage:
