@@ -32,6 +32,10 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, overload
+
+if TYPE_CHECKING:
+    from .rows import EventRow
 
 MIN_VALUE = 8
 SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY|ACCESS_KEY)",
@@ -88,6 +92,11 @@ class Redactor:
             name = next(k for k, v in match.groupdict().items() if v is not None).replace("_", "-")
         return f"[redacted:{name}]"
 
+    @overload
+    def text(self, value: str) -> tuple[str, int]: ...
+    @overload
+    def text(self, value: str | None) -> tuple[str | None, int]: ...
+
     def text(self, value: str | None) -> tuple[str | None, int]:
         """``value`` with its secrets replaced, and how many were."""
         if not value or not (self._trigger.search(value) or any(v in value for v in self._values)):
@@ -99,8 +108,8 @@ class Redactor:
             return value, 0
         return self._bytes.subn(lambda m: self._marker(m).encode(), value)
 
-    def rows(self, rows: list[tuple]) -> tuple[list[tuple], int]:
-        """Event rows ``(trial_id, seq, ts, kind, stream, text, data)`` redacted, and the count."""
+    def rows(self, rows: list[EventRow]) -> tuple[list[EventRow], int]:
+        """Event rows with their text and data redacted, and the count."""
         total, out = 0, []
         for row in rows:
             text, n = self.text(row[5])

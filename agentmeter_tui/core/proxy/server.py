@@ -123,11 +123,12 @@ class MeteringProxy:
         """The route of a presented key. Looked up by the key's digest, so the time taken says
         nothing about how much of a real key a guess had right."""
         route = self.routes.get(_digest(key)) if key else None
-        return route if route is not None and hmac.compare_digest(route.key, key) else None
+        return route if route is not None and key is not None and hmac.compare_digest(route.key, key) else None
 
     # -- requests ------------------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        assert self._guard is not None  # made by start(), before the listener takes a connection
         self._guard.arrived(request.protocol)
         route = self.find_route(find_key(request.headers, request.query))
         try:
@@ -187,6 +188,7 @@ class MeteringProxy:
     async def _forward(self, request: web.Request, route: Route, call: ProxyCall) -> web.StreamResponse:
         body = await request.read()
         protocol = call.protocol
+        assert protocol is not None  # a call with a route: its endpoint's protocol, or the route's first
         if not call.side:
             call.model = get_protocol(protocol).request_model(call.path, body)
             reserve = getattr(route.sink, "reserve_call", None)  # the run's caps: wait for room

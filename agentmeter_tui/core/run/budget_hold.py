@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..suites.taskfolders import Budget
     from ..usage import TokenUsage
     from .context import RunContext
+    from .trialview import TrialPlan
 
 HOLD_MAX = 30.0  # seconds: long enough to type a figure, short enough to cap what a forgotten dialog costs
 
@@ -75,6 +76,7 @@ class BudgetChecks:
     status: TrialStatus
     hold: BudgetHold
     ctx: RunContext
+    plan: TrialPlan
     _wall_from: float | None
     _wall_timer: asyncio.TimerHandle | None
 

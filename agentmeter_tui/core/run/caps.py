@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Collection
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,7 @@ class CapLedger:
         return [s for s in self.scopes(model) if s in self.caps]
 
     def set_cap(self, scope: Scope, usd: float | None = None, tokens: int | None = None,
-                clear: tuple[str, ...] | list[str] = ()) -> Cap:
+                clear: Collection[str] = ()) -> Cap:
         """Change a cap live (the ``cap`` op); a measure not given keeps its value, one in
         ``clear`` is no longer capped, and a scope capped in neither measure has no cap."""
         kept = {k: v for k, v in self.caps.get(scope, Cap()).model_dump().items() if k not in clear}

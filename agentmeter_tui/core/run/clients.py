@@ -37,14 +37,14 @@ from typing import Any
 
 import orjson
 
-from .control import encode
+from .control import Refused, Reply, encode
 
 MAX_REQUEST = 64 << 10  # requests are a few dozen bytes; the reader's buffer stays this small
 RATE, BURST = 20.0, 40  # requests a second per connection; a script asks once per connection
 MAX_UNREAD = 1 << 20  # reply bytes a client may leave unread before it is dropped
 MAX_CLIENTS = 64
 MAX_SUBSCRIBERS = 32  # fewer than MAX_CLIENTS: a new connection always finds a place to take
-Handler = Callable[[Any, dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any]]]  # awaited: ops on the sandbox
+Handler = Callable[[Any, dict[str, Any]], Reply | Awaitable[Reply]]  # awaited: ops on the sandbox
 Subscribe = Callable[[asyncio.StreamReader, asyncio.StreamWriter, dict[str, Any]], Awaitable[None]]
 
 
@@ -156,8 +156,8 @@ class ControlDoor:
                         return refuse(writer, f"{MAX_SUBSCRIBERS} clients follow the feed already")
                     connection.subscribed = True
                     return await self.subscribe(reader, writer, request)
-                reply = self.handle(op, request) if request is not None else \
-                    {"ok": False, "error": "requests are JSON objects, one per line"}
+                not_json: Refused = {"ok": False, "error": "requests are JSON objects, one per line"}
+                reply = self.handle(op, request) if request is not None else not_json
                 if inspect.isawaitable(reply):  # an op that waits on the sandbox (``node``)
                     reply = await reply
                 writer.write(encode(reply))

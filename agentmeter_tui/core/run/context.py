@@ -28,6 +28,7 @@ from .caps import CapLedger
 
 if TYPE_CHECKING:
     from ..proxy.server import MeteringProxy
+    from ..rows import EventRow
     from ..sandboxes.base import Sandbox, SandboxSession
     from ..suites.suitefile import ModelEntry
     from ..suites.suite import Suite
@@ -42,9 +43,8 @@ class RunSink(Protocol):
     def trial_changed(self, trial: TrialView) -> None:
         """Its status or meter changed."""
 
-    def trial_events(self, trial: TrialView, rows: list[tuple]) -> None:
-        """New events, as the rows handed to the store writer: ``(trial_id, seq, ts, kind,
-        stream, text, data)``."""
+    def trial_events(self, trial: TrialView, rows: list[EventRow]) -> None:
+        """New events, as the rows handed to the store writer."""
 
     def trial_finished(self, trial: TrialView) -> None:
         """Its final row is committed."""
@@ -54,7 +54,7 @@ class _NullSink:
     def trial_changed(self, trial: TrialView) -> None:
         pass
 
-    def trial_events(self, trial: TrialView, rows: list[tuple]) -> None:
+    def trial_events(self, trial: TrialView, rows: list[EventRow]) -> None:
         pass
 
     def trial_finished(self, trial: TrialView) -> None:
@@ -191,9 +191,10 @@ class RunContext:
         limiter = self._call_rates.setdefault(provider_name, CallRate(cap)) if cap else None
         # The endpoints it may call: its CLI's protocol (and the provider kind's, should they differ).
         spoken = tuple(dict.fromkeys(p for p in (trial.adapter.protocol, protocol and protocol.name) if p))
-        trial.proxy_route = self.proxy.route(upstream, key, trial, f"trial {trial.id}", limiter=limiter,
-                                             protocols=spoken)
-        return self.proxy.base_url, trial.proxy_route.key
+        proxy = self.proxy
+        assert proxy is not None  # asked only of a suite that uses the proxy: the runner started it
+        trial.proxy_route = proxy.route(upstream, key, trial, f"trial {trial.id}", limiter=limiter, protocols=spoken)
+        return proxy.base_url, trial.proxy_route.key
 
     async def release_proxy(self, trial: TrialView) -> None:
         if self.proxy is not None and trial.proxy_route is not None:

@@ -28,7 +28,7 @@ import json
 import socket
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, Required, TypedDict
 
 import orjson
 
@@ -40,9 +40,14 @@ LIVE_TEXT = 2000  # characters of an event's text sent to live clients; the stor
 
 # -- the feed's messages ---------------------------------------------------------------------
 # Sent as JSON objects (these are their shapes; the runner builds them as plain dicts, so
-# encoding stays one orjson call). JSON turns the int keys of ``events``/``skipped`` into strings.
+# encoding stays one orjson call). ``type`` tells them apart (a tagged union: testing
+# ``message["type"]`` narrows a FeedMessage to one of them). What JSON changes on the way: the
+# int keys of ``events``/``skipped`` arrive as strings, a LiveEvent arrives as a list.
 
-LiveEvent = list  # [seq, ts, kind, stream, text[:LIVE_TEXT]]
+# One transcript event as live clients get it: (seq, ts, kind, stream, text[:LIVE_TEXT]), its
+# EventRow's fields (core/rows.py) without the trial id and the raw line. A plain tuple, not a
+# NamedTuple: orjson writes a tuple as the JSON array it always was, and refuses a NamedTuple.
+LiveEvent = tuple[int, float | None, str, str, str]
 
 
 class Meter(TypedDict):
@@ -117,7 +122,7 @@ class Snapshot(TypedDict):
 
 
 class Tick(TypedDict, total=False):
-    type: Literal["tick"]
+    type: Required[Literal["tick"]]
     ts: float
     meters: list[Meter]
     finished: list[Meter]
@@ -135,13 +140,96 @@ class Preparing(TypedDict):
 
 
 class Finished(TypedDict, total=False):
-    type: Literal["finished"]
+    type: Required[Literal["finished"]]
     status: str  # "finished", "stopped", or "failed" (the run could not start: ``error`` says why)
     progress: Progress
     error: str
 
 
 FeedMessage = Snapshot | Tick | Preparing | Finished
+
+
+# -- the replies to requests -----------------------------------------------------------------
+# One JSON object per request; ``ok`` tells a refusal from the rest. A client reads them as
+# plain dicts (``ControlClient.request``): another process wrote them, perhaps an older runner.
+
+
+class Refused(TypedDict):
+    """A request checked and refused (nothing of it was applied), or one the runner cannot
+    answer now (still preparing)."""
+
+    ok: Literal[False]
+    error: str
+
+
+class HelloReply(TypedDict):
+    ok: Literal[True]
+    run_id: int | None
+    suite: str
+    pid: int
+    db: str
+    preparing: str | None  # what the runner prepares before its first trial; None once it runs
+
+
+class StatusReply(Snapshot):
+    """``status``, and the first message of a ``subscribe``: the snapshot."""
+
+    ok: Literal[True]
+
+
+class Done(TypedDict):
+    """``stop``: it stops starting trials and stops the running ones."""
+
+    ok: Literal[True]
+
+
+class PauseReply(TypedDict, total=False):
+    ok: Required[Literal[True]]
+    paused: Required[bool]
+    model: str | None  # these two when the op named a model or CLI (the rest runs on)
+    cli: str | None
+
+
+class BudgetReply(TypedDict, total=False):
+    ok: Required[Literal[True]]
+    budget: Required[dict[str, Any]]  # the limits asked for; a trial's: its whole budget after the raise
+    trial: int | None  # the trial raised
+    model: str | None  # the cell, model or CLI raised, with how many of its running trials
+    cli: str | None
+    running: int
+
+
+class KillReply(TypedDict):
+    ok: Literal[True]
+    trial: int | None
+
+
+class HoldReply(TypedDict):
+    ok: Literal[True]
+    trial: int | None
+    held: float | None  # seconds left of the hold; None: released (seconds 0)
+
+
+class CapReply(TypedDict):
+    ok: Literal[True]
+    scope: Literal["run", "provider", "model"]
+    name: str | None
+    cap: dict[str, Any]  # the cap as it is now (Cap.model_dump())
+
+
+class NodeReply(TypedDict):
+    ok: Literal[True]
+    name: str
+    availability: Literal["active", "drain"]
+
+
+class RerunReply(TypedDict):
+    ok: Literal[True]
+    added: int  # cells queued again
+
+
+Reply = (Refused | HelloReply | StatusReply | Done | PauseReply | BudgetReply | KillReply | HoldReply | CapReply
+         | NodeReply | RerunReply)
 
 
 class ControlError(Exception):

@@ -39,6 +39,7 @@ from .requests import RequestError, Subscribe, parse_request
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ..rows import EventRow
     from ..suites.suite import Suite
     from .caps import CapLedger
     from .forecast import RunForecast
@@ -78,11 +79,11 @@ class Tail:
     __slots__ = ("batches", "count", "dropped")
 
     def __init__(self) -> None:
-        self.batches: deque[list[tuple]] = deque()
+        self.batches: deque[list[EventRow]] = deque()
         self.count = 0  # rows in batches
         self.dropped = 0
 
-    def add(self, rows: list[tuple]) -> None:
+    def add(self, rows: list[EventRow]) -> None:
         self.batches.append(rows)
         self.count += len(rows)
         while self.count - len(self.batches[0]) >= MAX_LIVE:
@@ -94,7 +95,7 @@ class Tail:
         """The newest ``MAX_LIVE`` rows as live events (text cut to ``LIVE_TEXT``), and how
         many rows before them are left out."""
         rows = list(chain.from_iterable(self.batches))[-MAX_LIVE:]
-        return ([[r[1], r[2], r[3], r[4], r[5][:LIVE_TEXT]] for r in rows],
+        return ([(r[1], r[2], r[3], r[4], r[5][:LIVE_TEXT]) for r in rows],
                 self.dropped + self.count - len(rows))
 
 
@@ -138,7 +139,7 @@ class Feed:
     def trial_changed(self, trial: TrialView) -> None:
         self._changed[id(trial)] = trial
 
-    def trial_events(self, trial: TrialView, rows: list[tuple]) -> None:
+    def trial_events(self, trial: TrialView, rows: list[EventRow]) -> None:
         if not self.live_enabled or not rows:
             return
         tail = self._live.get(trial)

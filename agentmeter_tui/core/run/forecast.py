@@ -104,7 +104,7 @@ class Forecast:
         now = time.time() if now is None else now
         mean = [0.0] * len(MEASURES)
         spread = [0.0] * len(MEASURES)  # variance of the sum: the trials' own spread
-        by_basis: dict[int, tuple[Stats, float, int]] = {}  # id(stats) -> (stats, factor, trials on it)
+        by_basis: dict[tuple[int, float], tuple[Stats, float, int]] = {}  # (id(stats), factor) -> (stats, factor, trials on it)
         totals = {key: list(values) for key, values in self.spent_by.items()}  # model or cell -> usd, tokens
         work = 0.0
         unseen = [0.0, 0.0]  # what trials of a tier not seen yet may add up to their budgets (the high end)
@@ -131,9 +131,9 @@ class Forecast:
             for i in range(len(MEASURES)):
                 mean[i] += est[i]
                 spread[i] += stats.variance(i) * factor * factor
-            key = (id(stats), factor)
-            seen = by_basis.get(key)
-            by_basis[key] = (stats, factor, (seen[2] if seen else 0) + 1)
+            basis_key = (id(stats), factor)
+            seen = by_basis.get(basis_key)
+            by_basis[basis_key] = (stats, factor, (seen[2] if seen else 0) + 1)
             for key in keys:
                 total = totals.setdefault(key, [0.0, 0.0])
                 total[0] += est[0]

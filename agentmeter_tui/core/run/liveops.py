@@ -4,7 +4,7 @@ pause or a budget for one model, one CLI or one cell, a fleet node's availabilit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .requests import BudgetChange, CapChange, NodeChange, Pause, Request, Resume
 
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..sandboxes import Sandbox
     from ..suites.suite import Suite
     from .caps import CapLedger
+    from .control import BudgetReply, CapReply, NodeReply, PauseReply, Refused
     from .scheduler import Scheduler
 
 
@@ -27,7 +28,7 @@ def unknown_name(suite: Suite, model: str | None = None, cli: str | None = None,
 
 
 def handle_scoped(request: Request, suite: Suite, caps: CapLedger, scheduler: Scheduler | None
-                  ) -> dict[str, Any] | None:
+                  ) -> Refused | CapReply | BudgetReply | PauseReply | None:
     """The reply to a cap op or to a pause, resume or budget naming a model or CLI; None for
     any other request (the runner answers it)."""
     if isinstance(request, CapChange):
@@ -46,15 +47,14 @@ def handle_scoped(request: Request, suite: Suite, caps: CapLedger, scheduler: Sc
         return {"ok": False, "error": f"{request.op}: {why}"}
     if scheduler is None:
         return {"ok": False, "error": "no trial has started yet: the run is preparing"}
-    scope = {"model": request.model, "cli": request.cli}
     if isinstance(request, BudgetChange):
         raised = scheduler.set_cell_budget(request.model, request.cli, **request.limits())
-        return {"ok": True, **scope, "budget": request.limits(), "running": raised}
+        return {"ok": True, "model": request.model, "cli": request.cli, "budget": request.limits(), "running": raised}
     scheduler.pause_scope(request.model, request.cli, isinstance(request, Pause))
-    return {"ok": True, **scope, "paused": isinstance(request, Pause)}
+    return {"ok": True, "model": request.model, "cli": request.cli, "paused": isinstance(request, Pause)}
 
 
-async def set_node(sandbox: Sandbox | None, request: NodeChange) -> dict[str, Any]:
+async def set_node(sandbox: Sandbox | None, request: NodeChange) -> Refused | NodeReply:
     """The reply to a ``node`` op: the sandbox drains or activates the node (its engine's call)."""
     if sandbox is None:
         return {"ok": False, "error": "node: the run has no sandbox yet"}

@@ -99,7 +99,7 @@ async def _exited(process) -> None:
             await asyncio.sleep(0.2)
         return
     done = loop.create_future()
-    loop.add_reader(fd, lambda: done.done() or done.set_result(None))
+    loop.add_reader(fd, lambda: None if done.done() else done.set_result(None))
     try:
         await done
     finally:

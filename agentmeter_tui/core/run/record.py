@@ -6,30 +6,41 @@ from __future__ import annotations
 
 import time
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
 from ..vocab import KillReason, TrialStatus
 
 if TYPE_CHECKING:
+    from ..verifiers.base import VerifierResult
     from .control import Meter
     from .trialview import TrialView
 
 DIVERGENCE = Decimal("0.05")  # reported vs comparable cost: flag beyond 5 %
 
 
-def killed_outcome(reason: KillReason) -> tuple[TrialStatus, str, None]:
-    """A killed trial's (status, reason, verdict): a counted kill, or infra-invalid when the kill
-    was our side's (a failure under it, the run stopping), so the cell runs again."""
+class TrialOutcome(NamedTuple):
+    """How a trial ended, as its final row will say: its status, why (None for a pass), and the
+    verifier's verdict when one was reached."""
+
+    status: TrialStatus
+    reason: str | None
+    verdict: VerifierResult | None = None
+
+
+def killed_outcome(reason: KillReason) -> TrialOutcome:
+    """A killed trial's outcome: a counted kill, or infra-invalid when the kill was our side's
+    (a failure under it, the run stopping), so the cell runs again."""
     infra = reason.infra_reason
-    return (TrialStatus.KILLED, reason.code, None) if infra is None else (TrialStatus.INFRA_INVALID, infra, None)
+    return TrialOutcome(TrialStatus.KILLED, reason.code) if infra is None else \
+        TrialOutcome(TrialStatus.INFRA_INVALID, infra)
 
 
-def final_fields(trial: TrialView, status: TrialStatus, reason: str | None, verdict: Any,
-                 served: Any) -> dict[str, Any]:
+def final_fields(trial: TrialView, outcome: TrialOutcome, served: Any) -> dict[str, Any]:
     """The final row's outcome fields: status, verdict, the cost columns and the extras
     (verifier details, the proxy's summary beside what the CLI reported, what was served)."""
+    status, reason, verdict = outcome
     costs = cost_fields(trial)
     extra: dict[str, Any] = {}
     if verdict and verdict.details:

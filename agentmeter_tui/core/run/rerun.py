@@ -14,6 +14,7 @@ from .trialview import TrialPlan
 
 if TYPE_CHECKING:
     from ..suites.suite import Suite
+    from .control import Refused, RerunReply
 
 Cell = tuple[str, int, int]  # task id, configuration id, trial index
 
@@ -42,7 +43,7 @@ def rerun_plans(store, suite: Suite, config_ids: dict[str, int], request: Rerun,
     return plans
 
 
-def rerun_live(runner, request: Rerun) -> dict:
+def rerun_live(runner, request: Rerun) -> Refused | RerunReply:
     """The ``rerun`` op on a running runner: the matching cells join its queue."""
     scheduler = runner.scheduler
     if scheduler is None or runner.config_ids is None:

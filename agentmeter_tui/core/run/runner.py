@@ -36,11 +36,12 @@ from ..vocab import COUNTABLE_STATUSES, KillReason
 from .context import RunContext, run_redactor
 from .caps import CapLedger
 from .clients import MAX_REQUEST, ControlDoor
+from .control import BudgetReply, HoldReply, KillReply, PauseReply, Refused, Reply
 from .feed import Feed
 from .forecast import RunForecast
 from .liveops import handle_scoped, set_node
-from .requests import (BudgetChange, Hello, Hold, Kill, NodeChange, Pause, RequestError, Rerun, Resume, Status, Stop,
-                       parse_request)
+from .requests import (BudgetChange, Hello, Hold, Kill, NodeChange, Pause, Request, RequestError, Rerun, Resume,
+                       Status, Stop, parse_request)
 from .rerun import rerun_live, rerun_plans
 from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
 
@@ -179,7 +180,7 @@ class Runner:
             scheduler.pause()
         scheduler.set_default_budget(**self.early)
         ticker = asyncio.create_task(self.feed.run())
-        reaper = asyncio.create_task(self._reap())
+        reaper = asyncio.create_task(self._reap(scheduler))
         sweeper = asyncio.create_task(SWEEPER.run())
         watch = asyncio.create_task(self.mock.watch(scheduler, ctx, self._give_up)) if self.mock else None
         self.log(f"run {self.run_id}: {len(plans)} trial(s) to go, concurrency {concurrency}")
@@ -255,10 +256,10 @@ class Runner:
         if self.mock:
             await self.mock.stop()
 
-    async def _reap(self) -> None:
+    async def _reap(self, scheduler: Scheduler) -> None:
         while True:
             await asyncio.sleep(1.0)
-            running = {t.pid for t in self.scheduler.running.values() if t.pid}
+            running = {t.pid for t in scheduler.running.values() if t.pid}
             if self.mock and self.mock.pid:
                 running.add(self.mock.pid)  # its exit code is the watch's to read
             reap_orphans(running)
@@ -294,7 +295,7 @@ class Runner:
         return server
 
 
-    def handle(self, op: str | None, request: dict[str, Any]) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+    def handle(self, op: str | None, request: dict[str, Any]) -> Reply | Awaitable[Reply]:
         """One request's reply. The request is checked whole first (``requests``): a bad one
         is refused with a message and changes nothing."""
         try:
@@ -333,9 +334,9 @@ class Runner:
             return {"ok": True, "budget": limits}
         if isinstance(parsed, (Kill, BudgetChange, Hold)):
             return _trial_request(scheduler, parsed)
-        return {"ok": False, "error": f"{parsed.op} is not answered here"}  # subscribe turns a connection into a feed
+        return {"ok": False, "error": f"{op} is not answered here"}  # subscribe turns a connection into a feed
 
-    def _early_request(self, parsed: Any) -> dict[str, Any]:
+    def _early_request(self, parsed: Request) -> Refused | PauseReply | BudgetReply:
         """A request before the schedule exists: a pause and the run's budgets are kept for it."""
         if isinstance(parsed, (Pause, Resume)):
             self.early["paused"] = isinstance(parsed, Pause)
@@ -346,9 +347,10 @@ class Runner:
         return {"ok": False, "error": "no trial has started yet: the run is preparing"}
 
 
-def _trial_request(scheduler: Scheduler, parsed: Kill | BudgetChange | Hold) -> dict[str, Any]:
+def _trial_request(scheduler: Scheduler, parsed: Kill | BudgetChange | Hold
+                   ) -> Refused | KillReply | BudgetReply | HoldReply:
     """A request about one running trial: kill it, raise its budget, hold its budget kill."""
-    trial = scheduler.trial(parsed.trial)
+    trial = scheduler.trial(parsed.trial) if parsed.trial is not None else None  # None: run-wide, answered before
     if trial is None:
         return {"ok": False, "error": f"trial {parsed.trial} is not running"}
     if isinstance(parsed, Kill):

@@ -248,7 +248,7 @@ class Scheduler:
             self._starting.pop(id(plan), None)
             if trial is not None:
                 self.running.pop(id(trial), None)
-            self.placement.release(slot, trial and trial.token)
+            self.placement.release(slot, trial.token if trial is not None else None)
             slots.release()
             self.wake()  # what it may still have spent is free for the held-back trials
         # A retry is the same planned trial again: no new one in the total (done counts finals).

@@ -25,6 +25,7 @@ import orjson
 
 from ..harnesses import AgentOutcome, TaskUnfit, get_adapter
 from ..regrade.keep import keep_for_regrade
+from ..rows import EventRow, UsageRow
 from ..sandboxes.base import KillPolicy, LaunchSpec, SandboxSession
 from ..scanners.scan import queue_scan
 from ..store import Store, utcnow
@@ -32,6 +33,7 @@ from ..usage import TokenUsage
 from ..verifiers import VERIFIERS
 from ..vocab import EventKind, KillReason, ParsedEvent, TrialStatus
 from . import record
+from .record import TrialOutcome
 from .budget_hold import BudgetHold, BudgetChecks
 from .control import Meter
 from .provider_errors import ProviderErrors
@@ -100,14 +102,15 @@ class TrialRun(BudgetChecks):
     # -- output handling (event loop, hot path) ------------------------------------------------
 
     def emit(self, stream: str, events: list[tuple[ParsedEvent, bytes | None]],
-             usage: Sequence[tuple] = ()) -> list[tuple]:
+             usage: Sequence[UsageRow] = ()) -> list[EventRow]:
         """Every event of the trial goes out here: one time stamp for the batch, the next seq
-        numbers, and the same rows ``(trial_id, seq, ts, kind, stream, text, data)`` to the
-        store writer and to the sink. ``data`` is the raw line an event came from, if any;
+        numbers, and the same rows (:data:`~..rows.EventRow`) to the store writer and to the
+        sink. ``data`` is the raw line an event came from, if any;
         ``usage``, the usage rows of the calls among the events, stored with them."""
         ts = time.time()
         trial_id, seq = self.id, self.seq
-        rows = [(trial_id, (seq := seq + 1), ts, event.kind, stream, event.text, data) for event, data in events]
+        rows: list[EventRow] = [(trial_id, (seq := seq + 1), ts, event.kind, stream, event.text, data)
+                                for event, data in events]
         self.seq = seq
         rows, redacted = self.ctx.redactor.rows(rows)  # before the store and the live feed: no key leaves
         self.redactions += redacted
@@ -136,7 +139,7 @@ class TrialRun(BudgetChecks):
         self._check_budgets()
         return self.ctx.writer.room()
 
-    def _meter(self, event: ParsedEvent, seq: int) -> tuple | None:
+    def _meter(self, event: ParsedEvent, seq: int) -> UsageRow | None:
         """Count the event's call; its usage row (``seq``: the event's), if it carries usage."""
         if event.usage is None:
             return None
@@ -144,8 +147,8 @@ class TrialRun(BudgetChecks):
         cost = self.ctx.price(self.plan.config.model, event.usage)
         if self.proxy_route is None:  # behind the proxy it meters; the CLI's figures are kept beside
             self._add_usage(event.usage, cost)
-        return (self.id, seq, "stdout", event.model, *event.usage.as_tuple(),
-                _float(cost), _float(event.reported_cost_usd), event.usage.cache_write_1h)
+        return UsageRow.of(self.id, seq, "stdout", event.model, event.usage, _float(cost),
+                           _float(event.reported_cost_usd), event.usage.cache_write_1h)
 
     def _count_tool(self, event: ParsedEvent) -> None:
         if event.tool_key is not None:
@@ -207,11 +210,11 @@ class TrialRun(BudgetChecks):
         self._rate_limited(call.status == 429)
         kind = EventKind.USAGE if call.usage else EventKind.ERROR if call.outcome != "completed" or \
             call.status >= 400 else EventKind.SYSTEM
-        usage = []
+        usage: list[UsageRow] = []
         if call.usage:
             cost = self.ctx.price(self.plan.config.model, call.usage)
-            usage.append((self.id, self.seq + 1, "proxy", call.model, *call.usage.as_tuple(),
-                          _float(cost), None, call.usage.cache_write_1h))
+            usage.append(UsageRow.of(self.id, self.seq + 1, "proxy", call.model, call.usage, _float(cost), None,
+                                     call.usage.cache_write_1h))
         self.emit("proxy", [(ParsedEvent(kind, call.summary()), orjson.dumps(call.as_dict()))], usage)
 
     def note(self, text: str, kind: EventKind = EventKind.STATUS) -> None:
@@ -228,25 +231,25 @@ class TrialRun(BudgetChecks):
         self.status = TrialStatus.STARTING  # the row was made with it: only the sink is told
         ctx.sink.trial_changed(self)
         try:
-            final = await self._run()
+            outcome = await self._run()
         except Exception as exc:  # our side failed: never lose the trial, record why
             ctx.log(f"trial {self.id} infra error: {exc!r}\n{traceback.format_exc()}")
             self.retryable = not getattr(exc, "final", False)
-            final = (TrialStatus.INFRA_INVALID, f"infra: {ctx.scripted_lost(self) or exc}", None)
-        status, reason, verdict = final
-        await self._finish(status, reason, verdict)
-        return status
+            outcome = TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: {ctx.scripted_lost(self) or exc}")
+        await self._finish(outcome)
+        return outcome.status
 
-    async def _run(self):
+    async def _run(self) -> TrialOutcome:
         plan, ctx = self.plan, self.ctx
         if not self.adapter.is_installed(ctx.clis_root):
             self.retryable = False  # a retry finds it missing too
-            return (TrialStatus.INFRA_INVALID, f"infra: {self.adapter.name} is not installed; "
-                    f"run: {self.adapter.install.hint}", None)
+            return TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: {self.adapter.name} is not installed; "
+                                f"run: {self.adapter.install.hint}")
         try:
             solution = self.adapter.solution_files(plan.task.path)
         except TaskUnfit as exc:  # the task, not the agent or our side: a failed trial, the run goes on
-            return (TrialStatus.FAILED, str(exc), None)
+            return TrialOutcome(TrialStatus.FAILED, str(exc))
+        assert self.id is not None  # execute made the row first
         self.session = session = await ctx.sandbox.open(plan.task, self.id, self.token)
         session.notes_to(self.note)
         agent = await self._start_agent(session, solution)
@@ -255,13 +258,13 @@ class TrialRun(BudgetChecks):
         outcome: AgentOutcome = self.parser.outcome(exit_code, killed)
         self._exit_code = exit_code
         if killed:  # infra-invalid when our side failed under it or the run was stopped
-            return record.killed_outcome(self.kill_reason)
+            return self._killed()
         if (lost := ctx.scripted_lost(self)) is not None:  # the agent ended on our server's death
-            return (TrialStatus.INFRA_INVALID, f"infra: {lost}", None)
+            return TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: {lost}")
         if self.provider_errors.gave_up:  # the agent's run ended on the provider's error, not its own
-            return (TrialStatus.INFRA_INVALID, f"infra: provider errors: {self.provider_errors.summary()}", None)
+            return TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: provider errors: {self.provider_errors.summary()}")
         if outcome.errored:
-            return (TrialStatus.ERRORED, outcome.error, None)
+            return TrialOutcome(TrialStatus.ERRORED, outcome.error)
         return await self._verified(session)
 
     async def _start_agent(self, session: SandboxSession, solution):
@@ -305,7 +308,11 @@ class TrialRun(BudgetChecks):
         finally:
             kill_task.cancel()
 
-    async def _verified(self, session: SandboxSession):
+    def _killed(self) -> TrialOutcome:
+        assert self.kill_reason is not None  # a kill is always asked with its reason (request_kill)
+        return record.killed_outcome(self.kill_reason)
+
+    async def _verified(self, session: SandboxSession) -> TrialOutcome:
         """The task's verifier on what the agent left: the trial's outcome."""
         plan = self.plan
         self._set_status(TrialStatus.VERIFYING)
@@ -317,12 +324,12 @@ class TrialRun(BudgetChecks):
             verifier.trajectory = await trajectory_of(self)
         verdict = await self._verify_unless_killed(verifier.verify(session), session)
         if verdict is None:  # the operator (or the runner's shutdown) stopped it while the verifier ran
-            return record.killed_outcome(self.kill_reason)
+            return self._killed()
         if verdict.infra_error:
-            return (TrialStatus.INFRA_INVALID, f"infra: {verdict.infra_error}", verdict)
+            return TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: {verdict.infra_error}", verdict)
         if verdict.passed:
-            return (TrialStatus.PASSED, None, verdict)
-        return (TrialStatus.FAILED, verdict.reason, verdict)
+            return TrialOutcome(TrialStatus.PASSED, None, verdict)
+        return TrialOutcome(TrialStatus.FAILED, verdict.reason, verdict)
 
     async def _verify_unless_killed(self, verifying, session: SandboxSession):
         """The verifier's verdict, or None when a kill arrives while it runs: then it is stopped
@@ -384,12 +391,14 @@ class TrialRun(BudgetChecks):
         self.ctx.writer.update_trial(self.id, {"status": status.value, **fields})
         self.ctx.sink.trial_changed(self)
 
-    async def _finish(self, status: TrialStatus, reason: str | None, verdict) -> None:
+    async def _finish(self, outcome: TrialOutcome) -> None:
         ctx = self.ctx
+        assert self.id is not None  # execute made the row first
+        status, reason = outcome.status, outcome.reason
         self.status, self.reason = status, reason
         self.finished_at = utcnow()
         try:
-            fields = await self._final_fields(status, reason, verdict)
+            fields = await self._final_fields(outcome)
         except Exception as exc:  # whatever failed, the trial must still end with its tokens
             ctx.log(f"trial {self.id}: final details failed: {exc!r}\n{traceback.format_exc()}")
             fields = {"status": status.value, "reason": reason, "error": f"final details failed: {exc!r}"}
@@ -408,9 +417,9 @@ class TrialRun(BudgetChecks):
             except Exception as exc:
                 ctx.log(f"trial {self.id} cleanup failed: {exc!r}")
 
-    async def _final_fields(self, status: TrialStatus, reason: str | None, verdict) -> dict[str, Any]:
+    async def _final_fields(self, outcome: TrialOutcome) -> dict[str, Any]:
         await self.ctx.release_proxy(self)  # its last calls recorded before the meter is final
-        return record.final_fields(self, status, reason, verdict, await self.ctx.scripted_served(self))
+        return record.final_fields(self, outcome, await self.ctx.scripted_served(self))
 
     def cost_fields(self) -> dict[str, Any]:
         return record.cost_fields(self)

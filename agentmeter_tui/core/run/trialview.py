@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..proxy.calls import CallSink
+
 if TYPE_CHECKING:
     from ..harnesses.base import HarnessAdapter, StreamParser
     from ..proxy.calls import Route
@@ -52,8 +54,9 @@ class HoldView(Protocol):
     def remaining(self) -> float | None: ...
 
 
-class TrialView(Protocol):
-    """A trial as the sink, the run context and the final row read it (:class:`~.trial.TrialRun`)."""
+class TrialView(CallSink, Protocol):
+    """A trial as the sink, the run context and the final row read it (:class:`~.trial.TrialRun`);
+    the context routes its model calls through the proxy to it (a ``CallSink``)."""
 
     id: int | None
     plan: TrialPlan

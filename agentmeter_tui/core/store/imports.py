@@ -14,6 +14,7 @@ import orjson
 if TYPE_CHECKING:
     import sqlite_utils
 
+from ..rows import EventRow, UsageRow
 from .tx import immediate
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 EVENT_SQL = "insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, ?, ?, ?, ?, ?)"
 USAGE_SQL = ("insert into usage (trial_id, seq, source, model, uncached_input, cached_input, cache_write, output, "
-             "reasoning, cost_usd, reported_cost_usd) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+             "reasoning, cost_usd, reported_cost_usd, cache_write_1h) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 class ImportQueries:
@@ -83,13 +84,14 @@ class ImportQueries:
             "extra": orjson.dumps(trial.extra).decode() if trial.extra else None,
             "started_at": trial.started_at, "finished_at": trial.finished_at,
         }
-        events, usage = [], []
+        events: list[EventRow] = []
+        usage: list[UsageRow] = []
         for seq, event in enumerate(trial.events, start=1):
             data = orjson.dumps(event.meta) if event.meta else None
             events.append((None, seq, event.ts, str(event.kind), trial.source, event.text, data))
-            if event.usage is not None:
-                usage.append([None, seq, trial.source, event.model or trial.model, *event.usage.as_tuple(),
-                              event.cost_usd, None])
+            if event.usage is not None:  # no 1-hour cache writes: an imported file does not tell them apart
+                usage.append(UsageRow.of(None, seq, trial.source, event.model or trial.model, event.usage,
+                                         event.cost_usd, None, None))
         events, redacted = redactor.rows(events)
         redacted += redactor.fields(row, ("reason", "verifier_output", "error", "extra"))
         if redacted:  # how many secrets were replaced, shown in review (core/redact.py)
@@ -97,7 +99,7 @@ class ImportQueries:
                                          "redactions": redacted}).decode()
         trial_id = self.db.table("trials").insert(row).last_pk
         events = [(trial_id, *e[1:]) for e in events]
-        usage = [(trial_id, *u[1:]) for u in usage]
+        usage = [u._replace(trial_id=trial_id) for u in usage]
         self.db.conn.executemany(EVENT_SQL, events)
         if usage:
             self.db.conn.executemany(USAGE_SQL, usage)

@@ -38,16 +38,15 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from ..rows import EventRow, UsageRow
 from . import Store
-from .imports import EVENT_SQL
+from .imports import EVENT_SQL, USAGE_SQL
 from .runs import trial_update
 from .tx import immediate
 
 FLUSH_SECONDS = 0.1
 INDEX_BELOW = 2000  # events in a tick's flush (20k events/s) under which the tick also indexes a chunk
 MAX_BACKLOG = 50_000  # events waiting for the writer before agents' output is held back (~15 MB)
-USAGE_SQL = ("insert into usage (trial_id, seq, source, model, uncached_input, cached_input, cache_write, output, "
-             "reasoning, cost_usd, reported_cost_usd, cache_write_1h) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 FULL_RETRY = 0.25  # seconds between tries while the disk is full
@@ -65,8 +64,8 @@ class StoreWriter:
         self.store = Store(path)
         self.on_full = on_full
         self.full: str | None = None  # why the disk is full, while it is
-        self._events: list[tuple] = []
-        self._usage: list[tuple] = []
+        self._events: list[EventRow] = []
+        self._usage: list[UsageRow] = []
         self._updates: list[tuple[int, dict[str, Any]]] = []
         self._lock = threading.Lock()
         # a call to run, None to stop, ... to flush now
@@ -80,7 +79,7 @@ class StoreWriter:
 
     # -- producer side (event loop thread) --------------------------------------------------
 
-    def add_events(self, rows: Sequence[tuple], usage: Sequence[tuple] = ()) -> None:
+    def add_events(self, rows: Sequence[EventRow], usage: Sequence[UsageRow] = ()) -> None:
         """``rows`` of events and the ``usage`` rows of the calls among them, taken together so
         that one flush writes both: a runner killed between two flushes leaves no call's event
         without its usage row, nor the reverse."""

@@ -19,7 +19,7 @@ faded (finished) pane.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -72,7 +72,7 @@ class TranscriptTail(ComponentStyles, Widget, can_focus=False):
     def follow(self) -> bool:
         return self.back == 0
 
-    def write_events(self, rows: Iterable[list]) -> None:
+    def write_events(self, rows: Iterable[Sequence]) -> None:
         """Append feed rows ``[seq, ts, kind, stream, text]`` (one batch per feed tick)."""
         added = 0
         merged = False

@@ -13,7 +13,6 @@ from textual.geometry import Region
 from textual.markup import escape
 
 from ...core.inert import inert
-from ...core.run.control import LiveEvent
 from .. import format as fmt
 from ..live_state import TrialLive
 from .meters import TrialMeter, budget_fractions
@@ -71,7 +70,7 @@ class TrialPane(Vertical, can_focus=False):
         # refresh() takes regions relative to the content area; the border row lies below it.
         self.refresh(Region(-offset.x, height - 1 - offset.y, width, 1))
 
-    def seed(self, rows: list[LiveEvent]) -> None:
+    def seed(self, rows: list[list]) -> None:
         """History read from the store for a pane opened mid-trial (older than the feed's tail)."""
         rows = [r for r in rows if r[0] > self.shown_seq]
         if rows:
