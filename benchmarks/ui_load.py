@@ -235,7 +235,7 @@ async def review_open(events: int) -> dict:
     store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     size = db.stat().st_size
     t0 = time.perf_counter()
-    while store.index_events():
+    while store.search.index_events():
         pass
     index_s = time.perf_counter() - t0
     store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

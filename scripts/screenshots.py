@@ -71,11 +71,11 @@ def score_some(db: Path) -> None:
         score = scores.get(row["status"], 0)
         if row["model"] == "guzzler" and row["status"] == "passed":
             score = 2  # passed, with one loss: it took the long way
-        store.add_score(row["id"], score, "demo-reviewer")
+        store.reviews.add_score(row["id"], score, "demo-reviewer")
         second = score if n % 3 else max(0, score - 1)
         if n % 7 == 3:
             second = 3 - score if abs(3 - 2 * score) >= 2 else score  # a real disagreement, for adjudication
-        store.add_score(row["id"], second, "second-reviewer", blind=True)
+        store.reviews.add_score(row["id"], second, "second-reviewer", blind=True)
     store.close()
 
 
@@ -208,7 +208,7 @@ async def main_async(db: Path, out: Path) -> list[Path]:
     # Two reviewers have scored the first round; a third review is wanted, so the blind queue has trials.
     suite = store.suite_row()
     if suite is not None:
-        store.set_review_plan(suite["id"], 3, None, "screenshots")
+        store.reviews.set_review_plan(suite["id"], 3, None, "screenshots")
     store.close()
     made = []
     for theme in THEMES:

@@ -125,7 +125,7 @@ def build_sample_store(path: str | Path, *, events_per_trial: int = 40, big_tria
         db["trials"].update(17, {"extra": orjson.dumps({"verifier": sample_funnel()}).decode()})
     if scores:
         for trial_id, score in ((1, 3), (2, 2), (3, 0), (9, 3), (10, 1)):
-            store.add_score(trial_id, score, "sample-reviewer", note="sample score" if score == 0 else None)
+            store.reviews.add_score(trial_id, score, "sample-reviewer", note="sample score" if score == 0 else None)
         with db.atomic():  # fixed times, so screens that show them are the same on every run
             db.execute("update scores set created_at = '2026-06-04T10:30:00.000+00:00'")
             db.execute("update audit set ts = '2026-06-04T10:30:00.000+00:00'")

@@ -116,7 +116,7 @@ def _dataset(ref: str, registry: str | None, db: Path) -> tuple[Path, list[TaskS
     store = Store(db)
     try:
         for source in sources:  # a folder this store ran under the same commit must be the same folder
-            recorded = store.recorded_hash(source.git_url, source.commit_id, source.path)
+            recorded = store.sources.recorded_hash(source.git_url, source.commit_id, source.path)
             if recorded is not None and recorded[1] != source.tree_hash:
                 raise _Refused(f"dataset {ref}: task '{source.task_id}' changed under commit {source.commit_id} "
                                f"(hashes {source.tree_hash[:12]}; this store ran it as {recorded[1][:12]}); refused")
@@ -135,10 +135,10 @@ def _write(options, tasks_dir: Path, base: dict | None, sources: list, db: Path)
     folder = write_grid_suite(data, db.resolve().parent / f"{db.name}.suites", options.prices)
     store = Store(db)
     try:
-        store.record_suite_file(data["suite"]["id"], (folder / "suite.toml").read_text(encoding="utf-8"),
+        store.sources.record_suite_file(data["suite"]["id"], (folder / "suite.toml").read_text(encoding="utf-8"),
                                 shlex.join(["agentmeter", *sys.argv[1:]]))
         if sources:
-            store.record_task_sources(data["suite"]["id"], sources)
+            store.sources.record_task_sources(data["suite"]["id"], sources)
     finally:
         store.close()
     print(f"suite {data['suite']['id']} (from the command line): {folder / 'suite.toml'}; "

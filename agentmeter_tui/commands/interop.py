@@ -113,7 +113,7 @@ def import_harbor(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     jobs = job_folders(args.job_dir) or [args.job_dir]  # no trial folder yet: an empty job, nothing to import
     store = Store(args.db)
-    known = store.import_keys("harbor:")
+    known = store.imports.import_keys("harbor:")
     items = (item for job in jobs for item in read_job(job, args.suite, threshold, known=known))
     outcome = store_all(store, items, pricer)
     return _finish(outcome, "trial(s)", args.db, args.suite or f"harbor-{job_name(jobs[0])}")
@@ -127,7 +127,7 @@ def import_atif(args: argparse.Namespace) -> int:
     if (pricer := _pricer(args)) is None:
         return EXIT_USAGE
     store = Store(args.db)
-    items = read_files(args.files, args.suite, known=store.import_keys("atif:"))
+    items = read_files(args.files, args.suite, known=store.imports.import_keys("atif:"))
     return _finish(store_all(store, items, pricer), "trajectory(ies)", args.db, args.suite)
 
 
@@ -152,7 +152,7 @@ def import_sessions(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     store = Store(args.db)
     items = read_sessions(args.cli, root, suite=args.suite, since=since, project=args.project,
-                          known=store.import_keys(f"session:{args.cli}:"))
+                          known=store.imports.import_keys(f"session:{args.cli}:"))
     suite = args.suite or default_suite(args.cli)
     return _finish(store_all(store, items, pricer), "session(s)", args.db, suite)
 
@@ -171,7 +171,7 @@ def export_atif(args: argparse.Namespace) -> int:
         if missing:
             return _fail(f"no trial {', '.join(map(str, missing))} in {args.db}")
     else:
-        suite = args.suite or store.latest_trial_suite()
+        suite = args.suite or store.views.latest_trial_suite()
         trials = [t for t in store.trials(suite) if TrialStatus(t["status"]).is_final] if suite else []
         if not trials:
             return _fail(f"no finished trial in suite {suite!r}")

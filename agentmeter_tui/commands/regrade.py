@@ -63,7 +63,7 @@ def regrade_command(args: argparse.Namespace) -> int:
         for trial in trials:
             if trial.get("kept"):
                 shutil.rmtree(keep.kept_folder(store.path, trial["kept"]), ignore_errors=True)
-                store.set_kept(trial["id"], None)
+                store.regrades.set_kept(trial["id"], None)
         print(f"kept workspaces of {sum(1 for t in trials if t.get('kept'))} trial(s) removed")
         return 0
     if not row.get("path") or not (Path(row["path"]) / "suite.toml").is_file():

@@ -18,7 +18,7 @@ def last_run(db: Path) -> dict[str, Any] | None:
         return None
     store = Store(db, readonly=True)
     try:
-        return store.last_run()
+        return store.runs.last_run()
     finally:
         store.close()
 

@@ -55,7 +55,7 @@ def scan_command(args: argparse.Namespace) -> int:
         return 1
     outcome = scan_store(store, args.suite, args.scanner)
     trials = {row["id"]: row for row in store.trials(args.suite)}
-    for trial_id, flags in store.flags_of(list(trials)).items():
+    for trial_id, flags in store.flags.flags_of(list(trials)).items():
         for flag in flags:
             verdict = f" [{flag.verdict} by {flag.reviewer}]" if flag.verdict else ""
             events = ", ".join(str(seq) for seq in flag.evidence)
@@ -72,7 +72,7 @@ def flag_command(args: argparse.Namespace) -> int:
         return 1
     reviewer = (args.by or "").strip() or default_reviewer()
     try:
-        store.add_flag_verdict(args.flag_id, args.verdict, reviewer, args.note)
+        store.flags.add_flag_verdict(args.flag_id, args.verdict, reviewer, args.note)
     except KeyError:
         print(f"agentmeter flag: no flag {args.flag_id} in {args.db}", file=sys.stderr)
         return 1

@@ -130,7 +130,7 @@ def show_command(args: argparse.Namespace) -> int:
         return 2
     store = Store.for_reading(db)
     try:
-        row = store.suite_file(args.suite_id)
+        row = store.sources.suite_file(args.suite_id)
     finally:
         store.close()
     if row is None:

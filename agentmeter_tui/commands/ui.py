@@ -183,7 +183,7 @@ def _set_plan(db: Path, args: argparse.Namespace) -> int:
         if row is None:
             print(f"agentmeter review: no suite {args.suite or ''} in {db}", file=sys.stderr)
             return 1
-        store.set_review_plan(row["id"], args.reviews, args.disagreement, default_reviewer())
+        store.reviews.set_review_plan(row["id"], args.reviews, args.disagreement, default_reviewer())
     finally:
         store.close()
     return 0

@@ -233,7 +233,7 @@ def check_store(db: Path) -> HostCheck:
     try:
         store = Store(db, readonly=True)
         try:
-            health = store.health(ACTIVE_STATUSES)
+            health = store.views.health(ACTIVE_STATUSES)
             pending = [m.__name__ for m in MIGRATIONS if m.__name__ not in health["applied"]]
             trials, running = health["trials"], health["active"]
         finally:

@@ -87,19 +87,19 @@ def overview(store: Store, suite_id: str | None = None) -> SuiteOverview:
     """The suite's shape: models and CLIs in suite order, tasks, trials per cell."""
     row = store.suite_row(suite_id)
     if row is None:
-        latest = store.latest_trial_suite()
+        latest = store.views.latest_trial_suite()
         if latest is None:
             return SuiteOverview(None)
         row = {"id": latest, "name": None, "path": None}
     sid = row["id"]
     models: list[str] = []
     clis: list[str] = []
-    for model, cli in store.configuration_pairs(sid):
+    for model, cli in store.views.configuration_pairs(sid):
         if model not in models:
             models.append(model)
         if cli not in clis:
             clis.append(cli)
-    tasks = list(store.task_tiers(sid)) or store.trial_task_ids(sid)
+    tasks = list(store.views.task_tiers(sid)) or store.views.trial_task_ids(sid)
     return SuiteOverview(sid, row.get("name"), models, clis, tasks, _trials_per_cell(store, sid, row.get("path")),
                          row.get("path"))
 
@@ -111,11 +111,11 @@ def _trials_per_cell(store: Store, suite_id: str, path: str | None) -> int:
                 return int(tomllib.load(handle).get("suite", {}).get("trials", 1))
         except (OSError, tomllib.TOMLDecodeError, ValueError, TypeError):
             pass
-    return int(store.max_trial_index(suite_id) or 1)
+    return int(store.views.max_trial_index(suite_id) or 1)
 
 
 def grid_rows(store: Store, suite_id: str) -> list[dict[str, Any]]:
-    return store.grid_rows(suite_id)
+    return store.views.grid_rows(suite_id)
 
 
 def latest_scores(store: Store, suite_id: str | None) -> dict[int, float]:
@@ -160,15 +160,15 @@ def trial_detail(store: Store, trial_id: int) -> TrialDetail | None:
     row = store.trial(trial_id)
     if row is None:
         return None
-    siblings = store.cell_trials(row["suite_id"], row["task_id"], row["model"], row["cli"])
+    siblings = store.views.cell_trials(row["suite_id"], row["task_id"], row["model"], row["cli"])
     agreed = latest_scores(store, row["suite_id"])  # several reviewers: the agreed score, not the last edit
     siblings = [{**s, "score": agreed.get(s["id"])} for s in siblings]
-    notes = store.notes(trial_id)
+    notes = store.views.notes(trial_id)
     try:
         extra = orjson.loads(row["extra"]) if row.get("extra") else {}
     except orjson.JSONDecodeError:
         extra = {"unparsed": row["extra"]}
-    return TrialDetail(row, store.score_history(trial_id), notes, siblings, extra if isinstance(extra, dict) else {},
+    return TrialDetail(row, store.reviews.score_history(trial_id), notes, siblings, extra if isinstance(extra, dict) else {},
                        store.event_count(trial_id))
 
 
@@ -177,12 +177,12 @@ def review_queue(store: Store, suite_id: str | None, flag: str | None = None,
     """Trials a reviewer may score (finished, not infra-invalid) in review order (by id; flagged
     first with ``by_flags``), only those a scanner flagged ``flag`` when given, and whether each
     has a score."""
-    return store.review_queue(suite_id, REVIEWABLE_STATUSES, flag=flag, by_flags=by_flags)
+    return store.views.review_queue(suite_id, REVIEWABLE_STATUSES, flag=flag, by_flags=by_flags)
 
 
 def tail_events(store: Store, trial_id: int, count: int) -> list[list]:
     """The last ``count`` events of a trial as feed rows ``[seq, ts, kind, stream, text]``."""
-    return [list(r) for r in store.tail_events(trial_id, count, LIVE_TEXT)]
+    return [list(r) for r in store.views.tail_events(trial_id, count, LIVE_TEXT)]
 
 
 # -- transcript index (the review screen's virtual list) ---------------------------------------
@@ -225,7 +225,7 @@ def event_index(store: Store, trial_id: int, first: int = 0, last: int | None = 
     kinds: list[str] = []
     texts: list[str] = []
     full: list[bool] = []
-    for seq, kind, text in store.event_texts(trial_id, first, last):
+    for seq, kind, text in store.views.event_texts(trial_id, first, last):
         text = text or ""
         if (kind == "assistant" and kinds and kinds[-1] == "assistant" and full[-1]
                 and len(texts[-1]) + len(text) <= KEEP_CHARS):
@@ -239,17 +239,27 @@ def event_index(store: Store, trial_id: int, first: int = 0, last: int | None = 
         else:
             texts.append(inert(text))
             full.append(True)
-    failed_seqs = store.failure_seqs(trial_id, first, last)
+    failed_seqs = store.views.failure_seqs(trial_id, first, last)
     failures = {i for i, seq in enumerate(seqs) if seq in failed_seqs} if failed_seqs else set()
     return EventIndex(seqs, kinds, texts, full, failures)
 
 
 def event_text(store: Store, trial_id: int, seq: int) -> str:
     """The whole text of one event, inert (agent output is shown, never obeyed by the terminal)."""
-    return inert(store.event_text(trial_id, seq) or "")
+    return inert(store.views.event_text(trial_id, seq) or "")
 
 
-search_events = Store.search_events
-index_events = Store.index_events
-next_failure_seq = Store.next_failure_seq
-last_seq = Store.last_seq
+def search_events(store: Store, trial_id: int, needle: str, after: int, backwards: bool = False) -> int | None:
+    return store.search.search_events(trial_id, needle, after, backwards)
+
+
+def index_events(store: Store, limit: int) -> int:
+    return store.search.index_events(limit)
+
+
+def next_failure_seq(store: Store, trial_id: int, after: int, backwards: bool = False) -> int | None:
+    return store.views.next_failure_seq(trial_id, after, backwards)
+
+
+def last_seq(store: Store, trial_id: int) -> int:
+    return store.views.last_seq(trial_id)

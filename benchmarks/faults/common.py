@@ -143,7 +143,7 @@ def signal_agent(pid: int, fault: str) -> bool:
 
 
 def run_status(store: Store) -> str | None:
-    return store.last_run_status()
+    return store.runs.last_run_status()
 
 
 def alive(pid: int) -> bool:

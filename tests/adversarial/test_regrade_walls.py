@@ -41,7 +41,7 @@ def test_planted_rewards_links_and_fifos_neither_fool_nor_hang_a_regrade(tmp_pat
     assert result.returncode == 0, result.stderr + result.stdout
     assert f"trial {trial['id']}: failed -> failed" in result.stdout
     store = Store(db)
-    (regrade,) = store.regrades_of([trial["id"]])[trial["id"]]
+    (regrade,) = store.regrades.regrades_of([trial["id"]])[trial["id"]]
     store.close()
     assert (regrade.status, regrade.passed, regrade.quality) == ("failed", False, 0.0)
     listing = set(regrade.verifier_output.split())

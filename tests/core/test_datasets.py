@@ -88,8 +88,8 @@ def test_a_dataset_is_fetched_once_pinned_and_a_changed_task_refused(tmp_path, c
     assert any(line.startswith("clone --bare") for line in fetches(log)), log.read_text()
     store = Store(db, readonly=True)
     try:
-        suite_id = store.suite_file()["suite_id"]
-        sources = store.task_sources(suite_id)
+        suite_id = store.sources.suite_file()["suite_id"]
+        sources = store.sources.task_sources(suite_id)
         trials = store.trials(suite_id)
     finally:
         store.close()

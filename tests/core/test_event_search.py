@@ -72,9 +72,9 @@ def check_all(store: Store, trial_id: int, texts, seqs) -> int:
         for after in (0, seqs[3], seqs[-1] + 1):
             for backwards in (False, True):
                 want = expected(texts, seqs, needle, after, backwards)
-                got = store.search_events(trial_id, needle, after, backwards)
+                got = store.search.search_events(trial_id, needle, after, backwards)
                 assert got == want, (needle, after, backwards)
-                assert got == store._scan_events(trial_id, search.like_pattern(needle), after, backwards)
+                assert got == store.search._scan_events(trial_id, search.like_pattern(needle), after, backwards)
                 checked += 1
     return checked
 
@@ -87,28 +87,28 @@ def store(tmp_path):
 
 
 def test_indexed_search_equals_the_scan_on_hostile_text(store):
-    assert store.has_search_index()
+    assert store.search.has_search_index()
     other = fill(store, 2, [t.upper() if t else t for t in TEXTS])  # another trial, interleaved rowids
     seqs = fill(store, 1, TEXTS)
     fill(store, 3, TEXTS, first_seq=1000)
-    assert other and store.search_backlog() == 3 * len(TEXTS)
+    assert other and store.search.search_backlog() == 3 * len(TEXTS)
     check_all(store, 1, TEXTS, seqs)  # all of it scanned by rowid: nothing indexed yet
-    while store.index_events(limit=5):
+    while store.search.index_events(limit=5):
         pass
-    assert store.search_backlog() == 0
+    assert store.search.search_backlog() == 0
     assert check_all(store, 1, TEXTS, seqs) == len(NEEDLES) * 6
-    assert store.search_events(3, "zebra", 0) == 1000  # the same texts, another trial's seqs
+    assert store.search.search_events(3, "zebra", 0) == 1000  # the same texts, another trial's seqs
 
 
 def test_events_written_after_the_index_are_found_before_it_catches_up(store):
     seqs = fill(store, 1, TEXTS)
-    while store.index_events():
+    while store.search.index_events():
         pass
     more = ["a late Zebra", "late nul\x00zebra"]
     seqs += fill(store, 1, more, first_seq=seqs[-1] + 1)
-    assert store.search_backlog() == len(more)
+    assert store.search.search_backlog() == len(more)
     check_all(store, 1, TEXTS + more, seqs)
-    store.index_events()
+    store.search.index_events()
     check_all(store, 1, TEXTS + more, seqs)
 
 
@@ -122,11 +122,11 @@ def test_seqs_beyond_the_index_key_are_searched_by_the_scan(store):
     texts = ["negative zebra", "huge zebra"]
     fill(store, 5, texts[:1], first_seq=-4)
     fill(store, 5, texts[1:], first_seq=search.SEQ_SPAN + 7)
-    while store.index_events():
+    while store.search.index_events():
         pass
-    assert store.search_events(5, "ZEBRA", -10) == -4
-    assert store.search_events(5, "zebra", -4) == search.SEQ_SPAN + 7
-    assert store.search_events(5, "zebra", search.SEQ_SPAN * 2, backwards=True) == search.SEQ_SPAN + 7
+    assert store.search.search_events(5, "ZEBRA", -10) == -4
+    assert store.search.search_events(5, "zebra", -4) == search.SEQ_SPAN + 7
+    assert store.search.search_events(5, "zebra", search.SEQ_SPAN * 2, backwards=True) == search.SEQ_SPAN + 7
 
 
 def test_an_old_store_gets_the_index_on_open_and_builds_it_in_chunks(tmp_path):
@@ -144,21 +144,21 @@ def test_an_old_store_gets_the_index_on_open_and_builds_it_in_chunks(tmp_path):
         conn.execute("delete from _migrations where name = 'm005_17_event_search'")
     conn.close()
     old = Store(path, readonly=True)
-    assert not old.has_search_index() and old.search_events(1, "zebra", 0) == 1
+    assert not old.search.has_search_index() and old.search.search_events(1, "zebra", 0) == 1
     old.close()
 
     store = Store(path)
     names = [r["name"] for r in store.db["_migrations"].rows]
     # every migration has run (m005 again, after any later one: the order of the rows is the order they ran)
-    assert sorted(names) == sorted(m.__name__ for m in MIGRATIONS) and store.has_search_index()
-    assert store.search_backlog() == len(seqs)
+    assert sorted(names) == sorted(m.__name__ for m in MIGRATIONS) and store.search.has_search_index()
+    assert store.search.search_backlog() == len(seqs)
     texts = TEXTS * 20
     check_all(store, 1, texts, seqs)
-    assert store.index_events(limit=100) == 100
+    assert store.search.index_events(limit=100) == 100
     check_all(store, 1, texts, seqs)
-    while store.index_events(limit=100):
+    while store.search.index_events(limit=100):
         pass
-    assert store.search_backlog() == 0
+    assert store.search.search_backlog() == 0
     check_all(store, 1, texts, seqs)
 
 
@@ -170,10 +170,10 @@ def test_the_writer_indexes_when_ingest_is_slow(tmp_path):
         writer.add_events([(1, seq, 0.0, "assistant", "stdout", f"line {seq} zebra", None) for seq in range(1, 50)])
         writer.call(lambda store: None).result(60)  # flushed
         # The writer's next ticks index the backlog; ask it on its own thread until it is 0.
-        backlog = writer.call(lambda store: store.search_backlog()).result(60)
+        backlog = writer.call(lambda store: store.search.search_backlog()).result(60)
         while backlog:
-            writer.call(lambda store: store.index_events(0)).result(60)  # a no-op turn of the loop
-            backlog = writer.call(lambda store: store.search_backlog()).result(60)
-        assert writer.call(lambda store: store.search_events(1, "ZEBRA", 10)).result(60) == 11
+            writer.call(lambda store: store.search.index_events(0)).result(60)  # a no-op turn of the loop
+            backlog = writer.call(lambda store: store.search.search_backlog()).result(60)
+        assert writer.call(lambda store: store.search.search_events(1, "ZEBRA", 10)).result(60) == 11
     finally:
         writer.close()

@@ -46,7 +46,7 @@ def test_a_grid_spreads_over_the_nodes(tmp_path, db, fleet):
     assert_smoke_verdicts(trials, "swarm")
     used = {t["node"] for t in trials}
     assert len(used) >= 2 and used <= {fleet.node(i) for i in (1, 2, 3)}, used
-    assert sum(n["trials"] for n in store.nodes(suite_id)) == 8
+    assert sum(n["trials"] for n in store.runs.nodes(suite_id)) == 8
     # The image was built once on the manager and pushed once (a line each in the runner's log);
     # the workers pulled it from the fleet's registry.
     log = runner_log_path(db).read_text()

@@ -40,10 +40,10 @@ def test_trials_per_node(tmp_path):
     base = {"suite_id": "s", "task_id": "t", "model": "m", "cli": "c", "trial_index": 1}
     for node, status in (("n1", "passed"), ("n1", "running"), ("n2", "infra-invalid"), ("n2", "passed"),
                          (None, "passed")):
-        store.insert_trial({**base, "status": status, "node": node})
-    assert store.nodes("s") == [{"node": "n1", "trials": 2, "running": 1, "infra_invalid": 0},
+        store.runs.insert_trial({**base, "status": status, "node": node})
+    assert store.runs.nodes("s") == [{"node": "n1", "trials": 2, "running": 1, "infra_invalid": 0},
                                 {"node": "n2", "trials": 2, "running": 0, "infra_invalid": 1}]
-    assert store.nodes("other") == []
+    assert store.runs.nodes("other") == []
 
 
 # One node as `docker node inspect` (Docker 20.10.24, a one-node swarm) gave it; its TLS

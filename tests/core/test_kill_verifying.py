@@ -45,6 +45,6 @@ def test_a_kill_during_verification_stops_the_verifier_and_gives_no_verdict(tmp_
         assert not processes_with_token(trial["proc_token"])
         notes = [e for e in store.events(trial["id"]) if e[3] == "runner" and (e[4] or "").startswith("killing: ")]
         assert len(notes) == 1
-        wait_for(lambda: store.last_run_status() == "finished")
+        wait_for(lambda: store.runs.last_run_status() == "finished")
     finally:
         store.close()

@@ -75,7 +75,7 @@ def test_score_on_a_current_store_loads_nothing_heavy_and_is_kept(tmp_path):
     assert "score 2 by ana" in done.stdout
     assert heavy_in(modules) == []
     store = Store(db)
-    [row] = store.score_history(trial_id)
+    [row] = store.reviews.score_history(trial_id)
     assert (row.score, row.reviewer, row.note) == (2, "ana", "one loss")
     store.close()
     conn = sqlite3.connect(db)

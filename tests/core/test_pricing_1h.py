@@ -60,7 +60,7 @@ def test_reports_show_the_providers_charge_and_divergences(tmp_path):
             store.db["trials"].insert({"suite_id": "s", "task_id": "t", "model": "m", "cli": "c", "trial_index": i,
                                        "status": "passed", "cost_usd": 0.001, "flags": flags,
                                        "cost_actual_usd": actual, "cost_actual_source": source})
-        checks = store.cost_checks("s")
+        checks = store.reports.cost_checks("s")
         assert checks == {"divergent": 1, "charged_usd": 0.000837 + 0.00333825, "charged_trials": 2,
                           "comparable_of_charged_usd": 0.002}
         notes = report_from_store(store, "s").notes

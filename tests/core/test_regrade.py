@@ -59,7 +59,7 @@ def run_then_regrade(tmp_path: Path, db: Path, sandbox: str) -> str:
     store = Store(db)
     (row,) = store.trials(suite_id)
     assert (row["status"], row["passed"]) == ("failed", 0)  # the original verdict stays
-    (regrade,) = store.regrades_of([trial["id"]])[trial["id"]]
+    (regrade,) = store.regrades.regrades_of([trial["id"]])[trial["id"]]
     assert (regrade.status, regrade.passed, regrade.quality) == ("passed", True, 1.0)
     assert "answer 42" in regrade.verifier_output and regrade.created_at
     store.close()
@@ -68,7 +68,7 @@ def run_then_regrade(tmp_path: Path, db: Path, sandbox: str) -> str:
     again = agentmeter("regrade", "--db", str(db), timeout=600)
     assert again.returncode == 0, again.stderr
     store = Store(db)
-    first, second = store.regrades_of([trial["id"]])[trial["id"]]
+    first, second = store.regrades.regrades_of([trial["id"]])[trial["id"]]
     assert first.verifier_hash != second.verifier_hash
     store.close()
 
@@ -136,7 +136,7 @@ def test_a_harbor_task_regrades_in_its_container(tmp_path, db, docker_engine):
     assert f"trial {wrong['id']}: failed -> passed" in result.stdout
     assert f"trial {trials[('greet', 'solver')]['id']}: passed -> passed" in result.stdout
     store = Store(db)
-    (regrade,) = store.regrades_of([wrong["id"]])[wrong["id"]]
+    (regrade,) = store.regrades.regrades_of([wrong["id"]])[wrong["id"]]
     store.close()
     assert regrade.quality == 1.0 and "reward.txt: reward = 1" in regrade.verifier_output
     assert leftovers(docker_engine, suite_id) == {}

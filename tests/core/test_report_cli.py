@@ -146,9 +146,9 @@ def test_score_command(tmp_path, capsys, monkeypatch):
     # dave's score stands beside carol's (both kept); it replaces only dave's own (issue 24 item 13)
     assert "score 2 by carol" in out and "score 3 by dave (also scored by carol: 2)" in out
     store = Store(db)
-    history = store.score_history(trial_id)
+    history = store.reviews.score_history(trial_id)
     assert [(s.score, s.reviewer, s.note) for s in history] == [(2, "carol", "one retry"), (3, "dave", None)]
-    assert store.latest_scores()[trial_id].score == 3
+    assert store.reviews.latest_scores()[trial_id].score == 3
     store.close()
     assert main(["score", "9999", "1", "--db", str(db)]) == 1
     assert "no trial 9999" in capsys.readouterr().err

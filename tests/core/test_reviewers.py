@@ -93,29 +93,29 @@ def store(tmp_path):
 
 
 def test_agreed_score_is_median_then_adjudicated(store):
-    store.add_score(1, 3, "ana")
-    store.add_score(1, 0, "ana")  # ana's latest counts
-    store.add_score(1, 3, "bo")
-    store.add_score(2, 2, "ana")
+    store.reviews.add_score(1, 3, "ana")
+    store.reviews.add_score(1, 0, "ana")  # ana's latest counts
+    store.reviews.add_score(1, 3, "bo")
+    store.reviews.add_score(2, 2, "ana")
     assert agreed_scores(store, "sample") == {1: 1.5, 2: 2.0}
     assert adjudication_queue(store, "sample") == [1]
     assert adjudication_queue(store, "sample", threshold=4) == []
-    store.add_score(1, 1, "judge", "both half right", role="adjudication")
+    store.reviews.add_score(1, 1, "judge", "both half right", role="adjudication")
     assert agreed_scores(store, "sample")[1] == 1.0
     assert adjudication_queue(store, "sample") == []
     report = report_from_store(store, "sample", rubric=True)
     ace = ("ace", "reference")
     assert report.rubric.medians[(ace, "count-lines")] == 1.0  # trial 1 is ace/reference count-lines
-    [audit] = store.audit_rows("adjudicate")
+    [audit] = store.reviews.audit_rows("adjudicate")
     assert (audit["actor"], audit["trial_id"]) == ("judge", 1)
 
 
 def test_blind_order_reproducible_and_only_unscored(store):
-    ids = store.finished_trial_ids("sample")
+    ids = store.reviews.finished_trial_ids("sample")
     assert blind_order(ids, 7) == blind_order(list(reversed(ids)), 7)
     assert blind_order(ids, 7) != blind_order(ids, 8) and sorted(blind_order(ids, 7)) == sorted(ids)
-    store.add_score(ids[0], 2, "ana")
-    store.add_score(ids[1], 2, "bo")
+    store.reviews.add_score(ids[0], 2, "ana")
+    store.reviews.add_score(ids[1], 2, "bo")
     queue = blind_queue(store, "sample", "ana", seed=3, reviews=2)
     assert ids[0] not in queue and ids[1] in queue and len(queue) == len(ids) - 1
     assert blind_queue(store, "sample", "ana", seed=3, reviews=1) == [t for t in queue if t != ids[1]]
@@ -133,10 +133,10 @@ def test_masker_hides_names_versions_and_spellings():
 
 
 def test_export_import_roundtrip(store, tmp_path):
-    store.add_score(1, 3, "ana", "clean, first time")
-    store.add_score(1, 2, "bo", 'has "quotes", commas')
-    store.add_score(2, 0, "ana", blind=True)
-    store.add_score(2, 1, "judge", role="adjudication")
+    store.reviews.add_score(1, 3, "ana", "clean, first time")
+    store.reviews.add_score(1, 2, "bo", 'has "quotes", commas')
+    store.reviews.add_score(2, 0, "ana", blind=True)
+    store.reviews.add_score(2, 1, "judge", role="adjudication")
     out = tmp_path / "scores.csv"
     out.write_text(export_csv(store), encoding="utf-8")
     assert next(csv.reader(out.open()))[:5] == ["trial", "reviewer", "score", "note", "time"]
@@ -146,7 +146,7 @@ def test_export_import_roundtrip(store, tmp_path):
         assert import_csv(empty, out, "2026-01-01T00:00:00") == (0, 4)  # again: nothing doubled
 
         def key(s):
-            return [(r.trial_id, r.reviewer, r.score, r.note, r.created_at, r.role) for r in s.score_rows()]
+            return [(r.trial_id, r.reviewer, r.score, r.note, r.created_at, r.role) for r in s.reviews.score_rows()]
 
         assert key(empty) == key(store)
     finally:
@@ -163,7 +163,7 @@ def test_import_rejects_a_bad_row_and_writes_nothing(store, tmp_path):
     missing.write_text("trial,reviewer,score\n9999,ana,3\n", encoding="utf-8")
     with pytest.raises(InputError, match="no trial 9999"):
         import_csv(store, missing, "2026-01-01T00:00:00")
-    assert store.score_rows() == []
+    assert store.reviews.score_rows() == []
 
 
 def test_merge_two_stores_loses_nothing(tmp_path):
@@ -173,17 +173,17 @@ def test_merge_two_stores_loses_nothing(tmp_path):
     try:
         second.db.execute("update trials set id = id + 1000")
         second.db.conn.commit()
-        first.add_score(1, 3, "ana")
-        first.add_score(2, 1, "ana")
-        second.add_score(1001, 3, "bo")
-        second.add_score(1002, 2, "bo")
-        second.add_score(1002, 0, "ana")  # a conflict with ana's 1 on the first machine: kept as another review
-        shared = second.score_rows()[0]
-        first.add_score_rows([{"trial_id": 1, "reviewer": "bo", "score": 3, "note": None,
+        first.reviews.add_score(1, 3, "ana")
+        first.reviews.add_score(2, 1, "ana")
+        second.reviews.add_score(1001, 3, "bo")
+        second.reviews.add_score(1002, 2, "bo")
+        second.reviews.add_score(1002, 0, "ana")  # a conflict with ana's 1 on the first machine: kept as another review
+        shared = second.reviews.score_rows()[0]
+        first.reviews.add_score_rows([{"trial_id": 1, "reviewer": "bo", "score": 3, "note": None,
                                "created_at": shared.created_at}])  # already copied once by hand
         result = merge_store(first, second)
         assert (result.added, result.already, result.unmatched) == (2, 1, [])
-        rows = [(r.trial_id, r.reviewer, r.score) for r in first.score_rows()]
+        rows = [(r.trial_id, r.reviewer, r.score) for r in first.reviews.score_rows()]
         assert sorted(rows) == sorted([(1, "ana", 3), (2, "ana", 1), (1, "bo", 3), (2, "bo", 2), (2, "ana", 0)])
         assert merge_store(first, second).added == 0
     finally:
@@ -197,8 +197,8 @@ def test_report_agreement_json_names(tmp_path, capsys):
     rng = random.Random(4)
     for trial in range(1, 21):
         score = rng.randint(0, 3)
-        store.add_score(trial, score, "ana")
-        store.add_score(trial, max(0, score - (trial % 4 == 0)), "bo")
+        store.reviews.add_score(trial, score, "ana")
+        store.reviews.add_score(trial, max(0, score - (trial % 4 == 0)), "bo")
     expected = agreement_from_store(store, "sample")
     store.close()
     assert main(["report", "--db", str(db), "--agreement", "--format", "json"]) == 0
@@ -239,7 +239,7 @@ def test_review_plan_from_suite_toml_and_store(store, tmp_path):
     store.db.conn.commit()
     plan = review_plan(store, "sample")
     assert (plan.reviews, plan.disagreement, plan.source) == (3, 1, "suite.toml [review]")
-    store.set_review_plan("sample", 2, None, "ana")
+    store.reviews.set_review_plan("sample", 2, None, "ana")
     plan = review_plan(store, "sample")
     assert (plan.reviews, plan.disagreement) == (2, 1) and "store" in plan.source
     (folder / "suite.toml").write_text("[suite]\nid = 'sample'\n\n[review]\nreviews = 0\n")
@@ -264,7 +264,7 @@ def test_score_final_and_review_plan_and_compare_commands(tmp_path, capsys):
     store = Store(db)
     try:
         assert agreed_scores(store, "sample") == {1: 2.0}
-        assert store.review_plan("sample") == {"reviews": 2, "disagreement": 3}
+        assert store.reviews.review_plan("sample") == {"reviews": 2, "disagreement": 3}
     finally:
         store.close()
     assert main(["compare", "1", "9999", "--db", str(db)]) == 1
@@ -276,17 +276,17 @@ def test_infra_invalid_trials_are_not_offered_nor_scored(store):
     report then dropped them)."""
     from agentmeter_tui.ui.data import review_queue
 
-    first = store.finished_trial_ids("sample")[0]
+    first = store.reviews.finished_trial_ids("sample")[0]
     with store.db.conn:
         store.db.execute("update trials set status = 'infra-invalid', reason = 'infra: sandbox failed' "
                          "where id = ?", [first])
     invalid = [r["id"] for r in store.trials("sample", "status = 'infra-invalid'")]
-    offered = set(store.finished_trial_ids("sample")) | {i for i, _ in review_queue(store, "sample")}
+    offered = set(store.reviews.finished_trial_ids("sample")) | {i for i, _ in review_queue(store, "sample")}
     assert offered and not offered & set(invalid)
     assert not set(invalid) & set(blind_queue(store, "sample", "ana", seed=1))
     with pytest.raises(ValueError, match="infra-invalid"):
-        store.add_score(invalid[0], 2, "ana")
-    assert invalid[0] not in store.latest_scores("sample")
+        store.reviews.add_score(invalid[0], 2, "ana")
+    assert invalid[0] not in store.reviews.latest_scores("sample")
 
 
 def test_an_empty_blind_queue_says_why(store):
@@ -294,8 +294,8 @@ def test_an_empty_blind_queue_says_why(store):
     adjudication finds nothing: each says why, and how to ask for a second reviewer."""
     from agentmeter_tui.core.review.reviewing import empty_queue_reason
 
-    for trial_id in store.finished_trial_ids("sample"):
-        store.add_score(trial_id, 2, "ana")
+    for trial_id in store.reviews.finished_trial_ids("sample"):
+        store.reviews.add_score(trial_id, 2, "ana")
     assert blind_queue(store, "sample", "bob", seed=1) == []
     why = empty_queue_reason(store, "sample", "bob")
     assert why.startswith("every trial has its one review") and "set reviews per trial to 2" in why

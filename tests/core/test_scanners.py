@@ -105,7 +105,7 @@ def recorded_trials() -> list[ImportedTrial]:
 
 def store_with_recordings(path: Path) -> tuple[Store, dict[str, int]]:
     store = Store(path)
-    store.add_imported(recorded_trials())
+    store.imports.add_imported(recorded_trials())
     return store, {row["task_id"]: row["id"] for row in store.trials("triage")}
 
 
@@ -114,21 +114,21 @@ def test_flags_are_stored_once_with_their_evidence_and_verdicts_are_appended(tmp
     outcome = scan_store(store)
     assert outcome.scanned == len(ids) and sum(outcome.flagged.values()) == len(POSITIVE)
     assert scan_store(store).scanned == 0  # a finished trial is scanned once
-    flags = store.flags_of()
+    flags = store.flags.flags_of()
     for name, (fixture, shows) in POSITIVE.items():
         (flag,) = [f for f in flags[ids[fixture]] if f.scanner == name]
         assert flag.evidence == seqs(fixture, shows)  # imported events keep their order: seq i is event i
     (flag,) = flags[ids["refusal"]]
-    store.add_flag_verdict(flag.id, "right", "ana")
-    store.add_flag_verdict(flag.id, "wrong", "bo", "a polite preamble, then it worked")
-    assert [(v.verdict, v.reviewer) for v in store.flag_verdicts(flag.id)] == [("right", "ana"), ("wrong", "bo")]
-    assert store.flags_of([ids["refusal"]])[ids["refusal"]][0].verdict == "wrong"  # the latest counts
+    store.flags.add_flag_verdict(flag.id, "right", "ana")
+    store.flags.add_flag_verdict(flag.id, "wrong", "bo", "a polite preamble, then it worked")
+    assert [(v.verdict, v.reviewer) for v in store.flags.flag_verdicts(flag.id)] == [("right", "ana"), ("wrong", "bo")]
+    assert store.flags.flags_of([ids["refusal"]])[ids["refusal"]][0].verdict == "wrong"  # the latest counts
     with pytest.raises(ValueError):
-        store.add_flag_verdict(flag.id, "maybe", "ana")
+        store.flags.add_flag_verdict(flag.id, "maybe", "ana")
     statuses = ("passed", "failed", "errored", "killed")
-    assert [i for i, _ in store.review_queue("triage", statuses, flag="thrash")] == [ids["thrash"]]
+    assert [i for i, _ in store.views.review_queue("triage", statuses, flag="thrash")] == [ids["thrash"]]
     # Flagged first: the refusal's only flag was called wrong, so it no longer counts.
-    order = [i for i, _ in store.review_queue("triage", statuses, by_flags=True)]
+    order = [i for i, _ in store.views.review_queue("triage", statuses, by_flags=True)]
     assert order.index(ids["refusal"]) == len(order) - 1
 
 
@@ -138,7 +138,7 @@ def test_an_import_is_scanned_at_its_end_without_agentmeter_scan(tmp_path):
     store = Store(tmp_path / "s.db")
     outcome = store_all(store, recorded_trials())
     assert outcome.added == len(POSITIVE)
-    flags = store.flags_of()
+    flags = store.flags.flags_of()
     ids = {row["task_id"]: row["id"] for row in store.trials("triage")}
     assert {name: [f.scanner for f in flags.get(ids[fixture], [])] for name, (fixture, _) in POSITIVE.items()} == \
         {name: [name] for name in POSITIVE}
@@ -179,8 +179,8 @@ def test_scan_and_flag_commands(tmp_path):
 def test_the_site_lists_each_trials_flags(tmp_path):
     store, ids = store_with_recordings(tmp_path / "s.db")
     scan_store(store)
-    (flag,) = [f for f in store.flags_of()[ids["refusal"]]]
-    store.add_flag_verdict(flag.id, "right", "ana <i>x</i>")  # a reviewer's name is untrusted text
+    (flag,) = [f for f in store.flags.flags_of()[ids["refusal"]]]
+    store.flags.add_flag_verdict(flag.id, "right", "ana <i>x</i>")  # a reviewer's name is untrusted text
     store.close()
     out = tmp_path / "site"
     result = agentmeter("report", "--suite", "triage", "--format", "html", "--out", str(out), "--db", str(tmp_path / "s.db"))

@@ -43,8 +43,9 @@ def test_a_full_disk_holds_writes_and_loses_nothing(small_disk):
     told: list[tuple[bool, str]] = []
     writer = StoreWriter(db, on_full=lambda full, why: told.append((full, why)))
     try:
-        trial = writer.call(Store.insert_trial, {"suite_id": "s", "task_id": "t", "model": "m", "cli": "c",
-                                                     "trial_index": 1, "status": "running"}).result()
+        trial = writer.call(lambda s, row: s.runs.insert_trial(row), {"suite_id": "s", "task_id": "t", "model": "m",
+                                                                      "cli": "c", "trial_index": 1,
+                                                                      "status": "running"}).result()
         writer.add_events([(trial, seq, 0.0, "assistant", "stdout", f"before {seq}", None) for seq in range(1, 51)])
         wait_for(lambda: Store(db).event_count(trial) == 50, "the first events written")
         filler = fill(small_disk)
@@ -54,7 +55,7 @@ def test_a_full_disk_holds_writes_and_loses_nothing(small_disk):
         assert "disk is full" in told[-1][1] and str(db) in told[-1][1]
         # Its events go first, so this call cannot go through while the disk is full: it waits
         # (on old code it failed with "database or disk is full").
-        finished = writer.call(Store.update_trial, trial, {"status": "passed"})
+        finished = writer.call(lambda s, *a: s.runs.update_trial(*a), trial, {"status": "passed"})
         filler.unlink()
         assert finished.result(timeout=300) is None
         wait_for(lambda: told[-1] == (False, ""), "the writer to say there is room again")

@@ -141,13 +141,13 @@ def test_scores_are_append_only_and_latest_wins(tmp_path):
     store = Store(tmp_path / "s.db")
     import_records(store, list(read_records(io.StringIO(RECORD), "x")))
     trial_id = store.trials()[0]["id"]
-    store.add_score(trial_id, 1, "ana", "first look")
-    store.add_score(trial_id, 3, "bo")
-    assert store.latest_scores()[trial_id].score == 3
-    assert [s.score for s in store.score_history(trial_id)] == [1, 3]
+    store.reviews.add_score(trial_id, 1, "ana", "first look")
+    store.reviews.add_score(trial_id, 3, "bo")
+    assert store.reviews.latest_scores()[trial_id].score == 3
+    assert [s.score for s in store.reviews.score_history(trial_id)] == [1, 3]
     assert store.db.execute("select count(*) from audit where action = 'score'").fetchone()[0] == 2
     with pytest.raises(ValueError):
-        store.add_score(trial_id, 4, "ana")
+        store.reviews.add_score(trial_id, 4, "ana")
 
 
 def test_migrations_are_idempotent(tmp_path):

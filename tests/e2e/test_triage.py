@@ -91,7 +91,7 @@ def test_scanners_flag_a_real_run(tmp_path, name):
                           budget="wall_seconds = 120\ntokens = 200000")
     # The runner scanned the trial once its final row was in: the flags are there, nothing is left.
     assert scan_store(result.store).scanned == 0
-    (flags,) = result.store.flags_of([result.row["id"]]).values() or [[]]
+    (flags,) = result.store.flags.flags_of([result.row["id"]]).values() or [[]]
     assert {f.scanner for f in flags} == expected, (result.row["status"], [(f.scanner, f.why) for f in flags])
     assert all(f.evidence for f in flags)  # every flag names the events that show it
     save(result, name)

@@ -35,8 +35,8 @@ def _cell(store: Store, trial_id: int) -> tuple:
 def _scores_and_notes(db: Path) -> tuple[set, set]:
     store = Store(db)
     try:
-        scores = {(_cell(store, s.trial_id), s.score, s.reviewer, s.note, s.blind or 0) for s in store.score_rows()}
-        notes = {(_cell(store, t["id"]), n["text"], n["author"]) for t in store.trials() for n in store.notes(t["id"])}
+        scores = {(_cell(store, s.trial_id), s.score, s.reviewer, s.note, s.blind or 0) for s in store.reviews.score_rows()}
+        notes = {(_cell(store, t["id"]), n["text"], n["author"]) for t in store.trials() for n in store.views.notes(t["id"])}
     finally:
         store.close()
     return scores, notes

@@ -125,6 +125,6 @@ def test_a_second_blind_reviewer_is_told_why_the_queue_is_empty(tmp_path, size):
         bob.close()
     store = Store(db)
     try:
-        assert [(s.reviewer, s.score, s.blind) for s in store.score_rows() if s.reviewer == "bob"] == [("bob", 1, 1)]
+        assert [(s.reviewer, s.score, s.blind) for s in store.reviews.score_rows() if s.reviewer == "bob"] == [("bob", 1, 1)]
     finally:
         store.close()

@@ -48,7 +48,7 @@ def test_a_run_is_triaged_without_a_scan_and_the_queue_opens_on_the_flagged_tria
     assert done.returncode == 0, done.stderr + done.stdout
     store = Store(db)
     ids = {row["model"]: row["id"] for row in store.trials("triage-run")}
-    flags = store.flags_of()
+    flags = store.flags.flags_of()
     store.close()
     assert ids["clean"] < ids["refuser"]
     assert [f.scanner for f in flags.get(ids["refuser"], [])] == ["refusal"]  # no `agentmeter scan` ran

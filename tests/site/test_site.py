@@ -41,9 +41,9 @@ def store_path(tmp_path_factory) -> Path:
     store = Store(db)
     ids = [t["id"] for t in store.trials("smoke")]
     for n, trial_id in enumerate(ids):
-        store.add_score(trial_id, 3 if n % 2 == 0 else 1, "ana")
-        store.add_score(trial_id, 3 if n % 3 else 1, "bob", blind=True)
-    store.add_note(ids[0], NOTE, "ana")
+        store.reviews.add_score(trial_id, 3 if n % 2 == 0 else 1, "ana")
+        store.reviews.add_score(trial_id, 3 if n % 3 else 1, "bob", blind=True)
+    store.reviews.add_note(ids[0], NOTE, "ana")
     store.close()
     with sqlite3.connect(db) as conn:
         seq = conn.execute("select max(seq) from events where trial_id = ?", [ids[0]]).fetchone()[0]
@@ -139,7 +139,7 @@ def test_workers_write_the_same_site_byte_for_byte(sites, store_path, tmp_path, 
 
 def test_blind_site_has_no_name_in_any_file(sites, store_path):
     store = Store(store_path)
-    terms = store.identity_terms("smoke")
+    terms = store.reviews.identity_terms("smoke")
     store.close()
     assert {"solver", "fumbler", "reference"} <= set(terms)
     pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE)
@@ -155,7 +155,7 @@ def test_blind_site_has_no_name_in_any_file(sites, store_path):
                     reason="needs chromium (.ci/run installs it; with CI=true this test never skips)")
 def test_in_chromium(sites, store_path):
     store = Store(store_path)
-    configs = store.configuration_pairs("smoke")
+    configs = store.views.configuration_pairs("smoke")
     first = store.trials("smoke")[0]
     store.close()
 
@@ -236,7 +236,7 @@ def test_compared_site_shows_the_flips(compared, store_path):
 
 def test_blind_compared_site_names_nothing(compared, store_path):
     store = Store(store_path)
-    terms = [*store.identity_terms("smoke"), compared["a"].name, str(compared["a"].parent)]
+    terms = [*store.reviews.identity_terms("smoke"), compared["a"].name, str(compared["a"].parent)]
     store.close()
     pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE)
     for path in compared["blind"].rglob("*"):

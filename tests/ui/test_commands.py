@@ -43,7 +43,7 @@ def test_review_and_compare_without_a_terminal_end_with_one_line(tmp_path):
     result = agentmeter("review", "--db", str(db), "--suite", "s", "--reviews", "2")
     assert result.returncode == 0, result.stderr
     store = Store(db, readonly=True)
-    assert store.review_plan(store.suite_row("s")["id"])["reviews"] == 2
+    assert store.reviews.review_plan(store.suite_row("s")["id"])["reviews"] == 2
     store.close()
 
 
@@ -69,7 +69,7 @@ async def test_review_opens_imported_trials_without_a_runner(tmp_path):
         await pilot.press("3")
         await settle(pilot)
     store = Store(db)
-    assert store.score_history(1)[0].score == 3
+    assert store.reviews.score_history(1)[0].score == 3
     store.close()
 
 

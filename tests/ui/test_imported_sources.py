@@ -20,7 +20,7 @@ def test_sources_show_in_grid_review_and_report(tmp_path, db):
     assert code == 0, err
     store = Store(db)
     grid = GridState([], [])
-    grid.load(store.grid_rows("mine"))
+    grid.load(store.views.grid_rows("mine"))
     (config,) = grid.by_cell
     assert grid.cell(config).imported == 2 and grid.totals().imported == 2
     first = store.trials("mine")[0]

@@ -41,13 +41,13 @@ async def test_score_keys_commit_before_showing_saved(sample_db):
         panel = str(screen.query_one("#score-panel").render())
         assert "saved" in panel and "alice" in panel
         with _closing(Store(sample_db)) as store:
-            rows = store.score_history(4)
+            rows = store.reviews.score_history(4)
         assert [(r.score, r.reviewer) for r in rows] == [(2, "alice")] and rows[0].created_at
         for key, score in (("0", 0), ("1", 1), ("3", 3)):
             await pilot.press(key)
             await settle(pilot)
         with _closing(Store(sample_db)) as store:
-            assert [r.score for r in store.score_history(4)] == [2, 0, 1, 3]  # append-only history
+            assert [r.score for r in store.reviews.score_history(4)] == [2, 0, 1, 3]  # append-only history
         assert "history 2 → 0 → 1 → 3" in str(screen.query_one("#score-panel").render())
 
 

@@ -81,7 +81,7 @@ async def test_a_long_transcript_completes_the_search_index_and_searches_through
 
     path, trial = long_db
     before = Store(path)
-    assert before.search_backlog() > EVENTS
+    assert before.search.search_backlog() > EVENTS
     before.close()
     monkeypatch.setattr(review_transcript, "INDEX_CHUNK", 500)  # several store calls
     app = make_app(path, screen="review")
@@ -99,7 +99,7 @@ async def test_a_long_transcript_completes_the_search_index_and_searches_through
         await settle(pilot)
         assert view.doc.index.seqs[view.cursor] == EVENTS + 2
     after = Store(path)
-    assert after.search_backlog() == 0
+    assert after.search.search_backlog() == 0
     after.close()
 
 

@@ -52,7 +52,7 @@ def _pilot_store(db) -> None:
         # Twenty finished trials: the rest of the sample is set running, outside every queue.
         store.db.execute("update trials set status = 'running' where id > ?", [PILOT_TRIALS])
         store.db.conn.commit()
-        store.set_review_plan("sample", 2, 2, "test")
+        store.reviews.set_review_plan("sample", 2, 2, "test")
 
 
 async def test_pilot_two_blind_reviewers_score_twenty_trials(sample_db, capsys):
@@ -85,7 +85,7 @@ async def test_pilot_two_blind_reviewers_score_twenty_trials(sample_db, capsys):
     assert sorted(seen["ana"]) == sorted(seen["bo"]) == list(range(1, PILOT_TRIALS + 1))
     assert seen["ana"] != seen["bo"]  # each reviewer's own shuffled order
     with closing(Store(sample_db)) as store:
-        rows = store.score_rows("sample")
+        rows = store.reviews.score_rows("sample")
     assert len(rows) == 2 * PILOT_TRIALS and all(r.blind == 1 for r in rows)
     assert main(["report", "--db", str(sample_db), "--agreement", "--format", "json"]) == 0
     [pair] = json.loads(capsys.readouterr().out)["agreement"]["pairs"]
@@ -119,16 +119,16 @@ async def test_blind_order_is_seeded_and_unblinding_is_recorded(sample_db):
         title = str(screen.query_one("#review-title").render())
         assert screen.detail.row["model"] in title and screen.detail.row["cli"] in title
     with closing(Store(sample_db)) as store:
-        [audit] = store.audit_rows("unblind")
+        [audit] = store.reviews.audit_rows("unblind")
     assert audit["actor"] == "cy" and audit["trial_id"] == firsts[0]
 
 
 async def test_adjudication_sets_the_final_score(sample_db):
     with closing(Store(sample_db)) as store:
-        store.add_score(5, 0, "ana", "refused to run the tests")
-        store.add_score(5, 3, "bo", "clean")
-        store.add_score(6, 2, "ana")
-        store.add_score(6, 3, "bo")
+        store.reviews.add_score(5, 0, "ana", "refused to run the tests")
+        store.reviews.add_score(5, 3, "bo", "clean")
+        store.reviews.add_score(6, 2, "ana")
+        store.reviews.add_score(6, 3, "bo")
     app = make_app(sample_db, screen="adjudicate")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -140,7 +140,7 @@ async def test_adjudication_sets_the_final_score(sample_db):
         await settle(pilot)
         assert "saved" in str(screen.query_one("#score-panel").render())
     with closing(Store(sample_db)) as store:
-        assert store.adjudications("sample")[5].score == 1 and store.adjudications("sample")[5].reviewer == "alice"
+        assert store.reviews.adjudications("sample")[5].score == 1 and store.reviews.adjudications("sample")[5].reviewer == "alice"
         from agentmeter_tui.core.reporting import report_from_store
         from agentmeter_tui.core.review.reviewing import agreed_scores
 
@@ -176,7 +176,7 @@ async def test_compare_from_review(sample_db):
 async def test_report_screen_shows_agreement(sample_db):
     with closing(Store(sample_db)) as store:
         for trial in (1, 2, 3, 9, 10):
-            store.add_score(trial, 3 if trial != 3 else 1, "bo")
+            store.reviews.add_score(trial, 3 if trial != 3 else 1, "bo")
     app = make_app(sample_db, screen="report")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -92,7 +92,7 @@ class TestReviewers:
         from agentmeter_tui.core.store import Store
 
         store = Store(sample_db)
-        store.add_score(1, 0, "bo", "never ran the tests")
+        store.reviews.add_score(1, 0, "bo", "never ran the tests")
         store.db.execute("update scores set created_at = '2026-06-04T11:00:00.000+00:00' where reviewer = 'bo'")
         store.db.conn.commit()
         store.close()

@@ -77,7 +77,7 @@ def test_demo_kill_review_score_quit(tmp_path):
     try:
         killed = store.trial(1)
         assert (killed["status"], killed["reason"]) == ("killed", "operator")
-        [score] = store.score_history(reviewed)
+        [score] = store.reviews.score_history(reviewed)
         assert (score.score, score.reviewer) == (2, "e2e-reviewer") and score.created_at
         token = killed["proc_token"]
     finally:
@@ -156,9 +156,9 @@ def test_blind_review_shows_no_model_cli_or_cost(tmp_path):
         session.close()
     store = Store(db)
     try:
-        [score] = [s for s in store.score_rows() if s.reviewer == "blind-e2e"]
+        [score] = [s for s in store.reviews.score_rows() if s.reviewer == "blind-e2e"]
         assert score.blind == 1 and score.score == 2
-        [audit] = store.audit_rows("unblind")
+        [audit] = store.reviews.audit_rows("unblind")
         assert audit["actor"] == "blind-e2e"
     finally:
         store.close()

@@ -86,8 +86,8 @@ async def test_a_search_with_no_hit_at_all_says_so(sample_db):
 
 async def test_the_adjudication_panel_does_not_say_not_scored_beside_the_scores(sample_db):
     with closing(Store(sample_db)) as store:
-        store.add_score(5, 0, "ana")
-        store.add_score(5, 3, "bo")
+        store.reviews.add_score(5, 0, "ana")
+        store.reviews.add_score(5, 3, "bo")
     app = make_app(sample_db, screen="adjudicate")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

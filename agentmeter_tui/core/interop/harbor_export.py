@@ -87,17 +87,17 @@ def export_jobs(store: Any, suite_id: str, out: Path, statuses: set[str]) -> lis
     """Write every final attempt of the suite (``statuses``) into ``out``; the submission folders."""
     suite = store.suite_row(suite_id) or {"id": suite_id}
     by_config: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for row in store.final_trial_rows(suite_id, statuses):
+    for row in store.reports.final_trial_rows(suite_id, statuses):
         by_config[(row["model"], row["cli"])].append(row)
     folders = []
-    for position, (model, cli) in enumerate(store.configuration_pairs(suite_id)):
+    for position, (model, cli) in enumerate(store.views.configuration_pairs(suite_id)):
         trials = by_config.get((model, cli))
         if not trials:
             continue
         folder = out / f"{position:03d}-{safe(harbor_agent(cli))}__{safe(model)}"
         job = folder / safe(f"{suite_id}__{cli}__{model}")
         job_id = _id(suite_id, model, cli)
-        config = job_config(job.name, cli, model, trials, store.task_tiers(suite_id))
+        config = job_config(job.name, cli, model, trials, store.views.task_tiers(suite_id))
         _write(job / "config.json", config)
         results = [write_trial(store, job, job_id, row, suite.get("seed_hash")) for row in trials]
         _write(job / "result.json", job_result(job_id, cli, model, suite_id, results))

@@ -21,7 +21,7 @@ UTF8_LINE_LIMIT = 8 * 1024 * 1024  # a longer line in a session file is refused,
 
 @dataclass(slots=True)
 class ImportedTrial:
-    """One finished run from elsewhere, ready for the store (``Store.add_imported``)."""
+    """One finished run from elsewhere, ready for the store (``store.imports.add_imported``)."""
 
     source: str  # "harbor", "atif", "session:claude-code", ...
     key: str  # unique per item: importing it again adds nothing
@@ -192,7 +192,7 @@ def store_all(store: Any, items: Iterable[ImportedTrial | Skipped | str | None],
     writing: Future | None = None
 
     def write(trials: list[ImportedTrial]) -> int:
-        return len(store.add_imported(trials))  # a key imported meanwhile is skipped there
+        return len(store.imports.add_imported(trials))  # a key imported meanwhile is skipped there
 
     def count(trials: list[ImportedTrial], added: int) -> None:  # on this thread only
         outcome.added += added

@@ -4,7 +4,7 @@ A trial's final workspace was kept when it ended (:mod:`.keep`). A regrade opens
 of the suite's sandbox kind (the one the trial ran in, walled as a trial is) whose workspace seed
 is a copy of the kept one (made by the same copy, so a link, a FIFO or a device planted there
 since is not carried in), runs the task's verifier as it is now, and appends the verdict with its
-time and the verifier's hash (``Store.add_regrade``). The trial's own verdict is never changed.
+time and the verifier's hash (``store.regrades.add_regrade``). The trial's own verdict is never changed.
 The verifier writes its reward in a folder drawn after the session opened, as in a trial
 (``verifiers/command.py``): a reward file left in the workspace is just a file.
 """
@@ -141,7 +141,7 @@ async def _regrade(store: Any, suite: Suite, sandbox: Any, row: dict) -> Regrade
         reason = result.infra_error or result.reason
         status = "infra-invalid" if result.infra_error else "passed" if result.passed else "failed"
         passed, quality, exit_code, output = result.passed, result.quality, result.exit_code, result.output
-    store.add_regrade(int(row["id"]), status, passed and status == "passed", quality, reason=reason,
+    store.regrades.add_regrade(int(row["id"]), status, passed and status == "passed", quality, reason=reason,
                       verifier_exit=exit_code, verifier_output=output, verifier_hash=digest,
                       sandbox=suite.spec.sandbox.kind)
     return Regraded(int(row["id"]), str(row["status"]), status, quality, reason, digest)

@@ -181,7 +181,7 @@ def report_from_records(records: Sequence[TrialRecord], *, scoring: Any | None =
 def runs_from_store(store: Any, suite_id: str) -> list[Run]:
     """Every final trial of a suite, in one query."""
     return [Run(t, m, c, i, s, bool(p), q, raw, cost, a, turns, tools, fin, pk)
-            for t, m, c, i, s, p, q, raw, cost, a, turns, tools, fin, pk in store.run_tuples(suite_id, STATUSES)]
+            for t, m, c, i, s, p, q, raw, cost, a, turns, tools, fin, pk in store.reports.run_tuples(suite_id, STATUSES)]
 
 
 def cost_notes(checks: Mapping[str, Any]) -> list[str]:
@@ -242,8 +242,8 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
         scoring, own, _ = suite_settings(row)
         if scoring is None and row.get("path"):
             notes.append(f"suite folder {row['path']} not found: Table 1 defaults, task tiers as stored")
-    tiers = store.task_tiers(suite_id)
-    configs = store.configuration_pairs(suite_id)
+    tiers = store.views.task_tiers(suite_id)
+    configs = store.views.configuration_pairs(suite_id)
     runs = runs_from_store(store, suite_id)
     scores = None
     if rubric:
@@ -256,16 +256,16 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
                           subset=subset, subset_source=subset_source, resamples=resamples, seed=seed,
                           defer_intervals=defer_intervals)
     report.notes[:0] = notes
-    report.notes += cost_notes(store.cost_checks(suite_id))
-    report.notes += regrade_notes(store.regraded_verdicts(suite_id))
-    sources = store.source_counts(suite_id, STATUSES)
+    report.notes += cost_notes(store.reports.cost_checks(suite_id))
+    report.notes += regrade_notes(store.regrades.regraded_verdicts(suite_id))
+    sources = store.imports.source_counts(suite_id, STATUSES)
     if set(sources) - {"agentmeter"}:  # imported trials: say how many of each source the report counts
         report.notes.append("trials by source: " + ", ".join(f"{name} {n}" for name, n in sources.items()))
     if agreement:
         from ..review.reviewing import agreement_from_store
 
         report.agreement = agreement_from_store(store, suite_id)
-    if store.has_differential(suite_id):
+    if store.reports.has_differential(suite_id):
         from ..difftest.summary import funnel_rows
         from .records import records_from_store
 

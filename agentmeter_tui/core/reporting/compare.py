@@ -153,7 +153,7 @@ def store_side(path: Path, suite: str | None) -> tuple[list[Run], dict[str, str 
         if row is None:
             raise LookupError(f"no suite {suite!r} in {path}" if suite else f"no suite in {path}")
         scoring = suite_settings(row)[0]
-        return runs_from_store(store, row["id"]), store.task_tiers(row["id"]), scoring, f"{path} (suite {row['id']})"
+        return runs_from_store(store, row["id"]), store.views.task_tiers(row["id"]), scoring, f"{path} (suite {row['id']})"
     finally:
         store.close()
 

@@ -231,7 +231,7 @@ def records_from_store(store: Any, suite_id: str | None = None) -> list[TrialRec
             return []
         suite_id = row["id"]
     seed_hash = (store.suite_row(suite_id) or {}).get("seed_hash")
-    records = [TrialRecord.from_trial_row(r) for r in store.final_trial_rows(suite_id, STATUSES)]
+    records = [TrialRecord.from_trial_row(r) for r in store.reports.final_trial_rows(suite_id, STATUSES)]
     for record in records:
         if seed_hash is not None:
             record.extra.setdefault(SEED_HASH, seed_hash)
@@ -269,5 +269,5 @@ def import_records(store: Any, records: list[TrialRecord], keys: list[str] | Non
             "extra": orjson.dumps(extra).decode() if extra else None,
         }))
         redactor.fields(rows[-1][1], ("reason", "extra"))
-    return store.import_trials(suites, [(s, t, tier) for (s, t), tier in sorted(tasks.items())], rows,
+    return store.reports.import_trials(suites, [(s, t, tier) for (s, t), tier in sorted(tasks.items())], rows,
                                seed_hashes=seed_hashes)

@@ -225,7 +225,7 @@ class StepBuilder:
 def build_steps(trial: dict[str, Any], rows: Iterable[tuple], usage: list[tuple[int, int]],
                 failures: set[int] | frozenset[int] = frozenset()) -> TrialSteps:
     """Steps from all of a trial's ``(seq, kind, text, data)`` rows in order, tokens from ``(seq,
-    tokens)`` usage rows; ``failures``: seqs of failed tool results and errors (``Store.failure_seqs``)."""
+    tokens)`` usage rows; ``failures``: seqs of failed tool results and errors (``store.views.failure_seqs``)."""
     builder = StepBuilder(trial)
     builder.feed(rows, usage, failures)
     return builder.side
@@ -253,8 +253,8 @@ class ComparisonReader:
             trial = store.trial(trial_id)
             if trial is None:
                 raise KeyError(f"no trial {trial_id}")
-            self.sides.append((trial_id, StepBuilder(trial), store.first_seq(trial_id), store.last_seq(trial_id)))
-        self._meters = [store.usage_meter(side[0]) for side in self.sides]
+            self.sides.append((trial_id, StepBuilder(trial), store.reviews.first_seq(trial_id), store.views.last_seq(trial_id)))
+        self._meters = [store.reviews.usage_meter(side[0]) for side in self.sides]
         self._starts = [side[2] for side in self.sides]
         left, right = (side[1].side for side in self.sides)
         self.comparison = Comparison(left, right, None)
@@ -274,10 +274,10 @@ class ComparisonReader:
             # The first range takes usage rows before the first event, the last those after the
             # last one (they count in the first and last step, as in one pass).
             start = None if first == self._starts[index] else first
-            usage = store.step_usage(trial_id, start, through, self._meters[index])
+            usage = store.reviews.step_usage(trial_id, start, through, self._meters[index])
             stop = last if through is None else end
-            builder.feed(store.step_rows(trial_id, LABEL_CHARS, first, stop), usage,
-                         store.failure_seqs(trial_id, first, stop), through)
+            builder.feed(store.reviews.step_rows(trial_id, LABEL_CHARS, first, stop), usage,
+                         store.views.failure_seqs(trial_id, first, stop), through)
             self.sides[index] = (trial_id, builder, stop + 1, last)
         self._find_divergence()
         return not self.complete

@@ -41,7 +41,7 @@ def review_plan(store: Any, suite_id: str) -> ReviewPlan:
         data, text = load_toml(path)
         if "review" in data:
             from_toml = validate(ReviewSection, data["review"], path, text, prefix=("review",)).model_dump()
-    stored = store.review_plan(suite_id) or {}
+    stored = store.reviews.review_plan(suite_id) or {}
     chosen = {**{k: v for k, v in from_toml.items() if v is not None},
               **{k: v for k, v in stored.items() if v is not None}}
     source = "the store (agentmeter review --reviews)" if stored else "suite.toml [review]" if from_toml else "defaults"
@@ -49,13 +49,13 @@ def review_plan(store: Any, suite_id: str) -> ReviewPlan:
 
 
 def reviews_by_trial(store: Any, suite_id: str | None) -> dict[int, dict[str, int]]:
-    return {t: {r: row.score for r, row in by.items()} for t, by in store.reviewer_scores(suite_id).items()}
+    return {t: {r: row.score for r, row in by.items()} for t, by in store.reviews.reviewer_scores(suite_id).items()}
 
 
 def agreed_scores(store: Any, suite_id: str | None) -> dict[int, float]:
     """trial id -> its score: adjudicated, else the median of its reviewers' latest scores."""
     reviews = reviews_by_trial(store, suite_id)
-    final = {t: row.score for t, row in store.adjudications(suite_id).items()}
+    final = {t: row.score for t, row in store.reviews.adjudications(suite_id).items()}
     out = {}
     for trial in set(reviews) | set(final):
         value = agreed_score(reviews.get(trial, {}), final.get(trial))
@@ -65,14 +65,14 @@ def agreed_scores(store: Any, suite_id: str | None) -> dict[int, float]:
 
 
 def agreement_from_store(store: Any, suite_id: str | None) -> Agreement:
-    return agreement(reviews_by_trial(store, suite_id), store.trial_tasks(suite_id))
+    return agreement(reviews_by_trial(store, suite_id), store.reviews.trial_tasks(suite_id))
 
 
 def adjudication_queue(store: Any, suite_id: str | None, threshold: int | None = None) -> list[int]:
     """Trials whose reviewers disagree by ``threshold`` or more (default: the plan's) and are not adjudicated."""
     if threshold is None:
         threshold = review_plan(store, suite_id).disagreement if suite_id else DEFAULT_DISAGREEMENT
-    return disagreements(reviews_by_trial(store, suite_id), store.adjudications(suite_id), threshold)
+    return disagreements(reviews_by_trial(store, suite_id), store.reviews.adjudications(suite_id), threshold)
 
 
 # -- blind review -------------------------------------------------------------------------------
@@ -99,9 +99,9 @@ def blind_queue(store: Any, suite_id: str | None, reviewer: str, seed: int | Non
     """Finished trials this reviewer has not scored that still want a review, in a seeded order."""
     if reviews is None:
         reviews = review_plan(store, suite_id).reviews if suite_id else 1
-    by_trial = store.reviewer_scores(suite_id)
-    final = store.adjudications(suite_id)
-    wanted = [t for t in store.finished_trial_ids(suite_id)
+    by_trial = store.reviews.reviewer_scores(suite_id)
+    final = store.reviews.adjudications(suite_id)
+    wanted = [t for t in store.reviews.finished_trial_ids(suite_id)
               if t not in final and reviewer not in by_trial.get(t, {}) and len(by_trial.get(t, {})) < reviews]
     return blind_order(wanted, blind_seed(suite_id, reviewer) if seed is None else seed)
 
@@ -114,8 +114,8 @@ def empty_queue_reason(store: Any, suite_id: str | None, reviewer: str, adjudica
     """Why this reviewer's blind queue (or the adjudication queue) is empty, in a sentence the
     screen shows: a second reviewer with one review per trial otherwise sees nothing and no why."""
     plan = review_plan(store, suite_id) if suite_id else ReviewPlan()
-    by_trial = store.reviewer_scores(suite_id)
-    reviewable = store.finished_trial_ids(suite_id)
+    by_trial = store.reviews.reviewer_scores(suite_id)
+    reviewable = store.reviews.finished_trial_ids(suite_id)
     if adjudicating:
         several = [t for t in reviewable if len(by_trial.get(t, {})) >= 2]
         if not several:
@@ -167,7 +167,7 @@ class Masker:
 
 
 def masker_for(store: Any, suite_id: str) -> Masker:
-    return Masker(store.identity_terms(suite_id))
+    return Masker(store.reviews.identity_terms(suite_id))
 
 
 def default_reviewer() -> str:

@@ -76,9 +76,9 @@ def export_csv(store: Any, suite_id: str | None = None) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for row in store.score_rows(suite_id):
+    for row in store.reviews.score_rows(suite_id):
         writer.writerow([row.trial_id, row.reviewer, row.score, row.note or "", row.created_at, row.role or ""])
-    for note in store.note_rows(suite_id):
+    for note in store.reviews.note_rows(suite_id):
         writer.writerow([note["trial_id"], note["author"], "", note["text"], note["created_at"], NOTE])
     return out.getvalue()
 
@@ -115,14 +115,14 @@ def import_csv(store: Any, path: str | Path, now: str) -> tuple[int, int]:
 def import_csv_all(store: Any, path: str | Path, now: str) -> tuple[tuple[int, int], tuple[int, int]]:
     """Import a CSV's scores and notes: ((scores added, already), (notes added, already))."""
     rows = read_csv(path)
-    known = store.trial_ids_exist(r.trial for _, r in rows)
+    known = store.reviews.trial_ids_exist(r.trial for _, r in rows)
     for line, row in rows:
         if row.trial not in known:
             raise InputError(Path(path), line, "trial", f"no trial {row.trial} in {store.path}")
-    scores = store.add_score_rows([{"trial_id": r.trial, "reviewer": r.reviewer, "score": r.score,
+    scores = store.reviews.add_score_rows([{"trial_id": r.trial, "reviewer": r.reviewer, "score": r.score,
                                    "note": r.note, "created_at": r.time or now, "role": r.role}
                                   for _, r in rows if r.role != NOTE])
-    notes = store.add_note_rows([{"trial_id": r.trial, "author": r.reviewer, "text": r.note,
+    notes = store.reviews.add_note_rows([{"trial_id": r.trial, "author": r.reviewer, "text": r.note,
                                   "created_at": r.time or now} for _, r in rows if r.role == NOTE])
     return scores, notes
 
@@ -140,9 +140,9 @@ def merge_store(store: Any, other: Any) -> MergeResult:
     """Copy ``other``'s scores into ``store``, matching trials by suite, task, configuration and
     trial index (and attempt, where several attempts share an index)."""
     here: dict[tuple, list] = defaultdict(list)
-    for key in store.trial_keys():
+    for key in store.reviews.trial_keys():
         here[key.match].append(key)
-    theirs = {key.id: key for key in other.trial_keys()}
+    theirs = {key.id: key for key in other.reviews.trial_keys()}
     result = MergeResult()
 
     def target(trial_id: int) -> int | None:
@@ -154,7 +154,7 @@ def merge_store(store: Any, other: Any) -> MergeResult:
         return (same_attempt or candidates)[-1].id
 
     rows, notes = [], []
-    for score in other.score_rows():
+    for score in other.reviews.score_rows():
         if (trial_id := target(score.trial_id)) is None:
             key = theirs.get(score.trial_id)
             result.unmatched.append({"trial": score.trial_id, "reviewer": score.reviewer, "score": score.score,
@@ -163,13 +163,13 @@ def merge_store(store: Any, other: Any) -> MergeResult:
         rows.append({"trial_id": trial_id, "reviewer": score.reviewer, "score": score.score,
                      "note": score.note, "created_at": score.created_at, "role": score.role,
                      "blind": score.blind})
-    for note in other.note_rows():
+    for note in other.reviews.note_rows():
         if (trial_id := target(note["trial_id"])) is None:
             key = theirs.get(note["trial_id"])
             result.unmatched.append({"trial": note["trial_id"], "reviewer": note["author"], "score": "note",
                                      "key": key.match if key else None})
             continue
         notes.append({**note, "trial_id": trial_id})
-    result.added, result.already = store.add_score_rows(rows, actor="merge")
-    result.notes_added, result.notes_already = store.add_note_rows(notes, actor="merge")
+    result.added, result.already = store.reviews.add_score_rows(rows, actor="merge")
+    result.notes_added, result.notes_already = store.reviews.add_note_rows(notes, actor="merge")
     return result

@@ -166,7 +166,7 @@ class RunForecast:
         self._cached: tuple[float, dict[str, Any]] | None = None
 
     def load(self, rows: list[dict[str, Any]], suite: Any) -> None:
-        """The suite's trials that ended in earlier runs (``Store.finished_costs``): the forecast
+        """The suite's trials that ended in earlier runs (``store.runs.finished_costs``): the forecast
         starts from them, and its totals are the suite's whole bill, as the caps count it."""
         from datetime import datetime
 

@@ -119,7 +119,7 @@ def request_rerun(db: Path, request: dict[str, Any], suite: str | None = None,
 
         store = Store(db, readonly=True)
         try:
-            paths = list(store.suite_paths().values())
+            paths = list(store.runs.suite_paths().values())
         finally:
             store.close()
         if len(paths) != 1:

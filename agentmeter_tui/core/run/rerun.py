@@ -25,7 +25,7 @@ def rerun_plans(store, suite: Suite, config_ids: dict[str, int], request: Rerun,
     or running already). Its attempt number follows the cell's trials."""
     latest: dict[Cell, str] = {}
     trials: Counter[Cell] = Counter()
-    for row in store.trial_outcomes(suite.id):  # oldest first: the last one seen is the latest
+    for row in store.runs.trial_outcomes(suite.id):  # oldest first: the last one seen is the latest
         cell = (row["task_id"], row["config_id"], row["trial_index"])
         latest[cell] = row["status"]
         trials[cell] += 1

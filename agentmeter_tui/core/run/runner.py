@@ -128,11 +128,12 @@ class Runner:
         if groups:
             self.log(f"ended {killed} process(es) in {groups} group(s) left by runners that are gone")
         lost = await call(recover_previous, self.suite.id)
-        self.caps.preload(await call(Store.spend_by_model, self.suite.id))  # caps bound the whole bill
-        self.forecast.load(await call(Store.finished_costs, self.suite.id), self.suite)
+        # caps bound the whole bill
+        self.caps.preload(await call(lambda s, *a: s.runs.spend_by_model(*a), self.suite.id))
+        self.forecast.load(await call(lambda s, *a: s.runs.finished_costs(*a), self.suite.id), self.suite)
         if lost:
             self.log(f"{lost} trial(s) left running by a previous runner marked infra-invalid")
-        self.run_id = await call(Store.insert_run, {
+        self.run_id = await call(lambda s, *a: s.runs.insert_run(*a), {
             "suite_id": self.suite.id, "seed_hash": self.suite.seed_hash, "status": "running", "pid": os.getpid(),
             "host": socketlib.gethostname(), "socket": str(socket_path(self.db)), "started_at": utcnow()})
         # The socket answers from here on, also while the run prepares (task images can take
@@ -156,12 +157,13 @@ class Runner:
         except Exception as exc:  # a missing image, an unknown host key, a port in use...
             self.log(f"agentmeter: cannot start the run: {exc}")
             await self._stop_services(None)
-            await call(Store.delete_run, self.run_id)  # it never started: no run is recorded
+            await call(lambda s, *a: s.runs.delete_run(*a), self.run_id)  # it never started: no run kept
             await self.feed.finish("failed", error=f"cannot start the run: {exc}")
             return 6
         if self._stop_asked:  # `stop` (or a signal) while it prepared: nothing has started
             await self._stop_services(sandbox)
-            await call(Store.update_run, self.run_id, {"status": "stopped", "finished_at": utcnow()})
+            await call(lambda s, *a: s.runs.update_run(*a), self.run_id,
+                       {"status": "stopped", "finished_at": utcnow()})
             await self.feed.finish("stopped")
             self.log(f"run {self.run_id} stopped before its first trial")
             return 0
@@ -171,7 +173,7 @@ class Runner:
         ctx.scripted = self.mock
         plans = await self._plans(call)
         concurrency = min(suite.concurrency, sandbox.capacity())
-        self.feed.done_before = await call(Store.count_trials, suite.id, COUNTABLE_STATUSES)
+        self.feed.done_before = await call(lambda s, *a: s.runs.count_trials(*a), suite.id, COUNTABLE_STATUSES)
         self.scheduler = scheduler = Scheduler(ctx, plans, concurrency=concurrency,
                                                max_retries=suite.spec.suite.max_retries)
         if writer.full:  # the disk filled up before the schedule existed
@@ -199,7 +201,8 @@ class Runner:
             await asyncio.to_thread(SWEEPER.final)
             cgroups.remove_owner_folder()
             await self._stop_services(sandbox)
-            await call(Store.update_run, self.run_id, {"status": status, "finished_at": utcnow()})
+            await call(lambda s, *a: s.runs.update_run(*a), self.run_id,
+                       {"status": status, "finished_at": utcnow()})
             await self.feed.finish(status)
         self.log(f"run {self.run_id} {status}")
         return 0

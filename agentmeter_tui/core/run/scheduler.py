@@ -50,26 +50,26 @@ def plan_cells(suite: Suite, config_ids: dict[str, int]) -> list[TrialPlan]:
 def cells_left(store, suite: Suite) -> int:
     """How many cells a run of ``suite`` on this store would run now (0: the suite is complete),
     by the same rule the runner uses (a configuration the store has not seen has no trial yet)."""
-    config_ids = store.configuration_ids(suite.id)
+    config_ids = store.runs.configuration_ids(suite.id)
     return len(pending_plans(store, suite.id, plan_cells(suite, config_ids), suite.spec.suite.max_retries))
 
 
 def recover_previous(store, suite_id: str) -> int:
     """Trials a dead runner left active become infra-invalid with what they spent counted (a
     cap bounds the whole bill), and their processes are killed."""
-    stale = store.trial_tokens(suite_id, ACTIVE_STATUSES | {TrialStatus.QUEUED})
+    stale = store.runs.trial_tokens(suite_id, ACTIVE_STATUSES | {TrialStatus.QUEUED})
     tokens = {row["proc_token"] for row in stale if row["proc_token"]}
     if tokens:
         SWEEPER.add_all(tokens)
         SWEEPER.final()  # one environment scan for all of them, repeated until none is left
-    store.close_lost_trials([row["id"] for row in stale], TrialStatus.INFRA_INVALID.value, INTERRUPTED_LOST)
+    store.runs.close_lost_trials([row["id"] for row in stale], TrialStatus.INFRA_INVALID.value, INTERRUPTED_LOST)
     return len(stale)
 
 
 def pending_plans(store, suite_id: str, plans: list[TrialPlan], max_retries: int) -> list[TrialPlan]:
     attempts: dict[tuple, int] = defaultdict(int)
     done: set[tuple] = set()
-    for row in store.cell_statuses(suite_id):
+    for row in store.runs.cell_statuses(suite_id):
         cell = (row["task_id"], row["config_id"], row["trial_index"])
         if counts_as_done(row["status"]):
             done.add(cell)

@@ -28,7 +28,7 @@ from ..regrade.keep import keep_for_regrade
 from ..rows import EventRow, UsageRow
 from ..sandboxes.base import KillPolicy, LaunchSpec, SandboxSession
 from ..scanners.scan import queue_scan
-from ..store import Store, utcnow
+from ..store import utcnow
 from ..usage import TokenUsage
 from ..verifiers import VERIFIERS
 from ..vocab import EventKind, KillReason, ParsedEvent, TrialStatus
@@ -226,8 +226,8 @@ class TrialRun(BudgetChecks):
     async def execute(self) -> TrialStatus:
         ctx = self.ctx
         self.started_at = utcnow()
-        self.id = await ctx.call(Store.insert_trial, self._row(status=TrialStatus.STARTING,
-                                                               started_at=self.started_at, queued_at=self.started_at))
+        self.id = await ctx.call(lambda s, row: s.runs.insert_trial(row), self._row(
+            status=TrialStatus.STARTING, started_at=self.started_at, queued_at=self.started_at))
         self.status = TrialStatus.STARTING  # the row was made with it: only the sink is told
         ctx.sink.trial_changed(self)
         try:
@@ -407,7 +407,8 @@ class TrialRun(BudgetChecks):
         if reason:
             self.note(f"{status.value}: {reason}")
         row = self._row(finished_at=self.finished_at, exit_code=getattr(self, "_exit_code", None), **fields)
-        await ctx.call(Store.update_trial, self.id, row)  # committed before anyone sees the trial as done
+        # committed before anyone sees the trial as done
+        await ctx.call(lambda s, *a: s.runs.update_trial(*a), self.id, row)
         ctx.sink.trial_changed(self)
         queue_scan(ctx, self.id)  # its triage flags, off the loop (scanners/scan.py)
         if self.session is not None:

@@ -1,5 +1,5 @@
 """Running the scanners over a store: every finished trial not scanned yet is read once, its
-findings stored as flags (``Store.record_scan``). A native trial is scanned as soon as its final
+findings stored as flags (``store.flags.record_scan``). A native trial is scanned as soon as its final
 row is committed (``scan_finished``, on the runner's store writer thread, off the event loop),
 an imported one at the end of its import (``interop/trials.py`` ``store_all``); ``agentmeter
 scan`` picks up whatever neither reached (a store from before, a scanner added since)."""
@@ -47,13 +47,13 @@ def scan_trial(trial: TrialView, using: Sequence[Scanner]) -> list[Finding]:
 def scan_store(store: Any, suite_id: str | None = None, names: list[str] | None = None) -> ScanOutcome:
     """Scan every finished trial of ``suite_id`` (all suites when None) not scanned yet."""
     using = scanners(names)
-    return scan_ids(store, store.unscanned(FINAL_STATUSES, suite_id), using)
+    return scan_ids(store, store.flags.unscanned(FINAL_STATUSES, suite_id), using)
 
 
 def scan_finished(store: Any, trial_ids: Sequence[int]) -> ScanOutcome:
     """Scan trials whose final rows were just committed (the runner, on its writer thread),
     unless a scan already read them."""
-    return scan_ids(store, store.unscanned(FINAL_STATUSES, trial_ids=list(trial_ids)), scanners())
+    return scan_ids(store, store.flags.unscanned(FINAL_STATUSES, trial_ids=list(trial_ids)), scanners())
 
 
 def scan_ids(store: Any, pending: Sequence[int], using: Sequence[Scanner]) -> ScanOutcome:
@@ -66,7 +66,7 @@ def scan_ids(store: Any, pending: Sequence[int], using: Sequence[Scanner]) -> Sc
                                                        params=ids)}
         events = dict(store.events_of(ids))
         scanned = [(trial_id, scan_trial(view_of(rows[trial_id], events.get(trial_id, [])), using)) for trial_id in ids]
-        store.record_scans(scanned, used)
+        store.flags.record_scans(scanned, used)
         outcome.scanned += len(scanned)
         for _trial_id, findings in scanned:
             outcome.flagged.update(f.scanner for f in findings)

@@ -1,11 +1,13 @@
 """The SQLite store: one file per project, WAL, migrations on open.
 
-Every query and transaction of the project is a named method here: :class:`Store` holds the
-suite, trial, event and score basics, and takes the rest from one class per kind of caller
-(``runs`` for the run engine, ``views`` for the screens and doctor, ``search`` for the review
-screen's search and its index, ``reports`` for reports and trial records, ``imports`` for trials
-imported from elsewhere). Nothing outside this package
-writes SQL or touches the connection.
+Every query and transaction of the project is a named method here. :class:`Store` is one facade:
+it opens the store and holds the suite, trial and event basics every caller shares, and composes
+one query object per concept, each made with the connection and only what else it needs:
+``store.reviews`` (scores, notes, reviewers, compare's steps), ``store.runs`` (the run engine),
+``store.views`` (the screens and doctor), ``store.search`` (the review screen's search and its
+index), ``store.reports`` (reports and trial records), ``store.imports`` (trials imported from
+elsewhere), ``store.flags`` (triage flags), ``store.regrades`` and ``store.sources`` (where a
+suite came from). Nothing outside this package writes SQL or touches the connection.
 
 Writers: the runner process owns trial and event writes (through :class:`StoreWriter`, in
 ``writer``, the single writer thread); reviewers' scores and notes are short append-only
@@ -27,18 +29,18 @@ from typing import Any
 from urllib.parse import quote
 
 from ..paths import DEFAULT_DB, owner_only
-from . import quick
 from .check import StoreError, check_file, damage, opened
 from .flags import FlagQueries
-from .sources import SourceQueries
 from .imports import ImportQueries
 from .lazydb import Database
 from .migrations import migrate
 from .regrades import RegradeQueries
 from .reports import ReportQueries
-from .reviews import ReviewQueries, ScoreRow
+from .reviews import ReviewQueries
 from .runs import RunQueries
+from .scores import ScoreRow
 from .search import SearchQueries
+from .sources import SourceQueries
 from .tx import immediate, utcnow
 from .views import ViewQueries
 
@@ -95,8 +97,7 @@ class SeedHashChanged(Exception):
         )
 
 
-class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries, SearchQueries, FlagQueries,
-            RegradeQueries, SourceQueries):
+class Store:
     """Typed access to the store. Cheap to open; every logical write is one transaction."""
 
     def __init__(self, path: str | Path = DEFAULT_DB, *, readonly: bool = False, check: bool = True):
@@ -106,7 +107,7 @@ class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries
         self.path = Path(path)
         check_file(self.path, create=not readonly, write=not readonly)
         try:
-            self.db = connect(self.path, readonly=readonly)
+            self.db: Database = connect(self.path, readonly=readonly)
             opened(self.path)
             if not readonly:
                 if check and (found := damage(self.db.conn)):
@@ -117,6 +118,15 @@ class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries
                 self.db.execute("select count(*) from sqlite_master").fetchone()
         except sqlite3.DatabaseError as exc:
             raise StoreError(self.path, f"not a readable agentmeter store ({exc})") from None
+        self.reviews = ReviewQueries(self.db)
+        self.runs = RunQueries(self.db)
+        self.views = ViewQueries(self.db)
+        self.search = SearchQueries(self.db)
+        self.flags = FlagQueries(self.db)
+        self.regrades = RegradeQueries(self.db)
+        self.sources = SourceQueries(self.db)
+        self.reports = ReportQueries(self.db, self.regrades, self)  # the Store: its configuration rows
+        self.imports = ImportQueries(self.db, self)
 
     @classmethod
     def for_reading(cls, path: str | Path) -> Store:
@@ -244,36 +254,6 @@ class Store(ReviewQueries, RunQueries, ViewQueries, ReportQueries, ImportQueries
             metered = "proxy" if any(r["source"] == "proxy" for r in own) else None
             found[trial_id] = {r["seq"]: r for r in own if metered is None or r["source"] == metered}
         return found
-
-    # -- scores and notes (append-only) -----------------------------------------------------
-
-    def add_score(self, trial_id: int, score: int, reviewer: str, note: str | None = None, *,
-                  role: str | None = None, blind: bool = False) -> ScoreRow:
-        """Append a score; it is committed when this returns. ``role="adjudication"``: the final score."""
-        return quick.write_score(self.db.conn, trial_id, score, reviewer, note, role=role, blind=blind)
-
-    def latest_scores(self, suite_id: str | None = None) -> dict[int, ScoreRow]:
-        """The current score of every scored trial: the latest edit wins, history stays."""
-        sql = ("select s.* from scores s join (select trial_id, max(id) as id from scores group by trial_id) m "
-               "on s.id = m.id")
-        if suite_id is not None:
-            sql += " join trials t on t.id = s.trial_id where t.suite_id = ?"
-        rows = self.db.query(sql, [suite_id] if suite_id is not None else [])
-        return {r["trial_id"]: ScoreRow(**{k: r[k] for k in ScoreRow.__dataclass_fields__}) for r in rows}
-
-    def score_history(self, trial_id: int) -> list[ScoreRow]:
-        return quick.score_history(self.db.conn, trial_id)
-
-    def add_note(self, trial_id: int, text: str, author: str) -> int:
-        with immediate(self.db):
-            pk = self.db["notes"].insert(
-                {"trial_id": trial_id, "text": text, "author": author, "created_at": utcnow()}).last_pk
-            self.audit("note", author, trial_id, {"text": text})
-        return pk
-
-    def audit(self, action: str, actor: str, trial_id: int | None = None, detail: Any = None) -> None:
-        self.db["audit"].insert({"ts": utcnow(), "actor": actor, "action": action, "trial_id": trial_id,
-                                 "detail": json.dumps(detail, default=str) if detail is not None else None})
 
 
 def sha256_text(text: str | bytes) -> str:

@@ -1,7 +1,7 @@
 """The store's queries for triage flags (issue 35): scanners' findings per trial, which trials
 were scanned, and reviewers' verdicts on a flag.
 
-A mixin of :class:`~.store.Store`. Findings come from a finished trial's events, which never
+``store.flags``. Findings come from a finished trial's events, which never
 change, so a trial is scanned once (``flag_scans``) and its flags are only added. Verdicts are
 append-only: a reviewer who changes their mind adds a row; the latest is the verdict shown.
 """
@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .tx import immediate, utcnow
+from .group import Queries
+from .tx import audit, immediate, inserted_id, utcnow
 
 VERDICTS = ("right", "wrong")
 
@@ -40,10 +41,7 @@ class VerdictRow:
     created_at: str
 
 
-class FlagQueries:
-    db: Any
-    audit: Any
-
+class FlagQueries(Queries):
     def unscanned(self, statuses: Iterable[str], suite_id: str | None = None,
                   trial_ids: Sequence[int] | None = None) -> list[int]:
         """Finished trials (in ``statuses``; of ``suite_id``, among ``trial_ids`` when given) no
@@ -109,8 +107,8 @@ class FlagQueries:
             cursor = self.db.execute(
                 "insert into flag_verdicts (flag_id, verdict, reviewer, note, created_at) values (?, ?, ?, ?, ?)",
                 [flag_id, verdict, reviewer, note, utcnow()])
-            self.audit("flag-verdict", reviewer, row[0], {"flag": flag_id, "verdict": verdict})
-        return int(cursor.lastrowid)
+            audit(self.db, "flag-verdict", reviewer, row[0], {"flag": flag_id, "verdict": verdict})
+        return inserted_id(cursor)
 
     def flag_verdicts(self, flag_id: int) -> list[VerdictRow]:
         return [VerdictRow(*row) for row in self.db.execute(

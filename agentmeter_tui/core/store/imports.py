@@ -7,27 +7,30 @@ left alone, which makes every import idempotent and lets a re-import add only wh
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-if TYPE_CHECKING:
-    import sqlite_utils
-
 from ..rows import EventRow, UsageRow
+from .group import Configurations, Queries
 from .tx import immediate
 
 if TYPE_CHECKING:
     from ..interop.trials import ImportedTrial
     from ..redact import Redactor
+    from .lazydb import Database
 
 EVENT_SQL = "insert into events (trial_id, seq, ts, kind, stream, text, data) values (?, ?, ?, ?, ?, ?, ?)"
 USAGE_SQL = ("insert into usage (trial_id, seq, source, model, uncached_input, cached_input, cache_write, output, "
              "reasoning, cost_usd, reported_cost_usd, cache_write_1h) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
-class ImportQueries:
-    db: sqlite_utils.Database
+class ImportQueries(Queries):
+    """``store.imports``; ``configurations``: where an imported trial's configuration row is found or made."""
+
+    def __init__(self, db: Database, configurations: Configurations):
+        super().__init__(db)
+        self.configurations = configurations
 
     def import_keys(self, prefix: str) -> set[str]:
         """Keys of the items already imported whose key starts with ``prefix``."""
@@ -60,7 +63,7 @@ class ImportQueries:
                     known_tasks.add((trial.suite, trial.task))
                 config_key = (trial.suite, trial.model, trial.cli)
                 if config_key not in configs:
-                    configs[config_key] = self.ensure_configuration(  # type: ignore[attr-defined]
+                    configs[config_key] = self.configurations.ensure_configuration(
                         trial.suite, trial.model, trial.cli, cli_version=trial.cli_version)
                 ids.append(self._insert(trial, configs[config_key], redactor))
         return ids
@@ -70,7 +73,7 @@ class ImportQueries:
         if index is None:  # the next free number in the cell
             index = self.db.execute("select coalesce(max(trial_index), -1) + 1 from trials where suite_id = ? and "
                                     "task_id = ? and config_id = ?", [trial.suite, trial.task, config_id]).fetchone()[0]
-        row = {
+        row: dict[str, Any] = {
             "suite_id": trial.suite, "task_id": trial.task, "tier": trial.tier, "config_id": config_id,
             "model": trial.model, "cli": trial.cli, "trial_index": index, "attempt": trial.attempt, "status": trial.status,
             "reason": trial.reason, "passed": int(trial.passed), "quality": trial.quality, **trial.tokens.as_dict(),
@@ -98,6 +101,7 @@ class ImportQueries:
             row["extra"] = orjson.dumps({**(orjson.loads(row["extra"]) if row["extra"] else {}),
                                          "redactions": redacted}).decode()
         trial_id = self.db.table("trials").insert(row).last_pk
+        assert isinstance(trial_id, int)  # an insert into a rowid table gives its integer id
         events = [(trial_id, *e[1:]) for e in events]
         usage = [u._replace(trial_id=trial_id) for u in usage]
         self.db.conn.executemany(EVENT_SQL, events)

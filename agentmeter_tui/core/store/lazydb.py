@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import sqlite_utils
+    from sqlite_utils.db import Table
 
 
 class Database:
@@ -46,6 +47,9 @@ class Database:
 
     def table_names(self) -> list[str]:
         return [r[0] for r in self.execute("select name from sqlite_master where type = 'table'")]
+
+    def table(self, name: str) -> Table:  # typed, unlike what __getattr__ hands on
+        return self.full().table(name)
 
     def __getitem__(self, name: str) -> Any:
         return self.full()[name]

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # light commands (score) import these without loading sqlite-utils
     import sqlite_utils
 
+    from .lazydb import Database
+
 from .search import create_index
 from .tx import immediate
 
@@ -144,24 +146,24 @@ def m008_35_regrades(db: sqlite_utils.Database) -> None:
     workspace, with its time and the verifier's hash, append-only (the trial's own verdict stays in
     ``trials``; reports count the latest); ``trials.kept``: where that workspace was kept (a folder
     name under the store's ``<db>.kept/``), NULL when it was not."""
-    db["regrades"].create({"id": int, "trial_id": int, "status": str, "passed": int, "quality": float,
+    db.table("regrades").create({"id": int, "trial_id": int, "status": str, "passed": int, "quality": float,
                            "reason": str, "verifier_exit": int, "verifier_output": str, "verifier_hash": str,
                            "sandbox": str, "created_at": str},
                           pk="id", not_null={"trial_id", "status", "verifier_hash", "created_at"})
-    db["regrades"].create_index(["trial_id", "id"])
-    if "kept" not in db["trials"].columns_dict:
-        db["trials"].add_column("kept", str)
+    db.table("regrades").create_index(["trial_id", "id"])
+    if "kept" not in db.table("trials").columns_dict:
+        db.table("trials").add_column("kept", str)
 
 
 def m009_34_suite_sources(db: sqlite_utils.Database) -> None:
     """Where a suite came from (issue 34): the suite.toml text a command line implied (so
     ``suite show`` prints it and the run is reproducible), and per task of a dataset run its
     dataset, version, git URL, commit, path and the hash of the fetched folder."""
-    db["suite_files"].create({"suite_id": str, "toml": str, "command": str, "created_at": str}, pk="suite_id")
-    db["task_sources"].create({"suite_id": str, "task_id": str, "dataset": str, "version": str, "git_url": str,
+    db.table("suite_files").create({"suite_id": str, "toml": str, "command": str, "created_at": str}, pk="suite_id")
+    db.table("task_sources").create({"suite_id": str, "task_id": str, "dataset": str, "version": str, "git_url": str,
                                "commit_id": str, "path": str, "tree_hash": str, "recorded_at": str},
                               pk=("suite_id", "task_id"), not_null={"suite_id", "task_id", "commit_id"})
-    db["task_sources"].create_index(["git_url", "commit_id", "path"])
+    db.table("task_sources").create_index(["git_url", "commit_id", "path"])
 
 
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [m001_initial, m002_15_reviews, m003_14_cache_write_1h,
@@ -180,7 +182,7 @@ def is_current(conn: sqlite3.Connection) -> bool:
     return all(m.__name__ in done for m in MIGRATIONS)
 
 
-def migrate(db: sqlite_utils.Database) -> list[str]:
+def migrate(db: Database) -> list[str]:
     """Apply pending migrations in one immediate transaction; return the names applied.
 
     Two processes opening a new store at once (a runner and a viewer) must not both migrate:
@@ -190,14 +192,15 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
     if is_current(db.conn):
         return applied  # the common case, without taking the write lock (nor loading sqlite-utils)
     with immediate(db):
-        if "_migrations" not in db.table_names():
-            db.table("_migrations").create({"name": str, "applied_at": str}, pk="name")
-        done = {row["name"] for row in db.table("_migrations").rows}
+        tables = db.full()  # migrations make tables: sqlite-utils from here on
+        if "_migrations" not in tables.table_names():
+            tables.table("_migrations").create({"name": str, "applied_at": str}, pk="name")
+        done = {row["name"] for row in tables.table("_migrations").rows}
         for migration in MIGRATIONS:
             name = migration.__name__
             if name in done:
                 continue
-            migration(db)
-            db.table("_migrations").insert({"name": name, "applied_at": datetime.now(UTC).isoformat()})
+            migration(tables)
+            tables.table("_migrations").insert({"name": name, "applied_at": datetime.now(UTC).isoformat()})
             applied.append(name)
     return applied

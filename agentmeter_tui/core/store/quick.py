@@ -3,7 +3,7 @@
 ``agentmeter score`` is scripted by reviewers hundreds of times in a row; loading sqlite-utils
 (and the numpy it pulls in) would cost more than the score itself. These functions take a plain
 ``sqlite3.Connection`` so that :class:`~agentmeter_tui.core.store.Store` runs the very same SQL
-(its ``db.conn``): one definition of a score write, whichever door it comes through. A store whose
+(its ``db.conn``, in ``store.reviews``): one definition of a score write, whichever door it comes through. A store whose
 schema is not current is opened through the full Store instead, which migrates it.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 
 from ..vocab import unreviewable
 from .migrations import is_current
-from .reviews import ADJUDICATION, SCORE_COLUMNS, ScoreRow
-from .tx import utcnow
+from .scores import ADJUDICATION, SCORE_COLUMNS, ScoreRow
+from .tx import inserted_id, utcnow
 
 
 def open_current(path: str | Path) -> sqlite3.Connection | None:
@@ -59,9 +59,9 @@ def write_score(conn: sqlite3.Connection, trial_id: int, score: int, reviewer: s
             raise KeyError(f"no trial {trial_id}")
         if (why := unreviewable(trial_id, row[0])) is not None:
             raise ValueError(why)
-        pk = conn.execute(
+        pk = inserted_id(conn.execute(
             "insert into scores (trial_id, score, note, reviewer, created_at, role, blind) values (?, ?, ?, ?, ?, ?, ?)",
-            [trial_id, score, note, reviewer, now, role, blind_mark]).lastrowid
+            [trial_id, score, note, reviewer, now, role, blind_mark]))
         conn.execute("insert into audit (ts, actor, action, trial_id, detail) values (?, ?, ?, ?, ?)",
                      [now, reviewer, "adjudicate" if role == ADJUDICATION else "score", trial_id, detail])
     except BaseException:

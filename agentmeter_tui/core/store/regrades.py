@@ -1,7 +1,7 @@
 """The store's queries for regrades (issue 35): the verdicts a task's current verifier gave on a
 trial's kept final workspace, after the run.
 
-A mixin of :class:`~.store.Store`. Append-only: a regrade is a new row, the trial's own verdict
+``store.regrades``. Append-only: a regrade is a new row, the trial's own verdict
 in ``trials`` is never changed; what counts in a report is the latest regrade that gave a
 verdict (``passed`` or ``failed``: a regrade whose verifier failed on our side gives none), else
 the trial's own (:data:`LATEST_VERDICT`, joined by ``reports.py``).
@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .tx import immediate, utcnow
+from .group import Queries
+from .tx import audit, immediate, inserted_id, utcnow
 
 VERDICTS = ("passed", "failed")  # a regrade's statuses that replace the trial's verdict in reports
 # The latest regrade of trial ``t`` that gave a verdict, as ``r`` (a left join: NULL when none).
@@ -22,9 +23,9 @@ LATEST_VERDICT = ("left join regrades r on r.id = (select max(g.id) from regrade
 NO_REGRADES = "left join (select null as id, null as status, null as passed, null as quality) r on 0"
 
 
-def latest_verdict_join(store: Any) -> str:
+def latest_verdict_join(regrades: RegradeQueries) -> str:
     """The join giving ``r``, the counted regrade; one that matches nothing on an older store."""
-    return LATEST_VERDICT if store.has_regrades() else NO_REGRADES
+    return LATEST_VERDICT if regrades.has_regrades() else NO_REGRADES
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,7 @@ class RegradeRow:
     created_at: str
 
 
-class RegradeQueries:
-    db: Any
-    audit: Any
-
+class RegradeQueries(Queries):
     def has_regrades(self) -> bool:
         """Whether the store has the regrades table (a read-only store of an older release has not)."""
         return self.db.execute("select 1 from sqlite_master where type = 'table' and name = 'regrades'"
@@ -65,8 +63,8 @@ class RegradeQueries:
                 "verifier_hash, sandbox, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [trial_id, status, int(passed), quality, reason, verifier_exit, verifier_output, verifier_hash,
                  sandbox, utcnow()])
-            self.audit("regrade", "agentmeter regrade", trial_id, {"status": status, "verifier_hash": verifier_hash})
-        return int(cursor.lastrowid)
+            audit(self.db, "regrade", "agentmeter regrade", trial_id, {"status": status, "verifier_hash": verifier_hash})
+        return inserted_id(cursor)
 
     def regrades_of(self, trial_ids: Sequence[int] | None = None) -> dict[int, list[RegradeRow]]:
         """Regrades by trial, oldest first (every trial's when ``trial_ids`` is None)."""

@@ -1,15 +1,17 @@
-"""What reports and trial records read and write: final trials in bulk, and imported ones."""
+"""What reports and trial records read and write (``store.reports``): final trials in bulk, and
+imported ones."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # sqlite-utils loads when a Store opens, not when a light command imports this
-    import sqlite_utils
-
-from .regrades import LATEST_VERDICT, latest_verdict_join
+from .group import Configurations, Queries
+from .regrades import LATEST_VERDICT, RegradeQueries, latest_verdict_join
 from .tx import immediate
+
+if TYPE_CHECKING:
+    from .lazydb import Database
 
 # The verdict counted is the latest regrade's, when there is one (regrades.py), else the trial's own.
 _RUN_SQL = """
@@ -23,15 +25,20 @@ from trials t {join} where t.suite_id = ? and coalesce(r.status, t.status) in ({
 _REGRADED = ("status", "passed", "quality", "reason", "verifier_exit", "verifier_output")
 
 
-class ReportQueries:
-    db: sqlite_utils.Database
+class ReportQueries(Queries):
+    """``regrades``: whose latest verdict a trial counts with; ``configurations``: where an imported
+    trial's configuration row is found or made."""
+
+    def __init__(self, db: Database, regrades: RegradeQueries, configurations: Configurations):
+        super().__init__(db)
+        self.regrades, self.configurations = regrades, configurations
 
     def run_tuples(self, suite_id: str, statuses: Iterable[str]) -> Iterator[tuple]:
         """A suite's trials in one of ``statuses`` as tuples ``(task, model, cli, trial_index,
         status, passed, quality, raw_tokens, cost_usd, attempt, turns, tool_calls, finished_at,
         id)``, in one query (reports read tens of thousands)."""
         statuses = sorted(str(s) for s in statuses)
-        sql = _RUN_SQL.format(statuses=",".join("?" * len(statuses)), join=latest_verdict_join(self))
+        sql = _RUN_SQL.format(statuses=",".join("?" * len(statuses)), join=latest_verdict_join(self.regrades))
         return self.db.conn.execute(sql, [suite_id, *statuses])
 
     def final_trial_rows(self, suite_id: str, statuses: Iterable[str]) -> Iterable[dict[str, Any]]:
@@ -40,7 +47,7 @@ class ReportQueries:
         and ``regrade_verifier_hash``."""
         statuses = sorted(str(s) for s in statuses)
         picked = ", ".join(f"r.{key} as regrade_{key}" for key in (*_REGRADED, "created_at", "verifier_hash", "id"))
-        join = latest_verdict_join(self)
+        join = latest_verdict_join(self.regrades)
         if join != LATEST_VERDICT:
             picked = "r.id as regrade_id"
         rows = self.db.query(
@@ -93,7 +100,7 @@ class ReportQueries:
                     continue  # imported before (or twice in this batch): importing again adds nothing
                 keys.add(row.get("import_key") or "")
                 if key not in config_ids:
-                    config_ids[key] = self.ensure_configuration(*key)  # type: ignore[attr-defined]
+                    config_ids[key] = self.configurations.ensure_configuration(*key)
                 out.append({**row, "config_id": config_ids[key]})
             self.db.table("trials").insert_all(out, batch_size=2000)
         return len(out)

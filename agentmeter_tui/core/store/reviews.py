@@ -1,9 +1,9 @@
-"""The store's queries for several reviewers: per-reviewer scores, adjudications, review plans,
-score import with de-duplication, trial keys for merging stores, and compare's step rows.
+"""The store's queries for reviews (``store.reviews``): scores and notes, per-reviewer scores,
+adjudications, review plans, score import with de-duplication, trial keys for merging stores,
+and compare's step rows.
 
-A mixin of :class:`~.store.Store` (``self.db`` is its sqlite-utils database), so every query
-stays a named method of the store. Scores stay append-only: nothing here updates or deletes a
-score; an adjudication is one more row with ``role = 'adjudication'``.
+Scores stay append-only: nothing here updates or deletes a score; an adjudication is one more
+row with ``role = 'adjudication'`` (``scores``).
 """
 
 from __future__ import annotations
@@ -14,26 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..vocab import FINAL_STATUSES, REVIEWABLE_STATUSES
-from .tx import immediate, utcnow
-
-ADJUDICATION = "adjudication"
-SCORE_COLUMNS = "id, trial_id, score, note, reviewer, created_at, role, blind"
-
-
-@dataclass(frozen=True)
-class ScoreRow:
-    id: int
-    trial_id: int
-    score: int
-    note: str | None
-    reviewer: str
-    created_at: str
-    role: str | None = None  # None or "review": a reviewer's score; "adjudication": the final word
-    blind: int | None = None  # 1 when given in blind mode
-
-    @property
-    def adjudicated(self) -> bool:
-        return self.role == ADJUDICATION
+from . import quick
+from .group import Queries
+from .scores import SCORE_COLUMNS, ScoreRow
+from .tx import audit, immediate, utcnow
 
 
 @dataclass(frozen=True)
@@ -61,9 +45,32 @@ def _suite_clause(suite_id: str | None, alias: str = "t") -> tuple[str, list[Any
     return (f" and {alias}.suite_id = ?", [suite_id]) if suite_id is not None else ("", [])
 
 
-class ReviewQueries:
-    db: Any
-    audit: Any  # Store.audit: one audit row inside the caller's transaction
+class ReviewQueries(Queries):
+    # -- scores and notes (append-only) -----------------------------------------------------
+
+    def add_score(self, trial_id: int, score: int, reviewer: str, note: str | None = None, *,
+                  role: str | None = None, blind: bool = False) -> ScoreRow:
+        """Append a score; it is committed when this returns. ``role="adjudication"``: the final score."""
+        return quick.write_score(self.db.conn, trial_id, score, reviewer, note, role=role, blind=blind)
+
+    def latest_scores(self, suite_id: str | None = None) -> dict[int, ScoreRow]:
+        """The current score of every scored trial: the latest edit wins, history stays."""
+        sql = ("select s.* from scores s join (select trial_id, max(id) as id from scores group by trial_id) m "
+               "on s.id = m.id")
+        if suite_id is not None:
+            sql += " join trials t on t.id = s.trial_id where t.suite_id = ?"
+        rows = self.db.query(sql, [suite_id] if suite_id is not None else [])
+        return {r["trial_id"]: ScoreRow(**{k: r[k] for k in ScoreRow.__dataclass_fields__}) for r in rows}
+
+    def score_history(self, trial_id: int) -> list[ScoreRow]:
+        return quick.score_history(self.db.conn, trial_id)
+
+    def add_note(self, trial_id: int, text: str, author: str) -> int:
+        with immediate(self.db):
+            pk = self.db["notes"].insert(
+                {"trial_id": trial_id, "text": text, "author": author, "created_at": utcnow()}).last_pk
+            audit(self.db, "note", author, trial_id, {"text": text})
+        return pk
 
     # -- scores by reviewer -----------------------------------------------------------------------
 
@@ -123,7 +130,7 @@ class ReviewQueries:
                                           "role": row.get("role"), "blind": row.get("blind")})
                 added += 1
             if added:
-                self.audit("scores-import", actor, None, {"added": added, "skipped": skipped})
+                audit(self.db, "scores-import", actor, None, {"added": added, "skipped": skipped})
         return added, skipped
 
     def note_rows(self, suite_id: str | None = None) -> list[dict[str, Any]]:
@@ -146,7 +153,7 @@ class ReviewQueries:
                 self.db["notes"].insert({k: row[k] for k in ("trial_id", "author", "text", "created_at")})
                 added += 1
             if added:
-                self.audit("notes-import", actor, None, {"added": added, "skipped": skipped})
+                audit(self.db, "notes-import", actor, None, {"added": added, "skipped": skipped})
         return added, skipped
 
     def trial_ids_exist(self, ids: Iterable[int]) -> set[int]:
@@ -177,12 +184,12 @@ class ReviewQueries:
                 "updated_at": utcnow()}
         with immediate(self.db):
             self.db["review_plans"].upsert(plan, pk="suite_id")
-            self.audit("review-plan", actor, None, plan)
+            audit(self.db, "review-plan", actor, None, plan)
 
     def record_unblinding(self, trial_id: int | None, actor: str, reason: str) -> None:
         """Unblinding is explicit: one audit row, committed before the screen shows anything."""
         with immediate(self.db):
-            self.audit("unblind", actor, trial_id, {"reason": reason})
+            audit(self.db, "unblind", actor, trial_id, {"reason": reason})
 
     def audit_rows(self, action: str) -> list[dict[str, Any]]:
         return list(self.db.query("select * from audit where action = ? order by id", [action]))

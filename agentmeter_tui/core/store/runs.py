@@ -1,4 +1,4 @@
-"""The run engine's queries: a run's row, its trials' rows, and what a restart finds.
+"""The run engine's queries (``store.runs``): a run's row, its trials' rows, and what a restart finds.
 
 Called on the runner's store-writer thread (``StoreWriter.call``), so every write here is the
 single writer's; each is one immediate transaction.
@@ -7,20 +7,16 @@ single writer's; each is one immediate transaction.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # sqlite-utils loads when a Store opens, not when a light command imports this
-    import sqlite_utils
+from typing import Any
 
 from ..usage import TOKEN_CLASSES
+from .group import Queries
 from .tx import immediate
 
 _TOKENS = (*TOKEN_CLASSES, "cache_write_1h")  # a trial's counter columns, as its usage rows have them
 
 
-class RunQueries:
-    db: sqlite_utils.Database
-
+class RunQueries(Queries):
     # -- runs ---------------------------------------------------------------------------------
 
     def insert_run(self, row: dict[str, Any]) -> int:
@@ -114,10 +110,10 @@ class RunQueries:
         with immediate(self.db):
             for trial_id in trial_ids:
                 fields: dict[str, Any] = {"status": status, "reason": reason}
-                if (row := spent.get(trial_id)) is not None:
-                    fields.update({c: row[c] for c in _TOKENS}, usage_source=row["source"])
-                    if row["priced"]:  # a partial sum would pass for the whole bill
-                        fields.update(cost_usd=row["cost_usd"], cost_source="snapshot")
+                if (sums := spent.get(trial_id)) is not None:
+                    fields.update({c: sums[c] for c in _TOKENS}, usage_source=sums["source"])
+                    if sums["priced"]:  # a partial sum would pass for the whole bill
+                        fields.update(cost_usd=sums["cost_usd"], cost_source="snapshot")
                 self.db.table("trials").update(trial_id, fields)
 
     def configuration_ids(self, suite_id: str) -> dict[str, int]:

@@ -28,10 +28,13 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
+from .group import Queries
 from .tx import immediate
 
 if TYPE_CHECKING:  # sqlite-utils loads when a Store opens, not when a light command imports this
     import sqlite_utils
+
+    from .lazydb import Database
 
 SEQ_SPAN = 2**32  # index key = trial_id * SEQ_SPAN + seq; a seq outside [0, SEQ_SPAN) is not indexed
 INDEX_CHUNK = 8192  # rows per indexing transaction: ~40 ms here, short enough for a writer to wait
@@ -76,9 +79,12 @@ def match_query(needle: str) -> str | None:
     return " AND ".join('"' + needle[i:i + 3].replace('"', '""') + '"' for i in starts)
 
 
-class SearchQueries:
-    db: sqlite_utils.Database
-    _search_index: bool | None = None
+class SearchQueries(Queries):
+    """``store.search``."""
+
+    def __init__(self, db: Database):
+        super().__init__(db)
+        self._search_index: bool | None = None  # looked up on first use
 
     def has_search_index(self) -> bool:
         if self._search_index is None:

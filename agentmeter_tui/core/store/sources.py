@@ -1,5 +1,5 @@
 """The store's queries for where a suite came from (issue 34): the suite.toml a command line
-implied, and each dataset task's pinned source. A mixin of :class:`~.store.Store`."""
+implied, and each dataset task's pinned source (``store.sources``)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
+from .group import Queries
 from .tx import immediate, utcnow
 
 
-class SourceQueries:
-    db: Any
-
+class SourceQueries(Queries):
     def record_suite_file(self, suite_id: str, toml: str, command: str) -> None:
         with immediate(self.db):
             self.db["suite_files"].upsert({"suite_id": suite_id, "toml": toml, "command": command,

@@ -1,4 +1,4 @@
-"""What the screens and ``doctor`` read: a suite's shape, the grid's rows, one trial's cell,
+"""What the screens and ``doctor`` read (``store.views``): a suite's shape, the grid's rows, one trial's cell,
 notes, the review queue and a transcript's events.
 
 The UI runs these on its store thread (``ui.data.StoreThread``) and shapes the results there;
@@ -8,10 +8,9 @@ the runner may write meanwhile (WAL), so each is one statement or a few short on
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # sqlite-utils loads when a Store opens, not when a light command imports this
-    import sqlite_utils
+from .group import Queries
 
 GRID_COLUMNS = ("id, model, cli, task_id, trial_index, status, reason, uncached_input, cached_input, cache_write, "
                 "output, reasoning, cost_usd, flags, source, imported, node")
@@ -25,9 +24,7 @@ FAILURE_SQL = (
     "else 0 end))")
 
 
-class ViewQueries:
-    db: sqlite_utils.Database
-
+class ViewQueries(Queries):
     # -- a suite's shape ----------------------------------------------------------------------
 
     def latest_trial_suite(self) -> str | None:

@@ -214,7 +214,7 @@ class StoreWriter:
 
     def _index_safely(self) -> None:
         try:
-            self.store.index_events()
+            self.store.search.index_events()
         except Exception as exc:  # the index is an accelerator: search scans what it lacks
             if disk_full(exc):
                 return

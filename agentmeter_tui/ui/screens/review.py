@@ -3,7 +3,7 @@
 The transcript is a virtual list over one indexed read of the trial's events, so a
 50,000-event trial opens in a fraction of a second; search and the jump to the next error
 or failed tool call run as store queries or over the index. Beside it: the score (shown as
-saved only once ``Store.add_score`` has committed), usage and cost, the verifier's verdict,
+saved only once ``store.reviews.add_score`` has committed), usage and cost, the verifier's verdict,
 and the cell's other trials with its median. ``]`` goes to the next unscored trial.
 
 Two modes change what the screen shows. Blind (``b``, ``agentmeter review --blind``): no model,
@@ -250,7 +250,7 @@ class ReviewScreen(ReviewTranscript, ReviewModes, MoneyKeys, SessionScreen):
         role = "adjudication" if self.adjudicating else None
         try:
             # add_score commits before it returns: only then does the panel say "saved".
-            await store.call(lambda s: s.add_score(trial_id, score, reviewer, role=role, blind=blind))
+            await store.call(lambda s: s.reviews.add_score(trial_id, score, reviewer, role=role, blind=blind))
             detail = await store.call(trial_detail, trial_id)
             if blind:
                 detail = blind_detail(detail, self.masker)
@@ -286,7 +286,7 @@ class ReviewScreen(ReviewTranscript, ReviewModes, MoneyKeys, SessionScreen):
 
     async def _save_note(self, trial_id: int, text: str) -> None:
         store = self.session.store
-        await store.call(lambda s: s.add_note(trial_id, text, self.session.reviewer))
+        await store.call(lambda s: s.reviews.add_note(trial_id, text, self.session.reviewer))
         if self.trial_id == trial_id:
             detail = await store.call(trial_detail, trial_id)
             self.detail = blind_detail(detail, self.masker) if self.session.blind else detail

@@ -82,7 +82,7 @@ class ReviewModes:
     async def _unblind(self) -> None:
         trial_id, reviewer = self.trial_id, self.session.reviewer
         # Recorded (committed) before anything identifying is drawn.
-        await self.session.store.call(lambda s: s.record_unblinding(trial_id, reviewer, "review screen"))
+        await self.session.store.call(lambda s: s.reviews.record_unblinding(trial_id, reviewer, "review screen"))
         self.session.blind = False
         self.masker = None
         self.notify("Unblinded (recorded).")
@@ -100,7 +100,7 @@ class ReviewModes:
         if self.trial_id is None:
             return
         trial_id = self.trial_id
-        partner = await self.session.store.call(lambda s: s.compare_partner(trial_id))
+        partner = await self.session.store.call(lambda s: s.reviews.compare_partner(trial_id))
         if partner is None:
             self.notify("No other finished trial of this task to compare with.")
             return

@@ -81,9 +81,9 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False,
     for trial in trials:
         trial["image"] = _extra(trial).get("image")
     scores_by_trial: dict[int, list[Any]] = {}
-    for score in store.score_rows(suite_id):
+    for score in store.reviews.score_rows(suite_id):
         scores_by_trial.setdefault(score.trial_id, []).append(score)
-    notes_by_trial = {t["id"]: store.notes(t["id"]) for t in trials}
+    notes_by_trial = {t["id"]: store.views.notes(t["id"]) for t in trials}
     names = model.Names.for_report(report, blind, masker_for(store, suite_id) if blind else None)
     out = Path(out)
     partial = out.with_name(out.name + ".part")
@@ -95,7 +95,7 @@ def build_site(store: Any, report: Report, out: Path, *, blind: bool = False,
     # Blind: versions are masked like every other identity (a CLI's version can equal ours).
     common = {"suite": names.suite(suite_id), "blind": blind, "version": names.text(report.tool_version)}
     site = _OwnPages(report, names, pages.environment(), common, partial, trials, scores_by_trial,
-                     {} if blind else store.flags_of([t["id"] for t in trials]),  # hidden as blind review hides them
+                     {} if blind else store.flags.flags_of([t["id"] for t in trials]),  # hidden as blind review hides them
                      {r.config: n + 1 for n, r in enumerate(report.configurations)}, comparison,
                      store.suite_row(suite_id) or {"id": suite_id}, _checksum(trials, scores_by_trial, notes_by_trial))
     pages.write_trials(Path(store.path), partial, trials, pages.Shared(

@@ -37,7 +37,7 @@ class Shared:
     config_index: dict[tuple[str, str], int]
     scores: dict[int, list[Any]]
     notes: dict[int, list[dict[str, Any]]]
-    flags: dict[int, list[Any]] = field(default_factory=dict)  # triage flags by trial (``Store.flags_of``)
+    flags: dict[int, list[Any]] = field(default_factory=dict)  # triage flags by trial (``store.flags.flags_of``)
 
 
 def trial_line(trial: dict[str, Any], scores: list[Any], names: model.Names, flags: Sequence[Any] = ()) -> dict[str, Any]:
