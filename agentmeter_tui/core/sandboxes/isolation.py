@@ -18,8 +18,9 @@ What the agent (and the verifier, which runs in the trial's sandbox too) gets:
   otherwise a user namespace that keeps the runner's uid (the namespaces hide the runner's
   processes and files, but files the agent can reach are its user's: the uid wall needs root).
 
-The network namespace is the host's: the agent's one path to its model is the proxy or the
-scripted server on 127.0.0.1.
+- its own network namespace, holding only its loopback (:mod:`.netns`): as root one the
+  runner made and entered for the spawn, with the runner's listener at its model's port;
+  otherwise bwrap's ``--unshare-net`` where it has no model on this machine.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import sys
 from pathlib import Path
 
 from ..paths import PACKAGE_ROOT
+from .netns import NetPool
 from .rootpool import FOLDERS as BOUND  # a trial root's folders: the agent writes there
 
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
@@ -54,7 +56,7 @@ def bwrap() -> str | None:
 def probe(program: str) -> str | None:
     """Why namespaces cannot be had here (None: they can). Once per runner and program: one
     sandbox as trials get it, running ``true``."""
-    argv = [program, *_base(), *_system(), "--", "/bin/true"]
+    argv = [program, *_base(), "--unshare-net", *_system(), "--", "/bin/true"]
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               timeout=30, check=False)
@@ -172,10 +174,11 @@ def _host_view(python: tuple[str, ...], tools: tuple[str, ...], needs: tuple[str
 
 
 def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: tuple[str, ...],
-             uid: int | None) -> list[str]:
+             uid: int | None, net: bool = False) -> list[str]:
     """``command`` in a trial's sandbox: bwrap's options, then (as root) the drop to the
     trial's uid (:func:`_drop`), then the command. ``root`` holds the trial's folders and its
-    passwd/group.
+    passwd/group. ``net``: bwrap makes a network namespace of its own (the caller did not
+    spawn it in one: :mod:`.netns`).
 
     Each mount costs bwrap about 0.1 ms (it rereads the mount table for each), so the view
     has as few as the walls allow (benchmarks/containment.py): with a uid of its own, the
@@ -200,7 +203,9 @@ def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: t
     view.file(str(root / "passwd"), "/etc/passwd")
     view.file(str(root / "group"), "/etc/group")
     seal = [] if uid is not None else ["--remount-ro", "/"]
-    return [program, *_base(), *_system(), *view.args, *seal, "--chdir", cwd, "--", *_drop(uid), *command]
+    unshare = ["--unshare-net"] if net else []
+    return [program, *_base(), *unshare, *_system(), *view.args, *seal, "--chdir", cwd, "--", *_drop(uid),
+            *command]
 
 
 def _may_run_python(command: list[str], real: str) -> bool:
@@ -260,21 +265,30 @@ def _system_path(path: str) -> bool:
 
 class Walls:
     """One trial's walls: ``program`` is bwrap (None: ``isolation = "none"``), ``uid`` the uid
-    of its own (None: the runner's, when the runner is not root), ``tools`` the CLIs' roots."""
+    of its own (None: the runner's, when the runner is not root), ``tools`` the CLIs' roots,
+    ``net`` the runner's pool of network namespaces and ``namespace`` the trial's (None: not
+    root, bwrap makes one where the trial has no model on this machine)."""
 
-    def __init__(self, program: str | None, uid: int | None, tools: tuple[str, ...], give_back=None):
+    def __init__(self, program: str | None, uid: int | None, tools: tuple[str, ...], give_back=None,
+                 net: NetPool | None = None):
         self.program, self.uid, self.tools = program, uid, tools
         self._give_back = give_back
+        self.net = net
+        self.namespace = net.take() if net is not None else None
 
     def describe(self) -> str:
         if self.program is None:
             return ('isolation: none (the suite says isolation = "none"): the agent runs as the runner\'s user '
-                    "and sees its processes, environment and files")
+                    "and sees its processes, environment and files, and reaches every address of this machine")
         who = f"uid {self.uid} of its own" if self.uid is not None else "the runner's uid (not root: no uid of its own)"
-        return f"isolation: bwrap (pid, mount, ipc and uts namespaces; the host read-only but its folders), {who}"
+        net = "network" if self.namespace is not None else "network (unless its model is on this machine)"
+        return f"isolation: bwrap (pid, mount, ipc, uts and {net} namespaces; the host read-only but its folders), {who}"
 
     def release(self) -> None:
-        """The uid goes back to the pool (the trial's processes are gone)."""
+        """The uid and the network namespace go back to their pools (the trial's processes are gone)."""
         if self._give_back is not None and self.uid is not None:
             self._give_back(self.uid)
             self._give_back = None
+        if self.net is not None and self.namespace is not None:
+            self.net.give_back(self.namespace)
+            self.namespace = None

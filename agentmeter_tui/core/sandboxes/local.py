@@ -27,7 +27,7 @@ import psutil
 
 from .. import cgroups, procs
 from ..paths import shared_tmp
-from . import hostfs, isolation
+from . import hostfs, isolation, netns
 from .base import (
     AgentHandle,
     ExecResult,
@@ -41,6 +41,7 @@ from .base import (
 from .common import SYSTEM_PATH, Settings
 from .hostcheck import HostCheck
 from .isolation import Walls
+from .relay import Relay, is_loopback, replace_host, target_of
 from .rootpool import FOLDERS, RootPool, remove_root
 from .spawn import Spawned
 from .uidpool import UidPool, write_accounts
@@ -106,6 +107,9 @@ class LocalSession(SandboxSession):
         self.slot = TrialSlot("local")
         self.agent: LocalAgent | None = None
         self.owner: int | None = None  # docker's bind mode: the agent's uid gets what the runner writes
+        self.model_ports: list[int] = []  # its model's ports on this machine's loopback (translate_url)
+        self.direct: str | None = None  # a model elsewhere (proxy = false): the agent needs the host's network
+        self.relays: list[Relay] = []
 
     def _base_env(self) -> dict[str, str]:
         return {
@@ -123,23 +127,64 @@ class LocalSession(SandboxSession):
         env[procs.TOKEN_VAR] = self.token  # never overridable: the kill sweep depends on it
         return env
 
+    def translate_url(self, url: str) -> str:
+        """The model's URL as the agent uses it: one on this machine's loopback is the port the
+        runner listens at in the agent's network namespace (:meth:`start`), on 127.0.0.1."""
+        if not is_loopback(url):
+            self.direct = url
+            return url
+        port = target_of(url)[1]
+        if port not in self.model_ports:
+            self.model_ports.append(port)
+        return replace_host(url, "127.0.0.1", port)
+
     async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> AgentHandle:
         cwd = spec.cwd or self.workspace
         env = self.environment({**spec.env, "PWD": cwd})
+        walls = self.walls if self.walls is not None and self.walls.program is not None else None
+        namespace = walls.namespace if walls is not None and walls.net is not None and self.direct is None else None
+        if walls is not None and namespace is None and (self.direct or self.model_ports):
+            self.note(self._host_network())
         procs.OWN_CHILDREN.spawning += 1
         try:
-            process = Spawned(self._contained(spec.argv, env, cwd), env=env, cwd=cwd, on_output=on_output)
+            argv = self._contained(spec.argv, env, cwd, net=walls is not None and namespace is None
+                                   and not self.direct and not self.model_ports)
+            if namespace is None:
+                process = Spawned(argv, env=env, cwd=cwd, on_output=on_output)
+            else:
+                process = self._spawn_inside(namespace, argv, env, cwd, on_output)
             procs.OWN_CHILDREN.pids.add(process.pid)
         finally:
             procs.OWN_CHILDREN.spawning -= 1
         self.agent = LocalAgent(process, self.token, self.group)
         return self.agent
 
-    def _contained(self, argv: list[str], env: dict[str, str], cwd: str) -> list[str]:
+    def _spawn_inside(self, namespace: int, argv: list[str], env: dict[str, str], cwd: str,
+                      on_output: OutputCallback) -> Spawned:
+        """The agent forked in its trial's network namespace, with the runner's listener at each
+        of its model's ports there, relayed to the same port of the host's loopback."""
+        assert self.walls is not None and self.walls.net is not None
+        with self.walls.net.entered(namespace):
+            listeners = [netns.listen(port) for port in self.model_ports]
+            process = Spawned(argv, env=env, cwd=cwd, on_output=on_output)
+        self.relays = [Relay("127.0.0.1", ("127.0.0.1", port), sock)
+                       for port, sock in zip(self.model_ports, listeners)]
+        return process
+
+    def _host_network(self) -> str:
+        assert self.walls is not None
+        if self.direct is not None:
+            why = f"its model is not on this machine ({target_of(self.direct)[0]}: the suite says proxy = false)"
+        else:
+            why = "the runner is not root, so it cannot open its model's port in a namespace of the agent's"
+        return (f"network: the host's ({why}): the agent reaches every address of this machine and whatever "
+                "listens there")
+
+    def _contained(self, argv: list[str], env: dict[str, str], cwd: str, net: bool = True) -> list[str]:
         if self.walls is not None and self.walls.program is not None:
             cgroups.findable(argv, env.get("PATH"), cwd)
             argv = isolation.argv_for(self.walls.program, argv, root=self.root, cwd=cwd, tools=self.walls.tools,
-                                      uid=self.walls.uid)
+                                      uid=self.walls.uid, net=net)
         return self.group.wrap(argv, env.get("PATH"), cwd) if self.group is not None else list(argv)
 
     async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
@@ -208,6 +253,9 @@ class LocalSession(SandboxSession):
         # Leftovers of a finished agent (a backgrounded job) are killed by the runner's sweeper
         # within a fraction of a second; a kill already swept synchronously.
         procs.SWEEPER.add(self.token, self.group)
+        for relay in self.relays:
+            await relay.close()
+        self.relays = []
         if not keep:
             # Off the loop and off the trial's critical path: the slot is free meanwhile.
             _REMOVALS.add(self.root, self.group, self.pool, self.walls)
@@ -251,7 +299,12 @@ class LocalSandbox(Sandbox):
                 raise RuntimeError(f"the local sandbox cannot wall its trials in ({why})")
             self.program = p
         uid = self.uids.take() if os.geteuid() == 0 else None
-        return Walls(self.program, uid, tuple(self.tool_roots), self.uids.give_back)
+        try:
+            return Walls(self.program, uid, tuple(self.tool_roots), self.uids.give_back, netns.pool())
+        except OSError as exc:  # root, yet no network namespace (a container without CAP_SYS_ADMIN)
+            if uid is not None:
+                self.uids.give_back(uid)
+            raise RuntimeError(f"the local sandbox cannot wall its trials in ({exc})") from exc
 
     @classmethod
     def clean_leftovers(cls, suite: Any) -> list[HostCheck]:
