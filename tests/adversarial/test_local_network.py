@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import shutil
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +20,7 @@ import psutil
 from tests.adversarial.support import transcript
 
 PROBE = Path(__file__).parent / "agents" / "net_probe.py"
+SCENARIO = '[[turns]]\ntext = "done"\n'
 
 
 def _listener(host: str) -> socket.socket:
@@ -47,32 +51,82 @@ def _accepted(sock: socket.socket) -> int:
     return count
 
 
-def test_a_local_agent_reaches_its_model_path_only(tmp_path):
-    from tests.e2e.harness import run_scenario
-
+def _listeners() -> dict[str, socket.socket]:
     hosts = ["127.0.0.1", "0.0.0.0"]
     if socket.has_ipv6:
         with contextlib.suppress(OSError):
             _listener("::1").close()
             hosts.append("::1")
-    listeners = {host: _listener(host) for host in hosts}
-    address = _host_address()
+    return {host: _listener(host) for host in hosts}
+
+
+def _targets(listeners: dict[str, socket.socket]) -> list[str]:
+    """The test's listeners by loopback and by a non-loopback address of this machine, and sshd's ports."""
     targets = [f"{host}:{sock.getsockname()[1]}" for host, sock in listeners.items() if host != "0.0.0.0"]
+    address = _host_address()
     if address is not None:
         targets.append(f"{address}:{listeners['0.0.0.0'].getsockname()[1]}")
-    targets += ["127.0.0.1:22", "127.0.0.1:2222"]  # sshd, where one runs
+    return [*targets, "127.0.0.1:22", "127.0.0.1:2222"]  # sshd, where one runs
+
+
+def _found(db: Path, targets: list[str], reached: dict[str, int]) -> dict:
+    """The probe's findings, checked: nothing answered but its model path, which did."""
+    ((trial, lines),) = transcript(db)
+    found = json.loads(next(line for line in lines if line.startswith("{")))
+    assert found["tried"] >= len(targets), found
+    assert found["reached"] == [], found
+    assert reached == dict.fromkeys(reached, 0), reached
+    assert found["model"] == 200, found  # its one path works
+    assert trial["status"] == "passed", lines
+    return trial
+
+
+def test_a_local_agent_reaches_its_model_path_only(tmp_path):
+    from tests.e2e.harness import run_scenario
+
+    listeners = _listeners()
+    targets = _targets(listeners)
     try:
-        result = run_scenario(tmp_path, "command", '[[turns]]\ntext = "done"\n', suite_extra="proxy = true",
+        result = run_scenario(tmp_path, "command", SCENARIO, suite_extra="proxy = true",
                               cli_args=["{python}", str(PROBE), *targets])
         reached = {host: _accepted(sock) for host, sock in listeners.items()}
     finally:
         for sock in listeners.values():
             sock.close()
-    ((_, lines),) = transcript(tmp_path / "e2e.db", "stdout")
-    found = json.loads(next(line for line in lines if line.startswith("{")))
-    assert found["tried"] >= len(targets), found
-    assert found["reached"] == [], found  # nothing answered but its model path
-    assert reached == dict.fromkeys(listeners, 0), reached
-    assert found["model"] == 200, found  # its one path works
-    assert result.row["status"] == "passed", result.row
+    _found(tmp_path / "e2e.db", targets, reached)
     assert result.usage.raw > 0 and result.extra["scripted"]["calls"] == 1, result.row  # and is metered
+
+
+def test_the_network_wall_holds_when_the_runner_is_not_root(tmp_path):
+    """The runner as a uid of no account (test_local_nonroot.py): it cannot open a socket in its
+    agent's namespace, so the sandbox's own relay opens the model's port there, piped to a
+    unix socket of the runner's; the agent reaches nothing else, and its call is metered."""
+    from tests.adversarial.test_local_nonroot import _as_operator, _give, _namespaces_allowed, _operator_folder, \
+        _refused
+    from tests.e2e.harness import scenario_suite
+
+    operator = _operator_folder()
+    listeners = _listeners()
+    targets = _targets(listeners)
+    try:
+        db = operator / "net.db"
+        suite = scenario_suite(operator / "suite", "command", SCENARIO, suite_extra="proxy = true",
+                               cli_args=["{python}", str(PROBE), *targets])
+        _give(operator)
+        env = {**os.environ, "HOME": str(operator / "home"), "TMPDIR": str(operator / "tmp"),
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        env.pop("AGENTMETER_SANDBOX_ROOT", None)
+        run = _as_operator([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless", "--db", str(db)],
+                           tmp_path / "hold", operator)
+        if not _namespaces_allowed(tmp_path / "hold", operator):
+            _refused(run, env, db)
+            return
+        done = subprocess.run(run, capture_output=True, text=True, env=env, cwd=operator, timeout=600, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        reached = {host: _accepted(sock) for host, sock in listeners.items()}
+        trial = _found(db, targets, reached)
+        assert json.loads(trial["extra"])["scripted"]["calls"] == 1, trial  # metered
+    finally:
+        for sock in listeners.values():
+            sock.close()
+        shutil.rmtree(operator, ignore_errors=True)

@@ -44,6 +44,7 @@ NAMESPACES = ("--unshare-pid", "--unshare-ipc", "--unshare-uts")
 LAUNCHERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "busybox", "env", "timeout", "nice", "nohup",
                        "setsid", "stdbuf", "xargs", "time", "script", "sudo", "chroot", "unshare", "setpriv",
                        "make", "node", "perl", "ruby", "uv", "uvx", "pipx", "npx"})
+RELAY = str(PACKAGE_ROOT / "core" / "sandboxes" / "netrelay.py")  # run by its path: no import of ours
 AGENT_USER = "agent"  # the name of a trial's own uid in its passwd
 
 
@@ -174,11 +175,12 @@ def _host_view(python: tuple[str, ...], tools: tuple[str, ...], needs: tuple[str
 
 
 def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: tuple[str, ...],
-             uid: int | None, net: bool = False) -> list[str]:
+             uid: int | None, net: bool = False, relay: tuple[str, ...] = ()) -> list[str]:
     """``command`` in a trial's sandbox: bwrap's options, then (as root) the drop to the
     trial's uid (:func:`_drop`), then the command. ``root`` holds the trial's folders and its
     passwd/group. ``net``: bwrap makes a network namespace of its own (the caller did not
-    spawn it in one: :mod:`.netns`).
+    spawn it in one: :mod:`.netns`); ``relay``: the arguments of :mod:`.netrelay`, which
+    runs first, on our Python, and then becomes the command.
 
     Each mount costs bwrap about 0.1 ms (it rereads the mount table for each), so the view
     has as few as the walls allow (benchmarks/containment.py): with a uid of its own, the
@@ -189,7 +191,7 @@ def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: t
     root made read-only."""
     exe = shutil.which(command[0], path=os.pathsep.join(SYSTEM_BIN)) if "/" not in command[0] else command[0]
     real = os.path.realpath(exe) if exe else ""
-    python = _python() if _may_run_python(command, real) else ()
+    python = _python() if relay or _may_run_python(command, real) else ()
     view = View(_host_view(python, tools, interpreter_folders(real) if exe else ()))
     for arg in command:
         value = arg.partition("=")[2] if arg.startswith("-") else arg
@@ -204,8 +206,9 @@ def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: t
     view.file(str(root / "group"), "/etc/group")
     seal = [] if uid is not None else ["--remount-ro", "/"]
     unshare = ["--unshare-net"] if net else []
+    wrapper = [sys.executable, RELAY, *relay, "--"] if relay else []
     return [program, *_base(), *unshare, *_system(), *view.args, *seal, "--chdir", cwd, "--", *_drop(uid),
-            *command]
+            *wrapper, *command]
 
 
 def _may_run_python(command: list[str], real: str) -> bool:
@@ -281,8 +284,7 @@ class Walls:
             return ('isolation: none (the suite says isolation = "none"): the agent runs as the runner\'s user '
                     "and sees its processes, environment and files, and reaches every address of this machine")
         who = f"uid {self.uid} of its own" if self.uid is not None else "the runner's uid (not root: no uid of its own)"
-        net = "network" if self.namespace is not None else "network (unless its model is on this machine)"
-        return f"isolation: bwrap (pid, mount, ipc, uts and {net} namespaces; the host read-only but its folders), {who}"
+        return f"isolation: bwrap (pid, mount, ipc, uts and network namespaces; the host read-only but its folders), {who}"
 
     def release(self) -> None:
         """The uid and the network namespace go back to their pools (the trial's processes are gone)."""

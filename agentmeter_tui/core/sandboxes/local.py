@@ -18,6 +18,7 @@ import itertools
 import os
 import re
 import shutil
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -142,22 +143,40 @@ class LocalSession(SandboxSession):
         cwd = spec.cwd or self.workspace
         env = self.environment({**spec.env, "PWD": cwd})
         walls = self.walls if self.walls is not None and self.walls.program is not None else None
-        namespace = walls.namespace if walls is not None and walls.net is not None and self.direct is None else None
-        if walls is not None and namespace is None and (self.direct or self.model_ports):
+        namespace = walls.namespace if walls is not None and self.direct is None else None
+        if walls is not None and self.direct is not None:
             self.note(self._host_network())
         procs.OWN_CHILDREN.spawning += 1
         try:
-            argv = self._contained(spec.argv, env, cwd, net=walls is not None and namespace is None
-                                   and not self.direct and not self.model_ports)
-            if namespace is None:
-                process = Spawned(argv, env=env, cwd=cwd, on_output=on_output)
+            if namespace is not None:
+                process = self._spawn_inside(namespace, self._contained(spec.argv, env, cwd, net=False), env, cwd,
+                                             on_output)
             else:
-                process = self._spawn_inside(namespace, argv, env, cwd, on_output)
+                relay = self._relayed() if walls is not None and self.direct is None else ()
+                argv = self._contained(spec.argv, env, cwd, net=walls is not None and self.direct is None,
+                                       relay=relay)
+                process = Spawned(argv, env=env, cwd=cwd, on_output=on_output)
             procs.OWN_CHILDREN.pids.add(process.pid)
         finally:
             procs.OWN_CHILDREN.spawning -= 1
         self.agent = LocalAgent(process, self.token, self.group)
         return self.agent
+
+    def _relayed(self) -> tuple[str, ...]:
+        """Not root: the runner listens on a unix socket per model port in the trial's tmp (in
+        its view), relayed to that port of the host's loopback; inside, :mod:`.netrelay` opens
+        the port and pipes it there."""
+        pairs = []
+        for port in self.model_ports:
+            path = self.root / "tmp" / f".agentmeter-model-{port}.sock"
+            path.unlink(missing_ok=True)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.bind(str(path))
+            sock.listen(256)
+            sock.setblocking(False)
+            self.relays.append(Relay(str(path), ("127.0.0.1", port), sock))
+            pairs.append(f"{port}={path}")
+        return tuple(pairs)
 
     def _spawn_inside(self, namespace: int, argv: list[str], env: dict[str, str], cwd: str,
                       on_output: OutputCallback) -> Spawned:
@@ -172,19 +191,16 @@ class LocalSession(SandboxSession):
         return process
 
     def _host_network(self) -> str:
-        assert self.walls is not None
-        if self.direct is not None:
-            why = f"its model is not on this machine ({target_of(self.direct)[0]}: the suite says proxy = false)"
-        else:
-            why = "the runner is not root, so it cannot open its model's port in a namespace of the agent's"
-        return (f"network: the host's ({why}): the agent reaches every address of this machine and whatever "
-                "listens there")
+        assert self.direct is not None
+        return (f"network: the host's (its model is not on this machine: {target_of(self.direct)[0]}, and the "
+                "suite says proxy = false): the agent reaches every address of this machine and whatever listens there")
 
-    def _contained(self, argv: list[str], env: dict[str, str], cwd: str, net: bool = True) -> list[str]:
+    def _contained(self, argv: list[str], env: dict[str, str], cwd: str, net: bool = True,
+                   relay: tuple[str, ...] = ()) -> list[str]:
         if self.walls is not None and self.walls.program is not None:
             cgroups.findable(argv, env.get("PATH"), cwd)
             argv = isolation.argv_for(self.walls.program, argv, root=self.root, cwd=cwd, tools=self.walls.tools,
-                                      uid=self.walls.uid, net=net)
+                                      uid=self.walls.uid, net=net, relay=relay)
         return self.group.wrap(argv, env.get("PATH"), cwd) if self.group is not None else list(argv)
 
     async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,

@@ -59,7 +59,8 @@ class Relay:
             sock.listen(256)
             sock.setblocking(False)
         self.sock = sock
-        self.port = self.sock.getsockname()[1]
+        name = self.sock.getsockname()
+        self.port = name[1] if isinstance(name, tuple) else 0  # 0: a unix socket (:mod:`.local`)
         self.server: asyncio.AbstractServer | None = None
         self._start = asyncio.get_running_loop().create_task(self._serve())
 
