@@ -9,7 +9,8 @@ with ``--before`` (e.g. the main branch's), or this one with ``isolation = "none
 ``--walls-only`` compares this checkout with and without bwrap, both with cgroups (the figure
 issue 37 asks: the overhead of the walls within 5x the floor).
 
-    python benchmarks/containment.py [--before CHECKOUT | --walls-only] [--trials 200] [--rounds 5]
+    python benchmarks/containment.py [--before CHECKOUT | --walls-only] [--checkout CHECKOUT] [--cpu]
+                                     [--trials 200] [--rounds 5]
 
 Figures (--walls-only --trials 60 --rounds 3, this machine kind: 2 cores shared with other
 work, load average about 4; old and new checkouts run one after another, twice, each beside
@@ -17,6 +18,19 @@ its own floor):
 
     walls of issue 37 as first built   +5.23, +4.66 ms/trial  (6.9x, 6.3x the floor, 0.76, 0.74 ms)
     fewer mounts, unshare -G -S        +4.03, +4.15 ms/trial  (5.3x, 5.2x the floor, 0.76, 0.79 ms)
+
+The network namespace per trial (issue 37's network wall), on a machine at load 7 to 11 (other
+work): ``--cpu`` (CPU time of the side and of the children it waited for) and wall clock, main
+and this branch one after another, twice each:
+
+    --cpu  main    +1.96, +2.01 ms/trial  (2.2x, 2.3x the CPU floor, 0.88, 0.87 ms)
+    --cpu  netns   +2.82, +2.59 ms/trial  (3.2x, 3.0x the CPU floor, 0.87, 0.86 ms)
+    wall   main    8.4x, 8.8x the floor (2.59, 4.08 ms: the load, not the walls)
+    wall   netns   9.9x, 8.5x the floor (2.00, 2.58 ms)
+
+The namespace's making (about 1.2 ms of the kernel's CPU alone) is on a thread that makes them
+ahead; on the trial's path it is two setns, about 6 us. Wall clock at that load tells the two
+apart no better than its noise.
 
 Where it goes (perf, strace): bwrap rereads the mount table after each bind (about 0.1 ms a
 bind: /usr, /etc, /opt, the trial's root, its passwd and group, and the ones bwrap makes for

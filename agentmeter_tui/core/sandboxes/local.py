@@ -306,7 +306,7 @@ class LocalSandbox(Sandbox):
                                'say isolation = "none" under [sandbox] to run them without walls')
         self.program = program
 
-    def _walls(self) -> Walls | None:
+    def _walls(self) -> Walls:
         if self.settings.get("isolation") == "none":
             return Walls(None, None, ())
         if self.program is None:  # opened without preflight (a test, doctor): probed now
