@@ -81,11 +81,21 @@ def _found(db: Path, targets: list[str], reached: dict[str, int]) -> dict:
     return trial
 
 
+def _namespaces() -> set[str]:
+    """The network namespaces some process of this machine is in."""
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            found.add(os.readlink(f"/proc/{pid}/ns/net"))
+    return found
+
+
 def test_a_local_agent_reaches_its_model_path_only(tmp_path):
     from tests.e2e.harness import run_scenario
 
     listeners = _listeners()
     targets = _targets(listeners)
+    before = _namespaces()
     try:
         result = run_scenario(tmp_path, "command", SCENARIO, suite_extra="proxy = true",
                               cli_args=["{python}", str(PROBE), *targets])
@@ -95,6 +105,16 @@ def test_a_local_agent_reaches_its_model_path_only(tmp_path):
             sock.close()
     _found(tmp_path / "e2e.db", targets, reached)
     assert result.usage.raw > 0 and result.extra["scripted"]["calls"] == 1, result.row  # and is metered
+    # Nothing left on the host: no rule set to remove, and no process of the run still in a
+    # namespace of its (the runner's descriptors closed with it).
+    left = _namespaces() - before
+    assert not any(namespace in left for namespace in _run_namespaces(tmp_path / "e2e.db")), left
+
+
+def _run_namespaces(db: Path) -> set[str]:
+    """The namespaces the probe saw itself in (its line says, from /proc/self)."""
+    ((_, lines),) = transcript(db, "stdout")
+    return {json.loads(next(line for line in lines if line.startswith("{")))["namespace"]}
 
 
 def test_the_network_wall_holds_when_the_runner_is_not_root(tmp_path):

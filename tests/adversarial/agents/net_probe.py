@@ -56,7 +56,8 @@ def main(targets: list[str]) -> None:
     tried |= {(host, port) for host, port in listeners() if port != model_port}
     reached = sorted(f"{host}:{port}" for host, port in tried if reaches(host, port))
     status = model_call(base, os.environ["REFAGENT_API_KEY"])
-    print(json.dumps({"tried": len(tried), "reached": reached, "model": status}), flush=True)
+    print(json.dumps({"tried": len(tried), "reached": reached, "model": status,
+                      "namespace": os.readlink("/proc/self/ns/net")}), flush=True)
 
 
 if __name__ == "__main__":
