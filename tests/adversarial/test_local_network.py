@@ -121,8 +121,13 @@ def test_the_network_wall_holds_when_the_runner_is_not_root(tmp_path):
     """The runner as a uid of no account (test_local_nonroot.py): it cannot open a socket in its
     agent's namespace, so the sandbox's own relay opens the model's port there, piped to a
     unix socket of the runner's; the agent reaches nothing else, and its call is metered."""
-    from tests.adversarial.test_local_nonroot import _as_operator, _give, _namespaces_allowed, _operator_folder, \
-        _refused
+    from tests.adversarial.test_local_nonroot import (
+        _as_operator,
+        _give,
+        _namespaces_allowed,
+        _operator_folder,
+        _refused,
+    )
     from tests.e2e.harness import scenario_suite
 
     operator = _operator_folder()

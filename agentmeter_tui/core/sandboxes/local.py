@@ -13,6 +13,7 @@ the next runner removes what one killed with kill -9 left, and leaves a live one
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import os
@@ -167,15 +168,20 @@ class LocalSession(SandboxSession):
         its view), relayed to that port of the host's loopback; inside, :mod:`.netrelay` opens
         the port and pipes it there."""
         pairs = []
-        for port in self.model_ports:
-            path = self.root / "tmp" / f".agentmeter-model-{port}.sock"
-            path.unlink(missing_ok=True)
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.bind(str(path))
-            sock.listen(256)
-            sock.setblocking(False)
-            self.relays.append(Relay(str(path), ("127.0.0.1", port), sock))
-            pairs.append(f"{port}={path}")
+        folder = os.open(self.root / "tmp", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for port in self.model_ports:
+                name = f".model-{port}.sock"
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=folder)
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.bind(f"/proc/self/fd/{folder}/{name}")  # by the folder: a trial's path may pass 107 bytes
+                sock.listen(256)
+                sock.setblocking(False)
+                self.relays.append(Relay(name, ("127.0.0.1", port), sock))
+                pairs.append(f"{port}={self.root / 'tmp' / name}")
+        finally:
+            os.close(folder)
         return tuple(pairs)
 
     def _spawn_inside(self, namespace: int, argv: list[str], env: dict[str, str], cwd: str,
@@ -183,11 +189,17 @@ class LocalSession(SandboxSession):
         """The agent forked in its trial's network namespace, with the runner's listener at each
         of its model's ports there, relayed to the same port of the host's loopback."""
         assert self.walls is not None and self.walls.net is not None
-        with self.walls.net.entered(namespace):
-            listeners = [netns.listen(port) for port in self.model_ports]
-            process = Spawned(argv, env=env, cwd=cwd, on_output=on_output)
-        self.relays = [Relay("127.0.0.1", ("127.0.0.1", port), sock)
-                       for port, sock in zip(self.model_ports, listeners)]
+        listeners: list[socket.socket] = []
+        try:
+            with self.walls.net.entered(namespace):
+                listeners += [netns.listen(port) for port in self.model_ports]
+                process = Spawned(argv, env=env, cwd=cwd, on_output=on_output)
+        except BaseException:
+            for sock in listeners:
+                sock.close()
+            raise
+        self.relays += [Relay("127.0.0.1", ("127.0.0.1", port), sock)
+                        for port, sock in zip(self.model_ports, listeners)]
         return process
 
     def _host_network(self) -> str:

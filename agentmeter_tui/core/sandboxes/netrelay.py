@@ -34,7 +34,7 @@ def _pipe(source: socket.socket, sink: socket.socket) -> None:
 def _connection(client: socket.socket, path: str) -> None:
     upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        upstream.connect(path)
+        upstream.connect(path)  # by its folder's descriptor (:func:`main`): the path may pass 107 bytes
     except OSError:
         client.close()
         upstream.close()
@@ -72,7 +72,8 @@ def main(args: list[str]) -> None:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind(("127.0.0.1", int(port)))
         listener.listen(256)
-        pairs.append((listener, path))
+        folder = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY)  # kept by the relay
+        pairs.append((listener, f"/proc/self/fd/{folder}/{os.path.basename(path)}"))
     child = os.fork()
     if child == 0:
         _relay(pairs)

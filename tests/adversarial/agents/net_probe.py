@@ -20,7 +20,8 @@ def listeners() -> set[tuple[str, int]]:
     rows = []
     for table, host in (("/proc/net/tcp", "127.0.0.1"), ("/proc/net/tcp6", "::1")):
         if os.path.exists(table):
-            rows += [(host, line.split()) for line in open(table).read().splitlines()[1:]]
+            with open(table) as handle:
+                rows += [(host, line.split()) for line in handle.read().splitlines()[1:]]
     return {(host, int(fields[1].rsplit(":", 1)[1], 16)) for host, fields in rows if fields[3] == "0A"}
 
 
