@@ -28,9 +28,16 @@ and this branch one after another, twice each:
     wall   main    8.4x, 8.8x the floor (2.59, 4.08 ms: the load, not the walls)
     wall   netns   9.9x, 8.5x the floor (2.00, 2.58 ms)
 
+and later on a quiet machine (load average 1), wall clock, --walls-only --trials 60 --rounds 3:
+
+    main           +4.05, +3.92 ms/trial  (5.0x, 4.7x the floor, 0.81, 0.84 ms)
+    netns          +4.83, +5.37 ms/trial  (5.5x, 6.6x the floor, 0.87, 0.82 ms)
+
 The namespace's making (about 1.2 ms of the kernel's CPU alone) is on a thread that makes them
-ahead; on the trial's path it is two setns, about 6 us. Wall clock at that load tells the two
-apart no better than its noise.
+ahead, and its removal in the kernel's workers; on the trial's path it is two setns, about
+6 us. On two cores both still take a core from the trial's own processes: +0.6 to +1.1 ms a
+trial of wall clock (kept open instead of closed, a namespace's removal accounted for about
+0.3 ms of it; made on the trial's path instead of ahead, 0.3 ms more).
 
 Where it goes (perf, strace): bwrap rereads the mount table after each bind (about 0.1 ms a
 bind: /usr, /etc, /opt, the trial's root, its passwd and group, and the ones bwrap makes for

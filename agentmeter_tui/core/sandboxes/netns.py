@@ -69,29 +69,30 @@ class NetPool:
         self.host = _this_thread()
         self.stock: list[int] = []
         self.lock = threading.Lock()
-        self.filling = False
+        self.wanted = threading.Event()  # the stock is short: the filler's cue
+        self.filler: threading.Thread | None = None
 
     def take(self) -> int:
         """A namespace never used, with only its loopback, up."""
         with self.lock:
             namespace = self.stock.pop() if self.stock else None
-            start = not self.filling
-            self.filling = True
-        if start:
-            threading.Thread(target=self._fill, name="agentmeter-netns", daemon=True).start()
+            if self.filler is None:
+                self.filler = threading.Thread(target=self._fill, name="agentmeter-netns", daemon=True)
+                self.filler.start()
+        self.wanted.set()
         return namespace if namespace is not None else self._new()
 
     def _fill(self) -> None:
-        try:
-            while len(self.stock) < WARM:
-                namespace = self._new()
-                with self.lock:
-                    self.stock.append(namespace)
-        except OSError:
-            pass  # take() makes its own, and says why if it cannot
-        finally:
-            with self.lock:
-                self.filling = False
+        """The filler, for the runner's life (one thread: starting one per trial cost more)."""
+        while self.wanted.wait():
+            self.wanted.clear()
+            try:
+                while len(self.stock) < WARM:
+                    namespace = self._new()
+                    with self.lock:
+                        self.stock.append(namespace)
+            except OSError:
+                return  # take() makes its own, and says why if it cannot
 
     def _new(self) -> int:
         _check(_LIBC.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
