@@ -312,7 +312,7 @@ class LocalSandbox(Sandbox):
             return
         program = isolation.bwrap()
         why = "bwrap (Debian's bubblewrap) is not on PATH" if program is None else \
-            await asyncio.to_thread(isolation.probe, program)
+            await asyncio.to_thread(isolation.probe, program) or await asyncio.to_thread(netns.problem)
         if why is not None:
             raise RuntimeError(f"the local sandbox cannot wall its trials in ({why}); install bubblewrap, or "
                                'say isolation = "none" under [sandbox] to run them without walls')

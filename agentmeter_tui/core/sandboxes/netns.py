@@ -145,3 +145,18 @@ def pool() -> NetPool | None:
         if _POOL is None:
             _POOL = NetPool()
         return _POOL
+
+
+def problem() -> str | None:
+    """Why the runner (root) cannot give its trials network namespaces (None: it can, or it is
+    not root and bwrap makes them). One is made, as a trial's would be, and kept for a trial."""
+    nets = pool()
+    if nets is None:
+        return None
+    try:
+        namespace = nets.take()
+    except OSError as exc:
+        return f"no network namespace for a trial: {exc}"
+    with nets.lock:
+        nets.stock.append(namespace)
+    return None
