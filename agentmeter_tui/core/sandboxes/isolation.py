@@ -206,7 +206,9 @@ def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: t
     view.file(str(root / "group"), "/etc/group")
     seal = [] if uid is not None else ["--remount-ro", "/"]
     unshare = ["--unshare-net"] if net else []
-    wrapper = [sys.executable, RELAY, *relay, "--"] if relay else []
+    # -S -E: no site, no PYTHON* variables: the relay needs the standard library only, and
+    # starts in half the time (16 ms here, 34 with site's .pth files)
+    wrapper = [sys.executable, "-S", "-E", RELAY, *relay, "--"] if relay else []
     return [program, *_base(), *unshare, *_system(), *view.args, *seal, "--chdir", cwd, "--", *_drop(uid),
             *wrapper, *command]
 
