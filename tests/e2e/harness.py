@@ -66,7 +66,24 @@ def run_scenario(tmp_path: Path, cli: str, scenario: str, *, instruction: str = 
                  suite_extra: str = "", cli_args: list[str] | None = None, timeout: float = 240,
                  kill_grace: float = 3.0, unwalled_run: bool = False) -> TrialResult:
     require_cli(cli)
-    suite = tmp_path / "suite"
+    suite = scenario_suite(tmp_path / "suite", cli, scenario, instruction=instruction, test_sh=test_sh,
+                           workspace=workspace, budget=budget, model_name=model_name, suite_extra=suite_extra,
+                           cli_args=cli_args, kill_grace=kill_grace, unwalled_run=unwalled_run)
+    db = tmp_path / "e2e.db"
+    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=timeout)
+    log = runner_log_path(db)
+    assert result.returncode == 0, (f"run failed ({result.returncode}):\n{result.stderr}\n{result.stdout}\n"
+                                    f"runner log:\n{log.read_text(errors='replace') if log.exists() else '(none)'}")
+    store = Store(db)
+    (row,) = store.trials(f"e2e-{cli}")
+    return TrialResult(store, row, result.stdout, result.stderr)
+
+
+def scenario_suite(suite: Path, cli: str, scenario: str, *, instruction: str = "Do the task.",
+                   test_sh: str = DEFAULT_TEST, workspace: dict[str, str] | None = None,
+                   budget: str = "wall_seconds = 120", model_name: str | None = None, suite_extra: str = "",
+                   cli_args: list[str] | None = None, kill_grace: float = 3.0, unwalled_run: bool = False) -> Path:
+    """The folder ``suite``: one task, the model ``mock`` on the scripted server, one CLI."""
     task = suite / "task"
     (task / "tests").mkdir(parents=True)
     (suite / "scenarios").mkdir()
@@ -98,11 +115,4 @@ def run_scenario(tmp_path: Path, cli: str, scenario: str, *, instruction: str = 
         path = task / "workspace" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    db = tmp_path / "e2e.db"
-    result = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=timeout)
-    log = runner_log_path(db)
-    assert result.returncode == 0, (f"run failed ({result.returncode}):\n{result.stderr}\n{result.stdout}\n"
-                                    f"runner log:\n{log.read_text(errors='replace') if log.exists() else '(none)'}")
-    store = Store(db)
-    (row,) = store.trials(f"e2e-{cli}")
-    return TrialResult(store, row, result.stdout, result.stderr)
+    return suite

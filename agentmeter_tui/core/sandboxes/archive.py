@@ -116,6 +116,8 @@ class TarWriter:
 
     def getvalue(self) -> bytes:
         self.tar.close()
+        if not isinstance(self.buffer, io.BytesIO):  # the caller's file: its bytes are there
+            raise TypeError("getvalue() is for a tar written to memory; this one went to the caller's file")
         return self.buffer.getvalue()
 
     def close(self) -> None:

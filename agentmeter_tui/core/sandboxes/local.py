@@ -13,11 +13,13 @@ the next runner removes what one killed with kill -9 left, and leaves a live one
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import os
 import re
 import shutil
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -27,7 +29,7 @@ import psutil
 
 from .. import cgroups, procs
 from ..paths import shared_tmp
-from . import hostfs, isolation
+from . import hostfs, isolation, netns
 from .base import (
     AgentHandle,
     ExecResult,
@@ -41,6 +43,7 @@ from .base import (
 from .common import SYSTEM_PATH, Settings
 from .hostcheck import HostCheck
 from .isolation import Walls
+from .relay import Relay, is_loopback, replace_host, target_of
 from .rootpool import FOLDERS, RootPool, remove_root
 from .spawn import Spawned
 from .uidpool import UidPool, write_accounts
@@ -106,6 +109,9 @@ class LocalSession(SandboxSession):
         self.slot = TrialSlot("local")
         self.agent: LocalAgent | None = None
         self.owner: int | None = None  # docker's bind mode: the agent's uid gets what the runner writes
+        self.model_ports: list[int] = []  # its model's ports on this machine's loopback (translate_url)
+        self.direct: str | None = None  # a model elsewhere (proxy = false): the agent needs the host's network
+        self.relays: list[Relay] = []
 
     def _base_env(self) -> dict[str, str]:
         return {
@@ -123,23 +129,90 @@ class LocalSession(SandboxSession):
         env[procs.TOKEN_VAR] = self.token  # never overridable: the kill sweep depends on it
         return env
 
+    def translate_url(self, url: str) -> str:
+        """The model's URL as the agent uses it: one on this machine's loopback is the port the
+        runner listens at in the agent's network namespace (:meth:`start`), on 127.0.0.1."""
+        if not is_loopback(url):
+            self.direct = url
+            return url
+        port = target_of(url)[1]
+        if port not in self.model_ports:
+            self.model_ports.append(port)
+        return replace_host(url, "127.0.0.1", port)
+
     async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> AgentHandle:
         cwd = spec.cwd or self.workspace
         env = self.environment({**spec.env, "PWD": cwd})
+        walls = self.walls if self.walls is not None and self.walls.program is not None else None
+        namespace = walls.namespace if walls is not None and self.direct is None else None
+        if walls is not None and self.direct is not None:
+            self.note(self._host_network())
         procs.OWN_CHILDREN.spawning += 1
         try:
-            process = Spawned(self._contained(spec.argv, env, cwd), env=env, cwd=cwd, on_output=on_output)
+            if namespace is not None:
+                process = self._spawn_inside(namespace, self._contained(spec.argv, env, cwd, net=False), env, cwd,
+                                             on_output)
+            else:
+                relay = self._relayed() if walls is not None and self.direct is None else ()
+                argv = self._contained(spec.argv, env, cwd, net=walls is not None and self.direct is None,
+                                       relay=relay)
+                process = Spawned(argv, env=env, cwd=cwd, on_output=on_output)
             procs.OWN_CHILDREN.pids.add(process.pid)
         finally:
             procs.OWN_CHILDREN.spawning -= 1
         self.agent = LocalAgent(process, self.token, self.group)
         return self.agent
 
-    def _contained(self, argv: list[str], env: dict[str, str], cwd: str) -> list[str]:
+    def _relayed(self) -> tuple[str, ...]:
+        """Not root: the runner listens on a unix socket per model port in the trial's tmp (in
+        its view), relayed to that port of the host's loopback; inside, :mod:`.netrelay` opens
+        the port and pipes it there."""
+        pairs = []
+        folder = os.open(self.root / "tmp", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for port in self.model_ports:
+                name = f".model-{port}.sock"
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=folder)
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.bind(f"/proc/self/fd/{folder}/{name}")  # by the folder: a trial's path may pass 107 bytes
+                sock.listen(256)
+                sock.setblocking(False)
+                self.relays.append(Relay(name, ("127.0.0.1", port), sock))
+                pairs.append(f"{port}={self.root / 'tmp' / name}")
+        finally:
+            os.close(folder)
+        return tuple(pairs)
+
+    def _spawn_inside(self, namespace: int, argv: list[str], env: dict[str, str], cwd: str,
+                      on_output: OutputCallback) -> Spawned:
+        """The agent forked in its trial's network namespace, with the runner's listener at each
+        of its model's ports there, relayed to the same port of the host's loopback."""
+        assert self.walls is not None and self.walls.net is not None
+        listeners: list[socket.socket] = []
+        try:
+            with self.walls.net.entered(namespace):
+                listeners += [netns.listen(port) for port in self.model_ports]
+                process = Spawned(argv, env=env, cwd=cwd, on_output=on_output)
+        except BaseException:
+            for sock in listeners:
+                sock.close()
+            raise
+        self.relays += [Relay("127.0.0.1", ("127.0.0.1", port), sock)
+                        for port, sock in zip(self.model_ports, listeners)]
+        return process
+
+    def _host_network(self) -> str:
+        assert self.direct is not None
+        return (f"network: the host's (its model is not on this machine: {target_of(self.direct)[0]}, and the "
+                "suite says proxy = false): the agent reaches every address of this machine and whatever listens there")
+
+    def _contained(self, argv: list[str], env: dict[str, str], cwd: str, net: bool = True,
+                   relay: tuple[str, ...] = ()) -> list[str]:
         if self.walls is not None and self.walls.program is not None:
             cgroups.findable(argv, env.get("PATH"), cwd)
             argv = isolation.argv_for(self.walls.program, argv, root=self.root, cwd=cwd, tools=self.walls.tools,
-                                      uid=self.walls.uid)
+                                      uid=self.walls.uid, net=net, relay=relay)
         return self.group.wrap(argv, env.get("PATH"), cwd) if self.group is not None else list(argv)
 
     async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
@@ -208,6 +281,9 @@ class LocalSession(SandboxSession):
         # Leftovers of a finished agent (a backgrounded job) are killed by the runner's sweeper
         # within a fraction of a second; a kill already swept synchronously.
         procs.SWEEPER.add(self.token, self.group)
+        for relay in self.relays:
+            await relay.close()
+        self.relays = []
         if not keep:
             # Off the loop and off the trial's critical path: the slot is free meanwhile.
             _REMOVALS.add(self.root, self.group, self.pool, self.walls)
@@ -236,13 +312,13 @@ class LocalSandbox(Sandbox):
             return
         program = isolation.bwrap()
         why = "bwrap (Debian's bubblewrap) is not on PATH" if program is None else \
-            await asyncio.to_thread(isolation.probe, program)
+            await asyncio.to_thread(isolation.probe, program) or await asyncio.to_thread(netns.problem)
         if why is not None:
             raise RuntimeError(f"the local sandbox cannot wall its trials in ({why}); install bubblewrap, or "
                                'say isolation = "none" under [sandbox] to run them without walls')
         self.program = program
 
-    def _walls(self) -> Walls | None:
+    def _walls(self) -> Walls:
         if self.settings.get("isolation") == "none":
             return Walls(None, None, ())
         if self.program is None:  # opened without preflight (a test, doctor): probed now
@@ -251,7 +327,12 @@ class LocalSandbox(Sandbox):
                 raise RuntimeError(f"the local sandbox cannot wall its trials in ({why})")
             self.program = p
         uid = self.uids.take() if os.geteuid() == 0 else None
-        return Walls(self.program, uid, tuple(self.tool_roots), self.uids.give_back)
+        try:
+            return Walls(self.program, uid, tuple(self.tool_roots), self.uids.give_back, netns.pool())
+        except OSError as exc:  # root, yet no network namespace (a container without CAP_SYS_ADMIN)
+            if uid is not None:
+                self.uids.give_back(uid)
+            raise RuntimeError(f"the local sandbox cannot wall its trials in ({exc})") from exc
 
     @classmethod
     def clean_leftovers(cls, suite: Any) -> list[HostCheck]:

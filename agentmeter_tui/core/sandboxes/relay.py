@@ -45,19 +45,22 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 class Relay:
-    """Listens on ``bind_host`` (an ephemeral port) and forwards to ``target``."""
+    """Listens on ``bind_host`` (an ephemeral port) and forwards to ``target``; or on ``sock``,
+    a listener made elsewhere (in a local trial's network namespace: :mod:`.netns`)."""
 
-    def __init__(self, bind_host: str, target: tuple[str, int]):
+    def __init__(self, bind_host: str, target: tuple[str, int], sock: socket.socket | None = None):
         self.bind_host, self.target = bind_host, target
         # The socket is bound and listening at once, synchronously, so a URL naming it can be
         # handed out before the server task runs; early connections wait in the backlog.
-        family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((bind_host, 0))
-        self.sock.listen(256)
-        self.sock.setblocking(False)
-        self.port = self.sock.getsockname()[1]
+        if sock is None:
+            sock = socket.socket(socket.AF_INET6 if ":" in bind_host else socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((bind_host, 0))
+            sock.listen(256)
+            sock.setblocking(False)
+        self.sock = sock
+        name = self.sock.getsockname()
+        self.port = name[1] if isinstance(name, tuple) else 0  # 0: a unix socket (:mod:`.local`)
         self.server: asyncio.AbstractServer | None = None
         self._start = asyncio.get_running_loop().create_task(self._serve())
 

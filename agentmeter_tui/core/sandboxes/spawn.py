@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import subprocess
 
@@ -79,7 +80,10 @@ class Spawned:
             if hold is not None and self.holding and fd not in self._held:
                 self.loop.remove_reader(fd)
                 self._held.add(fd)
-                hold.add_done_callback(lambda _, fd=fd: self._resume(fd))
+                hold.add_done_callback(functools.partial(self._resume_when_done, fd))
+
+    def _resume_when_done(self, fd: int, _done: object) -> None:
+        self._resume(fd)
 
     def _resume(self, fd: int) -> None:
         if fd in self._held:

@@ -136,7 +136,12 @@ class SshSandbox(Sandbox):
 
     async def open(self, task: Task, trial_id: int, token: str) -> SshSession:
         slot = self.placement.slot_for(token)
-        name = slot.host if slot else self.placement.pick().name
+        if slot is not None:
+            name = slot.host
+        elif (picked := self.placement.pick()) is not None:
+            name = picked.name
+        else:
+            raise HostLost("no ssh host is up to open a trial on")
         try:
             conn = await self.connection(name)
         except HostKeyError:
@@ -191,7 +196,7 @@ def _channel_class() -> type:
             self.on_output, self.done = on_output, done
             self.splitters = {None: LineSplitter(), asyncssh.EXTENDED_DATA_STDERR: LineSplitter()}
             self.exit_code: int | None = None
-            self.chan = None
+            self.chan: Any = None  # asyncssh's channel, once connected
             self.held = False  # not reading while the store writer is behind (SSH flow control
             self.holding = True  # then holds the remote agent); after its exit, the rest at once
 
