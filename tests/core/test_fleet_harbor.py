@@ -102,7 +102,7 @@ def test_a_worker_lost_under_harbor_trials_costs_nothing(tmp_path, db, fleet, lo
     trials = Store(db).trials(suite_id)
     assert all(t["status"] in FINAL for t in trials), trials
     lost = [t for t in trials if t["node"] == victim and t["status"] == "infra-invalid"]
-    assert lost and all("lost" in (t["reason"] or "") for t in lost), lost
+    assert lost and all("lost" in (t["reason"] or "") for t in lost), [(t["attempt"], t["reason"]) for t in lost]
     # Every planned trial ended once, with the docker sandbox's verdict; lost attempts reran elsewhere.
     final = [t for t in trials if t["status"] != "infra-invalid"]
     assert Counter((t["task_id"], t["trial_index"]) for t in final) == {(k, i): 1 for k in OPEN for i in range(1, 4)}

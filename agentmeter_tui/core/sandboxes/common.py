@@ -119,7 +119,10 @@ class ThreadOutput:
         """On the reading thread."""
         if lines:
             self._slots.acquire()
-            self.loop.call_soon_threadsafe(self._deliver, stream, lines)
+            try:
+                self.loop.call_soon_threadsafe(self._deliver, stream, lines)
+            except RuntimeError:  # the loop is closed: the trial that read these lines is over
+                self._slots.release()
 
     def _deliver(self, stream: str, lines: list[bytes]) -> None:
         try:

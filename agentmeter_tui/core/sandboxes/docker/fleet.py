@@ -6,10 +6,16 @@ one image the manager built instead of needing its own.
 Swarm keeps a task on a node that stopped answering in state ``running`` (for a day, until it
 is orphaned) and never reschedules a replica whose restart policy is ``none``; so a job's
 watcher asks the node's state itself: one read of the node list per ``period`` for all jobs.
+
+A node that crashed or lost its link while it ran tasks on a swarm-scope network keeps a stale
+local copy of that network when it comes back, and rejects every later task on it with
+"network ID exists" (moby/moby#37087, #38318; Docker 28 does so still): the watch remembers
+such a node as shunned, and later jobs are placed elsewhere (``avoid``).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -18,6 +24,14 @@ from typing import Any
 
 from . import engine as engines
 from .images import ImageError
+
+STALE_NETWORK = re.compile(r"\bnetwork \S+ exists\b")
+PLACEMENTS = 3  # a job rejected for a stale network is placed again, on another node, this many times in all
+
+
+def stale_network(status: dict[str, Any]) -> bool:
+    """Whether a task's status is a rejection for a node's stale copy of a swarm-scope network."""
+    return status.get("State") == "rejected" and bool(STALE_NETWORK.search(status.get("Err") or ""))
 
 
 @dataclass(frozen=True)
@@ -47,6 +61,24 @@ class NodeWatch:
         self._read_at = float("-inf")
         self.nodes: dict[str, Node] = {}
         self.seen: dict[str, float] = {}  # node id -> wall time of the last read that found it ready
+        self.shunned: dict[str, str] = {}  # node id -> its name: nodes that reject our jobs (a stale network)
+
+    def shun(self, client: Any, node_id: str) -> str | None:
+        """Place no more jobs on the node (it rejected one for a stale network); the line a
+        transcript gets the first time, None after."""
+        name = self.name(client, node_id)
+        with self._lock:
+            if node_id in self.shunned:
+                return None
+            self.shunned[node_id] = name
+        return (f"swarm node {name} rejects jobs on our swarm-scope network (a stale local copy left by "
+                f"a crash or a cut link, moby/moby#37087): no more jobs go there this run; on that node, "
+                f"`docker network rm` of the network named in its error mends it")
+
+    def avoid(self) -> list[str]:
+        """Placement constraints that keep a new service off the shunned nodes."""
+        with self._lock:
+            return [f"node.id!={node_id}" for node_id in sorted(self.shunned)]
 
     def refresh(self, client: Any) -> dict[str, Node]:
         with self._lock:
@@ -101,13 +133,13 @@ def _node(raw: dict[str, Any]) -> Node:
                 int(resources.get("MemoryBytes") or 0))
 
 
-def task_node(client: Any, service_id: str) -> str | None:
-    """The node Swarm put the service's (one) task on, once it has placed it."""
+def first_task(client: Any, service_id: str) -> dict[str, Any] | None:
+    """The service's (one) task as Swarm last reported it; None before it made one."""
     try:
         tasks = client.api.tasks(filters={"service": service_id})
     except engines.engine_errors():
         return None
-    return next((t["NodeID"] for t in tasks if t.get("NodeID")), None)
+    return tasks[0] if tasks else None
 
 
 def split_reference(image: str) -> tuple[str, str]:
@@ -177,4 +209,4 @@ def pinned(reference: str, spec: dict[str, Any]) -> None:
         raise ImageError(f"the trial's service runs {image}, not the image pushed ({reference})")
 
 
-__all__ = ["Node", "NodeWatch", "Publisher", "pinned", "split_reference", "task_node"]
+__all__ = ["PLACEMENTS", "Node", "NodeWatch", "Publisher", "pinned", "split_reference", "first_task", "stale_network"]

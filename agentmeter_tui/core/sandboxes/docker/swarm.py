@@ -282,11 +282,12 @@ class SwarmAgent(AgentHandle):
     async def wait(self) -> int:
         job = self.job
         await self.session.engine.call(job.watch_state)
+        await self.session.settled(job)
         await job.finish_streams()
         if job.exit_code is None:
             if self.session.killed:
                 return -1
-            raise ConnectionError(job.error or "the swarm job ended without reporting its exit code")
+            raise ConnectionError(job.missing_exit())
         await self.session.absorb(job)
         return job.exit_code
 
@@ -357,6 +358,15 @@ class SwarmSession(SandboxSession):
         await self.engine.call(job.submit, await asyncio.to_thread(self._files_tar))
         return job
 
+    async def settled(self, job: Job) -> None:
+        """After the job's task ended: say the nodes it shunned, and record where it ran when a
+        node's rejection placed it again (``Job._place_again``)."""
+        for note in job.notes:
+            self.note(note)
+        job.notes.clear()
+        if job is self.agent_job and job.placements > 1 and job.node_id:
+            self.slot.node = await self.engine.call(self.sandbox.nodes.name, self.engine.client, job.node_id)
+
     async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> SwarmAgent:
         for note in self.sandbox.node_walls.notes:
             self.note(note)
@@ -371,14 +381,15 @@ class SwarmSession(SandboxSession):
         timed_out = False
         try:
             await asyncio.wait_for(self.engine.call(job.watch_state), timeout)
+            await self.settled(job)
             await job.finish_streams()
             await self.absorb(job)
         except TimeoutError:
             timed_out = True
         finally:
             await self.engine.call(job.remove)
-        if job.exit_code is None and not timed_out and job.error:
-            raise ConnectionError(job.error)
+        if job.exit_code is None and not timed_out:  # no verdict rather than a wrong one
+            raise ConnectionError(job.missing_exit())
         code = job.exit_code if job.exit_code is not None else -1
         out, err = (b"".join(line + b"\n" for line in job.collected[name]) for name in ("stdout", "stderr"))
         return ExecResult(code, out, err, time.monotonic() - started, timed_out)

@@ -41,7 +41,7 @@ from ..base import AgentHandle, LaunchSpec, OutputCallback, TrialSlot
 from ..relay import is_loopback
 from . import engine as engines
 from .containers import KEEPALIVE
-from .fleet import NodeWatch, pinned
+from .fleet import PLACEMENTS, NodeWatch, pinned, stale_network
 from .harbor import EngineLimits, ImageContract, open_network, run_as, unenforced
 from .hostwall import CLOSED_CHAIN, HostWall
 from .limits import confined, service_limits
@@ -218,10 +218,12 @@ class SwarmHarborSession(ContainerSession):
         manager = (self.manager.info.get("Swarm") or {}).get("NodeID")
         if closed:
             return [f"node.id=={manager}"] if manager else None
-        return self.sandbox.node_engines.constraints(manager, self.sandbox.nodes.refresh(self.manager.client))
+        placed = self.sandbox.node_engines.constraints(manager, self.sandbox.nodes.refresh(self.manager.client))
+        return [*(placed or []), *self.sandbox.nodes.avoid()] or None
 
     def _create_service(self, task: Task, contract: ImageContract, limits: EngineLimits, network: str | None) -> None:
         """Blocking: the trial's service, on a node whose engine we reach, never restarted."""
+        self._spec = (task, contract, limits, network)  # made again if a node rejects it (_wait_running)
         from docker.types import Mount, Resources, RestartPolicy, ServiceMode
         from docker.utils import parse_bytes
 
@@ -249,7 +251,7 @@ class SwarmHarborSession(ContainerSession):
         """Blocking: the id of the service's container once Swarm reports it running (and its
         node in ``node_id``); ConnectionError when the node Swarm chose is lost meanwhile."""
         api = self.manager.client.api
-        started = time.monotonic()
+        started, placements = time.monotonic(), 1
         while True:
             tasks = api.tasks(filters={"service": self.service_id})
             for found in tasks:
@@ -261,6 +263,10 @@ class SwarmHarborSession(ContainerSession):
                 container = (status.get("ContainerStatus") or {}).get("ContainerID")
                 if status["State"] == "running" and container:
                     return container
+                if stale_network(status) and placements < PLACEMENTS:
+                    placements += 1
+                    self._place_again()
+                    break
                 if status["State"] in TERMINAL:
                     raise engines.EngineError(f"the trial's swarm service did not start ({status['State']}): "
                                               f"{status.get('Err') or status.get('Message')}")
@@ -268,6 +274,15 @@ class SwarmHarborSession(ContainerSession):
                 raise engines.EngineError(f"the trial's swarm service did not start in {self.config.start_timeout:g} s "
                                           f"(state: {', '.join(t['Status']['State'] for t in tasks) or 'no task'})")
             time.sleep(0.05)
+
+    def _place_again(self) -> None:
+        """Blocking: the trial's node rejected its service for a stale network (it never ran):
+        shun that node, drop the service and make it again elsewhere."""
+        if self.node_id and (note := self.sandbox.nodes.shun(self.manager.client, self.node_id)):
+            self.notes.append(note)
+        self._remove_service()
+        self.node_id = None
+        self._create_service(*self._spec)
 
     def _gateway(self, network: str) -> tuple[str, str]:
         """Blocking: this node's address on the closed network, as the container sees it, and

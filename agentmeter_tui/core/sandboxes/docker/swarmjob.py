@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from ...suites.suite import Suite
 
 CONFIG_LIMIT = 500 * 1024
+LOG_GRACE, LOST_GRACE = 30.0, 3.0  # seconds a job's log streams get after its task ended (finish_streams)
 TERMINAL = {"complete", "failed", "rejected", "shutdown", "orphaned", "remove"}
+STARTED = {"starting", "running"}  # a task past these has its network: no stale-network rejection comes after
 # $1: marker; the rest: the command. Unpack, run, report the exit code, send the files back.
 JOB_SCRIPT = r"""m=$1; shift
 fail() { echo "$m-infra $1" >&2; echo "$m-infra $1"; exit 125; }
@@ -49,6 +51,7 @@ echo "$m-end"
 
 class _JobSandbox(Protocol):
     suite: Suite
+    nodes: fleet.NodeWatch
     walled: str | None  # the walled network (``nodewall.py``), when the suite keeps network = "walled"
 
 
@@ -140,6 +143,12 @@ class Job:
         self.collected: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
         self.error: str | None = None
         self.node_id: str | None = None  # the node Swarm placed the job on, once it has
+        self.files_tgz = b""
+        self.placements = 0  # services made for this job: more than one when a node rejected it
+        self.notes: list[str] = []  # for the transcript (a node shunned), said by the job's owner
+        self._placing = threading.Lock()  # a kill's removal and a new placement never interleave
+        self.removed = False
+        self.ended_as: str | None = None  # Swarm's word on a task that ended otherwise than complete
 
     def emit(self, stream: str, lines: list[bytes]) -> None:
         if not lines:
@@ -150,12 +159,18 @@ class Job:
             self.collected[stream].extend(lines)
 
     def stream_done(self, stream: JobStream) -> None:
-        if all(s.finished for s in self.streams):
+        if stream in self.streams and all(s.finished for s in self.streams):  # not a replaced service's
             self._end()
 
     def _end(self) -> None:
         self.ended.set()
-        self.loop.call_soon_threadsafe(lambda: self.done.done() or self.done.set_result(None))
+        done = self.done  # this placement's: a later one has its own
+
+        def resolve() -> None:
+            if not done.done():
+                done.set_result(None)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: no one waits any more
+            self.loop.call_soon_threadsafe(resolve)
 
     def submit(self, files: bytes) -> None:
         """Create the config and the service, start following its logs (blocking)."""
@@ -170,6 +185,7 @@ class Job:
         labels = engines.trial_labels(session.sandbox.suite.id, session.trial_id, session.token)
         name = f"agentmeter-t{session.trial_id}-{session.token[:8]}-{session.jobs}"
         session.jobs += 1
+        self.files_tgz, self.placements = files, self.placements + 1
         created = client.configs.create(name=name, data=files, labels=labels)
         self.config_id = created.id
         memory = parse_bytes(config.memory)
@@ -189,6 +205,7 @@ class Job:
                     Mount("/tmp", None, type="tmpfs", tmpfs_mode=0o777, tmpfs_size=parse_bytes(config.tmp_size))],
             read_only=True, **confined(session.task),
             networks=job_networks(config.network, session.sandbox.walled),
+            constraints=session.sandbox.nodes.avoid() or None,
             stop_signal="SIGINT", stop_grace_period=int(config.stop_grace * 1e9))
         self.service_id = service.id
         fleet.pinned(session.image, service.attrs.get("Spec") or {})
@@ -197,10 +214,11 @@ class Job:
             stream.start()
 
     def watch_state(self) -> None:
-        """Blocks until the job's task is terminal; records why when it never ran."""
+        """Blocks until the job's task is terminal, or its streams brought its exit code;
+        records why when it never ran or its node was lost."""
         api = self.engine.client.api
         started = time.monotonic()
-        while not self.ended.is_set():
+        while not self._over():
             try:
                 tasks = api.tasks(filters={"service": self.service_id})
             except engines.engine_errors() as exc:
@@ -213,8 +231,13 @@ class Job:
                 return
             if tasks and all(s in TERMINAL for s in states):
                 status = tasks[0]["Status"]
+                if fleet.stale_network(status) and self.placements < fleet.PLACEMENTS and self._place_again():
+                    started = time.monotonic()
+                    continue
                 if status["State"] in ("rejected", "orphaned") or not status.get("ContainerStatus"):
                     self.error = f"swarm job {status['State']}: {status.get('Err') or status.get('Message')}"
+                elif status["State"] != "complete":
+                    self.ended_as = f"{status['State']}: {status.get('Err') or status.get('Message')}"
                 return
             waiting = not tasks or states == ["pending"]
             if waiting and time.monotonic() - started > self.session.config.start_timeout:
@@ -222,22 +245,61 @@ class Job:
                 return
             time.sleep(0.2)
 
+    def _over(self) -> bool:
+        """Whether the streams settled the job. Streams that ended without the exit code while
+        the task still runs (a cut link breaks the manager's log relay seconds before Swarm
+        calls the node down) do not: the watch goes on until the node is lost or the task ends."""
+        return self.ended.is_set() and (self.exit_code is not None or self.removed or self.error is not None)
+
+    def missing_exit(self) -> str:
+        """Why the job has no exit code: its error, or what Swarm said of its task."""
+        told = f" (its task {self.ended_as})" if self.ended_as else ""
+        return self.error or f"the swarm job ended without reporting its exit code{told}"
+
+    def _place_again(self) -> bool:
+        """Blocking: the job's node rejected it for a stale network (it never ran): shun that
+        node and make the service again, then drop the rejected one. False once killed."""
+        with self._placing:
+            if self.removed:
+                return False
+            if self.node_id and (note := self.session.sandbox.nodes.shun(self.engine.client, self.node_id)):
+                self.notes.append(note)
+            rejected = (self.service_id, self.config_id)
+            self.node_id = None
+            self.submit(self.files_tgz)
+            # The rejected service's streams may have ended the job already: this one starts anew.
+            self.ended.clear()
+            self.done = self.loop.create_future()
+        self._remove(*rejected)
+        return True
+
     def placed(self) -> str | None:
-        """Blocks until Swarm has put the job on a node (or it ended first); the node's name."""
+        """Blocks until the job's container starts on a node (or its task ended first): that
+        node's name. A node that rejects it for a stale network is shunned and the job placed
+        again here, so the node named is the one it runs on."""
         started = time.monotonic()
-        while self.node_id is None and not self.ended.is_set():
-            self.node_id = fleet.task_node(self.engine.client, self.service_id)
-            if self.node_id is None:
-                if time.monotonic() - started > self.session.config.start_timeout:
-                    return None  # watch_state says why
-                time.sleep(0.05)
+        while self.service_id is not None:
+            task = fleet.first_task(self.engine.client, self.service_id) or {}
+            status = task.get("Status") or {}
+            if fleet.stale_network(status) and self.placements < fleet.PLACEMENTS and self._place_again():
+                started = time.monotonic()
+                continue
+            if task.get("NodeID") and status.get("State") in STARTED | TERMINAL:
+                self.node_id = task["NodeID"]
+                break
+            if time.monotonic() - started > self.session.config.start_timeout:
+                break  # watch_state says why
+            time.sleep(0.05)
         return self.session.sandbox.nodes.name(self.engine.client, self.node_id) if self.node_id else None
 
-    async def finish_streams(self, grace: float = 3.0) -> None:
-        """After the task ended, give the log streams ``grace`` seconds to reach their markers
-        (a stream that never does ends when the service is removed)."""
+    async def finish_streams(self) -> None:
+        """After the task ended, give the log streams time to reach their markers (a stream that
+        never does ends when the service is removed). A task that ended by itself gets
+        LOG_GRACE: Swarm relays a worker's logs through the manager, and on a loaded machine
+        they trail the task's end by seconds; a verdict read before they arrive would be lost.
+        A job whose node was lost or that never ran gets LOST_GRACE."""
         try:
-            await asyncio.wait_for(asyncio.shield(self.done), grace)
+            await asyncio.wait_for(asyncio.shield(self.done), LOST_GRACE if self.error else LOG_GRACE)
         except TimeoutError:
             pass
 
@@ -253,9 +315,14 @@ class Job:
     def remove(self) -> None:
         """Remove the service (the stop signal, SIGKILL after stop_grace), its config, and its
         stopped container on this node."""
+        with self._placing:
+            self.removed = True
+        self._remove(self.service_id, self.config_id)
+
+    def _remove(self, service_id: str | None, config_id: str | None) -> None:
         client = self.engine.client
-        for remove in (lambda: client.api.remove_service(self.service_id) if self.service_id else None,
-                       lambda: client.api.remove_config(self.config_id) if self.config_id else None):
+        for remove in (lambda: client.api.remove_service(service_id) if service_id else None,
+                       lambda: client.api.remove_config(config_id) if config_id else None):
             with contextlib.suppress(*engines.engine_errors()):  # removed already
                 remove()
         self._end()
