@@ -101,8 +101,8 @@ class TickSummary:
 def skipped_marker(first: LiveEvent, count: int) -> LiveEvent:
     """A tail line where the feed left events out (a trial printing faster than a pane can
     show): it says how many, in place of the last of them, so a tail never skips silently."""
-    return [first[0] - 1, first[1], "status", "runner",
-            f"… {count:,} events not shown live (every one is stored; review shows them)"]
+    return (first[0] - 1, first[1], "status", "runner",
+            f"… {count:,} events not shown live (every one is stored; review shows them)")
 
 
 PREPARED_KEPT = 50  # preparation lines kept: the build's progress needs the last few

@@ -122,7 +122,7 @@ class ContainerFactory:
 
     def __init__(self, config: DockerSettings, suite_id: str, network: str):
         self.config, self.suite_id, self.network = config, suite_id, network
-        self.pool: dict[tuple[str, str], list[asyncio.Task]] = {}
+        self.pool: dict[tuple[str, str, ContainerShape], list[asyncio.Future[str]]] = {}
 
     def _create(self, engine: Engine, image: str, name: str | None, labels: dict[str, str],
                 bind_root: str | None, start: bool, shape: ContainerShape) -> str:

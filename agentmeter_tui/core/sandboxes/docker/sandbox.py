@@ -65,11 +65,13 @@ class DockerSandbox(EngineSandbox):
         self.relays = RelayPool()
         self.wall = HostWall()  # this machine's addresses, closed to the isolated network but the relays
         self.gateways: dict[tuple[str, str], str | None] = {}  # (engine, network) -> where containers reach us
-        self.tunnels: dict[str, Any] = {}  # remote engine -> SSH connection carrying reverse tunnels
+        self.ssh_links: dict[str, Any] = {}  # remote engine -> the SSH connection carrying its reverse tunnels
+        self.tunnels: dict[tuple[str, tuple[str, int]], Any] = {}  # (engine, target) -> its tunnel's listener
         self.watch = HostWatch(self.placement, self._probe, self.config.probe_interval)
         self._connect_lock = asyncio.Lock()
         self._local_files: LocalSandbox | None = None
-        self._bundle: Manifest | None | bool = False  # not read yet
+        self._bundle: Manifest | None = None
+        self._bundle_read = False
         self.containers = ContainerFactory(self.config, suite.id, self.network_mode())
         self.contracts = ContractCache(self.config)
         self.problems: list[str] = []  # tasks whose own image failed: their trials fail, the run goes on
@@ -165,13 +167,13 @@ class DockerSandbox(EngineSandbox):
         from docker.errors import NotFound
 
         if mode == ISOLATED_NETWORK:
-            network = isolated_network(client)
+            found = isolated_network(client)
         else:
             try:
-                network = client.networks.get(mode)
+                found = client.networks.get(mode)
             except NotFound:
                 raise engines.EngineError(f"docker network '{mode}' does not exist on {engine.name}") from None
-        configs = (network.attrs.get("IPAM") or {}).get("Config") or []
+        configs = (found.attrs.get("IPAM") or {}).get("Config") or []
         return next((c["Gateway"] for c in configs if c.get("Gateway")), None)
 
     async def translate_url(self, url: str, engine_name: str, network: str | None = None) -> str:
@@ -203,9 +205,10 @@ class DockerSandbox(EngineSandbox):
         entry = self.entries[engine_name]
         key = (engine_name, target_of(url))
         if key not in self.tunnels:
-            conn = self.tunnels.get(engine_name)
+            assert entry.url is not None  # a remote engine is named by its URL
+            conn = self.ssh_links.get(engine_name)
             if conn is None:
-                conn = self.tunnels[engine_name] = await connect(SshTarget.from_url(entry.url, entry.key,
+                conn = self.ssh_links[engine_name] = await connect(SshTarget.from_url(entry.url, entry.key,
                                                                                     entry.known_hosts))
             listener = await conn.forward_remote_port("127.0.0.1", 0, *target_of(url))
             self.tunnels[key] = listener
@@ -213,7 +216,12 @@ class DockerSandbox(EngineSandbox):
 
     async def open(self, task: Task, trial_id: int, token: str) -> DockerSession:
         slot = self.placement.slot_for(token)
-        host = slot.host if slot else self.placement.pick().name
+        if slot is not None:
+            host = slot.host
+        elif (picked := self.placement.pick()) is not None:
+            host = picked.name
+        else:  # every engine is down: the trial is infra-invalid and retried, as on a lost engine
+            raise ConnectionError("no docker engine is up to open a trial on")
         session = None
         try:
             engine = await self.engine(host)
@@ -236,8 +244,8 @@ class DockerSandbox(EngineSandbox):
 
     def bundle(self) -> Manifest | None:
         """The mounted CLIs' runtime manifest, read once per run."""
-        if self._bundle is False:
-            self._bundle = load_manifest(default_clis_root())
+        if not self._bundle_read:
+            self._bundle, self._bundle_read = load_manifest(default_clis_root()), True
         return self._bundle
 
     def local_files(self) -> LocalSandbox:
@@ -254,9 +262,8 @@ class DockerSandbox(EngineSandbox):
                 print(f"agentmeter: {problem}", file=sys.stderr, flush=True)
         await self.relays.close()
         await asyncio.to_thread(self.wall.close)
-        for key, value in list(self.tunnels.items()):
-            if isinstance(key, str):
-                value.close()
+        for conn in list(self.ssh_links.values()):  # its tunnels' listeners close with it
+            conn.close()
         for engine in self.engines.values():
             engine.close()
 

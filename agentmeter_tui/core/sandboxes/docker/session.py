@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ...install.clisbundle import Manifest, container_argv
 from ...paths import shared_tmp
 from ..archive import TarWriter, extract
-from ..base import ExecResult, KillPolicy, LaunchSpec, OutputCallback, SandboxSession, TrialSlot
+from ..base import AgentHandle, ExecResult, KillPolicy, LaunchSpec, OutputCallback, SandboxSession, TrialSlot
 from ..common import map_argv, shipped_files, trial_env
 from ..hostfs import FETCH_LIMIT, read_globs
 from ..local import LocalSession, remove_root
@@ -142,7 +142,7 @@ class ContainerSession(SandboxSession):
 
     # -- processes -----------------------------------------------------------------------------
 
-    async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> DockerAgent:
+    async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> AgentHandle:
         api = self.engine.client.api
         cwd = spec.cwd or self.workspace
         argv = [*RECORD_PID, *self._native(map_argv(spec.argv, ROOT))]
@@ -250,14 +250,15 @@ class ContainerSession(SandboxSession):
             return base.rstrip("/") or "/"
         return {"workspace": self.workspace, "home": self.home}.get(base, f"{ROOT}/{base}")
 
-    def _bound(self, base: str) -> bool:
-        """Whether ``base`` is in the bind-mounted folder of this machine (bind mode)."""
-        return self.host_files is not None and base in ("home", "workspace", "scratch") and \
-            self._path(base).startswith(ROOT + "/")
+    def _bound(self, base: str) -> LocalSession | None:
+        """The bind-mounted folder of this machine, when ``base`` is in it (bind mode)."""
+        if base in ("home", "workspace", "scratch") and self._path(base).startswith(ROOT + "/"):
+            return self.host_files
+        return None
 
     async def write_files(self, base: str, files: dict[str, bytes]) -> None:
-        if self._bound(base):  # whatever the agent planted there (hostfs.py); what is made is given to it
-            await self.host_files.write_files(base, files)
+        if (bound := self._bound(base)) is not None:  # whatever the agent planted there (hostfs.py); what is made is given to it
+            await bound.write_files(base, files)
             return
         path = self._path(base)
         tar = TarWriter(uid=self.uid)
@@ -284,8 +285,8 @@ class ContainerSession(SandboxSession):
         return dest / os.path.basename(path)
 
     async def fetch_files(self, base: str, patterns: list[str], limit_bytes: int = 64 << 20) -> dict[str, bytes]:
-        if self._bound(base):
-            return await self.host_files.fetch_files(base, patterns, limit_bytes)
+        if (bound := self._bound(base)) is not None:
+            return await bound.fetch_files(base, patterns, limit_bytes)
         from docker.errors import NotFound
 
         # Only the folder the patterns share is copied out: a Harbor task's HOME is the image's
@@ -307,8 +308,8 @@ class ContainerSession(SandboxSession):
         return {f"{prefix}/{rel}" if prefix else rel: data for rel, data in found.items()}
 
     async def collect_workspace(self, dest: Path) -> Path:
-        if self._bound("workspace"):
-            return Path(self.host_files.workspace)
+        if (bound := self._bound("workspace")) is not None:
+            return Path(bound.workspace)
         if self.workspace == "/":
             raise RuntimeError("the task's working folder is /: not copied out whole")
         return await self._copy_out(self.workspace, dest, FETCH_LIMIT)

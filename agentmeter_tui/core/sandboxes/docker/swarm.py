@@ -123,7 +123,8 @@ class SwarmSandbox(EngineSandbox):
         self.watch = HostWatch(self.placement, self._probe, 10.0)
         self._lock = asyncio.Lock()
         self.contracts = ContractCache(self.config)
-        self._bundle: Manifest | None | bool = False  # not read yet
+        self._bundle: Manifest | None = None
+        self._bundle_read = False
         self.problems: list[str] = []  # tasks whose own image failed: their trials fail, the run goes on
 
     def capacity(self) -> int:
@@ -213,8 +214,8 @@ class SwarmSandbox(EngineSandbox):
 
     def bundle(self) -> Manifest | None:
         """The mounted CLIs' runtime manifest (Harbor tasks), read once per run."""
-        if self._bundle is False:
-            self._bundle = load_manifest(default_clis_root())
+        if not self._bundle_read:
+            self._bundle, self._bundle_read = load_manifest(default_clis_root()), True
         return self._bundle
 
     def translate_url(self, url: str) -> Any:

@@ -160,6 +160,7 @@ class SwarmHarborSession(ContainerSession):
 
     async def create(self, task: Task) -> None:
         engine = self.manager
+        assert self.image is not None  # given to __init__: a Harbor trial's service runs its task's image
         contract, limits = await self.sandbox.contracts.contract(engine, self.image, task)
         self.adopt(contract, run_as(self.config))
         self.notes += unenforced(task, limits)
@@ -227,7 +228,8 @@ class SwarmHarborSession(ContainerSession):
         from docker.types import Mount, Resources, RestartPolicy, ServiceMode
         from docker.utils import parse_bytes
 
-        config, client = self.config, self.manager.client
+        config, client, image = self.config, self.manager.client, self.image
+        assert image is not None  # given to __init__
         env = task.spec.environment
         cpus = min(env.cpus or config.cpus, limits.cpus)
         memory = env.memory_mb * 1024 * 1024 if env.memory_mb else parse_bytes(config.memory)
@@ -235,7 +237,7 @@ class SwarmHarborSession(ContainerSession):
         mounts = [Mount(config.clis_root, str(default_clis_root()), type="bind", read_only=True)] \
             if self.mount_clis else []
         service = client.services.create(
-            self.image, command=KEEPALIVE, name=f"agentmeter-t{self.trial_id}-{self.token[:8]}", labels=labels,
+            image, command=KEEPALIVE, name=f"agentmeter-t{self.trial_id}-{self.token[:8]}", labels=labels,
             container_labels=labels, init=True, user="0:0", workdir=contract.workdir, mounts=mounts,
             # Limits, not reservations: Harbor's cpus and memory_mb are ceilings (docker --cpus, --memory).
             resources=service_limits(Resources(cpu_limit=int(cpus * 1e9), mem_limit=memory), config.pids),
@@ -245,7 +247,7 @@ class SwarmHarborSession(ContainerSession):
             networks=[network] if network else job_networks(config.network, getattr(self.sandbox, "walled", None)),
             stop_grace_period=int(config.stop_grace * 1e9))
         self.service_id = service.id
-        pinned(self.image, service.attrs.get("Spec") or {})
+        pinned(image, service.attrs.get("Spec") or {})
 
     def _wait_running(self) -> str:
         """Blocking: the id of the service's container once Swarm reports it running (and its
@@ -301,11 +303,16 @@ class SwarmHarborSession(ContainerSession):
         try:
             await self.remove_container()
             await self.engine.call(self._wait_gone)
-        except (*engines.engine_errors(), ConnectionError):
+        except self.gone_errors():
             if not self.remote:
                 raise
             # The worker is gone: the manager has removed the service, and the node drops its
             # container as it comes back (what Swarm does with a removed service's task).
+
+    @staticmethod
+    def gone_errors() -> tuple[type[BaseException], ...]:
+        """What removing a trial's container raises when its node (engine or link) is gone."""
+        return (*engines.engine_errors(), ConnectionError)
 
     def _remove_service(self) -> None:
         if self.service_id is not None:

@@ -50,9 +50,13 @@ echo "$m-end"
 
 
 class _JobSandbox(Protocol):
-    suite: Suite
-    nodes: fleet.NodeWatch
-    walled: str | None  # the walled network (``nodewall.py``), when the suite keeps network = "walled"
+    # Read-only members: a sandbox's own attributes may be narrower than what a job reads.
+    @property
+    def suite(self) -> Suite: ...
+    @property
+    def nodes(self) -> fleet.NodeWatch: ...
+    @property
+    def walled(self) -> str | None: ...  # the walled network (``nodewall.py``), when the suite keeps network = "walled"
 
 
 class JobSession(Protocol):
@@ -61,7 +65,8 @@ class JobSession(Protocol):
 
     engine: engines.Engine
     config: Any  # the swarm sandbox's Settings
-    sandbox: _JobSandbox
+    @property
+    def sandbox(self) -> _JobSandbox: ...  # read-only: the session's own is a SwarmSandbox
     trial_id: int
     token: str
     image: str
