@@ -52,7 +52,7 @@ def grid_options(args: argparse.Namespace):
 def implied_suite(args: argparse.Namespace, db: Path) -> Path | int:
     """The suite folder to run: the given one as it is, or the one the options imply (written
     beside the store and recorded in it). An exit code, the reason printed, when it cannot be."""
-    from ..core.datasets.registry import is_dataset_ref
+    from ..core.harbor.dataset_registry import is_dataset_ref
     from ..core.run.launch import resolve_suite_path
     from ..core.suites.grid import GridError
 
@@ -105,7 +105,7 @@ def _base_suite(suite_path: Path) -> tuple[Path, dict]:
 
 def _dataset(ref: str, registry: str | None, db: Path) -> tuple[Path, list[TaskSource]]:
     from ..core.datasets.fetch import FetchError, fetch_dataset
-    from ..core.datasets.registry import RegistryError, find_dataset
+    from ..core.harbor.dataset_registry import RegistryError, find_dataset
     from ..core.store import Store
 
     try:

@@ -101,8 +101,8 @@ def _finish(outcome, what: str, db: str, suite: str | None = None) -> int:
 
 
 def import_harbor(args: argparse.Namespace) -> int:
-    from ..core.interop.harbor import PASS_THRESHOLD, job_name, read_job
-    from ..core.interop.harbor_export import job_folders
+    from ..core.harbor.exporter import job_folders
+    from ..core.harbor.importer import PASS_THRESHOLD, job_name, read_job
     from ..core.interop.trials import store_all
     from ..core.store import Store
 
@@ -183,7 +183,7 @@ def export_atif(args: argparse.Namespace) -> int:
 
 
 def export_harbor_jobs(args: argparse.Namespace) -> int:
-    from ..core.interop.harbor_export import export_jobs
+    from ..core.harbor.exporter import export_jobs
     from ..core.reporting.records import STATUSES
     from ..core.store import Store
 

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    from ..core.interop.submission import check_submission
+    from ..core.harbor.submission import check_submission
 
     if not args.path.is_dir():
         print(f"agentmeter submission: {args.path}: not a folder", file=sys.stderr)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agentmeter_tui.core.datasets.registry import RegistryError, read_registry
+from agentmeter_tui.core.harbor.dataset_registry import RegistryError, read_registry
 from agentmeter_tui.core.store import Store
 from tests.conftest import ROOT, agentmeter
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from agentmeter_tui.core import pricing
-from agentmeter_tui.core.datasets.registry import read_registry
+from agentmeter_tui.core.harbor.dataset_registry import read_registry
 from agentmeter_tui.core.suites.grid import GridOptions, grid_suite, write_grid_suite
 from agentmeter_tui.core.suites.load import load_suite
 from tests.conftest import ROOT

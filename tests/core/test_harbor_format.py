@@ -15,7 +15,7 @@ import pytest
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.suites.load import load_suite
 from agentmeter_tui.core.tomlerrors import InputError
-from agentmeter_tui.core.verifiers.harbor import RewardError, headline, read_rewards
+from agentmeter_tui.core.harbor.verifier import RewardError, headline, read_rewards
 from tests.conftest import FIXTURES, ROOT, agentmeter
 
 HARBOR = FIXTURES / "harbor"
@@ -45,7 +45,7 @@ def test_both_schema_spellings_load_with_unknown_keys_kept(harbor):
 
 
 def test_how_a_task_contract_is_chosen(tmp_path):
-    from agentmeter_tui.core.suites.taskfolders import is_harbor
+    from agentmeter_tui.core.harbor.taskfile import is_harbor
 
     assert is_harbor({"version": "2.0"}) and is_harbor({"schema_version": "1.0"})
     assert is_harbor({"verifier": {"kind": "harbor"}})  # explicit, without a version

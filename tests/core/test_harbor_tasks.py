@@ -120,7 +120,7 @@ async def test_the_suite_threshold_decides_the_pass(tmp_path, docker_engine):
     from agentmeter_tui.core.sandboxes.base import LaunchSpec
     from agentmeter_tui.core.sandboxes.docker.sandbox import DockerSandbox
     from agentmeter_tui.core.suites.load import load_suite
-    from agentmeter_tui.core.verifiers.harbor import HarborVerifier
+    from agentmeter_tui.core.harbor.verifier import HarborVerifier
 
     suite_dir, _ = harbor_suite(tmp_path, "agents")
     suite = load_suite(suite_dir)

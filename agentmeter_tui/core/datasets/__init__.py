@@ -1,2 +1,2 @@
-"""Datasets by name: a registry file in Harbor's format, and the pinned task folders it names
-fetched with git into a cache once (``agentmeter run NAME@VERSION``)."""
+"""Datasets by name: a registry file in Harbor's format (``core/harbor/dataset_registry.py``), and
+the pinned task folders it names fetched with git into a cache once (``agentmeter run NAME@VERSION``)."""

@@ -19,7 +19,7 @@ import tarfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .registry import Dataset, RegistryTask
+from ..harbor.dataset_registry import Dataset, RegistryTask
 
 CACHE_ENV = "AGENTMETER_DATASETS_DIR"
 

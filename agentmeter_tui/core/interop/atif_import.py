@@ -14,10 +14,10 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from ..harbor.importer import cli_name
 from ..vocab import FINAL_STATUSES
 from .atif_read import events_from_trajectory, trajectory_totals
 from .atif_schema import AtifError, Trajectory, parse_trajectory
-from .harbor import cli_name
 from .trials import ImportedTrial, Skipped
 from .walls import Refused, read_under
 

@@ -33,10 +33,10 @@ from ..usage import TokenUsage
 from ..verifiers import VERIFIERS
 from ..vocab import EventKind, KillReason, ParsedEvent, TrialStatus
 from . import record
-from .record import TrialOutcome
 from .budget_hold import BudgetHold, BudgetChecks
 from .control import Meter
 from .provider_errors import ProviderErrors
+from .record import TrialOutcome
 from .trialview import TrialPlan
 
 if TYPE_CHECKING:
@@ -319,7 +319,7 @@ class TrialRun(BudgetChecks):
         verifier = VERIFIERS.get(plan.task.verifier.kind)(plan.task,
                                                           pass_threshold=self.ctx.suite.spec.suite.pass_threshold)
         if plan.task.contract == "harbor":  # Harbor's LLM-judge verifiers read the transcript
-            from ..verifiers.harbor import trajectory_of
+            from ..harbor.verifier import trajectory_of
 
             verifier.trajectory = await trajectory_of(self)
         verdict = await self._verify_unless_killed(verifier.verify(session), session)

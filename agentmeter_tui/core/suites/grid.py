@@ -132,8 +132,8 @@ def _set_models(data: dict[str, Any], options: GridOptions) -> None:
 
 def default_sandbox(folders: list[Path]) -> str:
     """docker when a task follows Harbor's contract (it needs a container), local otherwise."""
+    from ..harbor.taskfile import is_harbor
     from ..tomlerrors import load_toml
-    from .taskfolders import is_harbor
 
     for folder in folders:
         try:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..harbor.taskfile import HARBOR, HarborTaskFile, is_harbor
 from ..tomlerrors import InputError, load_toml, validate
 from ..vocab import is_tier
 from .suite import Suite, Task
 from .suitefile import SuiteFile, SuiteSection
 from .taskfiles import check_task_files, outside
-from .taskfolders import HARBOR, HarborTaskFile, TaskFile, is_harbor, task_folders
+from .taskfolders import TaskFile, task_folders
 
 
 def load_task(folder: Path) -> Task:

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from ..harbor.taskfile import HARBOR
 from ..tomlerrors import InputError
 from .suitefile import CliEntry, ModelEntry, Provider, SuiteFile
-from .taskfolders import HARBOR, Budget, TaskFile, VerifierSection
+from .taskfolders import Budget, TaskFile, VerifierSection
 
 
 

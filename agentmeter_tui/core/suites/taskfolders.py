@@ -4,10 +4,8 @@ Two task contracts load side by side:
 
 * **agentmeter's own** (``[task]``, ``[verifier] kind = "command" | "differential" | "none"``):
   strict tables, so a typo is an error naming file, line and field;
-* **Harbor's** (Terminal-Bench 2 ``version = "2.0"``, Harbor templates ``schema_version = "1.x"``,
-  or ``[verifier] kind = "harbor"``): the verifier is ``tests/test.sh`` writing
-  ``/logs/verifier/reward.txt|json``, and every table keeps keys we do not know (Harbor grows
-  its schema; a dataset written for a newer Harbor must still load).
+* **Harbor's**: the same tables keeping keys we do not know, modelled in
+  ``core/harbor/taskfile.py`` (which also tells the two apart).
 
 A suite takes its tasks from its own folder or from ``[suite] tasks_dir`` (a checkout of a
 Harbor dataset elsewhere on disk, read in place), filtered by ``include`` / ``exclude`` globs
@@ -29,8 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..capabilities import capability_name
 from ..wire import provider_kinds
 from ..vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL, Tier
-
-HARBOR = "harbor"
 
 
 class Open(BaseModel):
@@ -107,32 +103,6 @@ class TaskFile(Strict):
     environment: EnvironmentSection = EnvironmentSection()
     solution: dict[str, Any] = {}
     budgets: Budget | None = None
-
-
-class HarborTaskSection(TaskSection):
-    model_config = ConfigDict(extra="allow")
-
-
-class HarborVerifierSection(VerifierSection):
-    kind: str = HARBOR
-
-
-class HarborTaskFile(TaskFile):
-    """A Harbor task.toml: the same tables, every one keeping keys we do not know."""
-
-    model_config = ConfigDict(extra="allow")
-
-    task: HarborTaskSection = HarborTaskSection()
-    verifier: HarborVerifierSection = HarborVerifierSection()
-
-
-def is_harbor(data: dict[str, Any]) -> bool:
-    """Whether a parsed task.toml follows Harbor's contract (module docstring)."""
-    verifier = sub if isinstance(sub := data.get("verifier"), dict) else {}
-    kind = verifier.get("kind")
-    if kind is not None:
-        return kind == HARBOR
-    return "version" in data or "schema_version" in data
 
 
 def task_folders(root: Path, include: list[str], exclude: list[str]) -> list[Path]:

@@ -14,7 +14,7 @@ Network (``network``): ``isolated`` (default: an internal network whose only rea
 address is this machine's relay to the model server or metering proxy), ``bridge``,
 ``host``, ``none`` or the name of an existing network.
 
-A task that follows Harbor's contract runs as Harbor runs it instead (``harbor.py``): in its
+A task that follows Harbor's contract runs as Harbor runs it instead (``core/harbor/contract.py``): in its
 image's WORKDIR, with the image's ENV, as root, on a writable root filesystem.
 """
 
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ...harbor.contract import ContractCache, open_network, run_as, unenforced
 from ...install.clisbundle import Manifest, load_manifest
 from ...paths import default_clis_root, shared_tmp
 from ...run.placement import Host, Placement
@@ -37,7 +38,6 @@ from ..local import LocalSandbox
 from ..relay import RelayPool, is_loopback
 from . import engine as engines
 from .containers import ISOLATED_NETWORK, ROOT, ContainerFactory, DockerSettings, sweep
-from .harbor import ContractCache, open_network, run_as, unenforced
 from .hostwall import HostWall, isolated_network
 from .images import ImageError, ImageResolver
 from .leftovers import EngineSandbox, EngineTarget

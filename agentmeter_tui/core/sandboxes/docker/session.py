@@ -4,8 +4,8 @@ made it (the docker sandbox's ``docker create``, or a swarm service's task on th
 The agent runs through an exec whose output streams back line by line; the verifier's
 commands are execs as root; files go in and out as tar archives; a kill is the signal ladder
 inside the container, then the container killed (``exec.py``). A task that follows Harbor's
-contract (``harbor.py``) runs in its image's WORKDIR with its ENV, as root unless the suite
-says otherwise, and its verifier (``verifiers/harbor.py``) runs here, in the agent's container.
+contract (``core/harbor/contract.py``) runs in its image's WORKDIR with its ENV, as root unless the suite
+says otherwise, and its verifier (``core/harbor/verifier.py``) runs here, in the agent's container.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...harbor.contract import ImageContract, agent_env, harbor_home
 from ...install.clisbundle import Manifest, container_argv
 from ...paths import shared_tmp
 from ..archive import TarWriter, extract
@@ -28,7 +29,6 @@ from ..local import LocalSession, remove_root
 from . import engine as engines
 from .containers import ROOT
 from .exec import RECORD_PID, DockerAgent, ExecStream, end_agent, run_exec, run_ladder
-from .harbor import ImageContract, agent_env, harbor_home
 from .limits import DiskWatch, sized_rootfs, written_folder, written_rootfs
 
 if TYPE_CHECKING:

@@ -44,6 +44,7 @@ from ..base import (
     SandboxSession,
     TrialSlot,
 )
+from ...harbor.contract import ContractCache
 from ..common import HostWatch, Settings, load_settings, map_argv, resolve_path, shipped_files, trial_env
 from ..hostcheck import HostCheck, check_docker_engine
 from ..local import LocalSession, remove_root
@@ -51,13 +52,12 @@ from ..relay import RelayPool, is_loopback, replace_host, target_of
 from . import engine as engines
 from .containers import sweep
 from .fleet import NodeWatch, Publisher
-from .harbor import ContractCache
 from .hostwall import HostWall
 from .images import HOST_IMAGE, ImageError, ImageResolver
+from .leftovers import EngineSandbox, EngineTarget
 from .limits import SIZE_PATTERN
 from .nodeengines import NodeEngines
 from .nodewall import WALLED, NodeWalls, host_network_note, walled_network
-from .leftovers import EngineSandbox, EngineTarget
 from .rootfs import AGENT_UID
 from .session import check_bundle
 from .swarmharbor import SwarmHarborSession

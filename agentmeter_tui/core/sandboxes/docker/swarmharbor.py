@@ -35,6 +35,7 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
+from ...harbor.contract import EngineLimits, ImageContract, open_network, run_as, unenforced
 from ...install.clisbundle import Manifest
 from ...paths import default_clis_root
 from ..base import AgentHandle, LaunchSpec, OutputCallback, TrialSlot
@@ -42,7 +43,6 @@ from ..relay import is_loopback
 from . import engine as engines
 from .containers import KEEPALIVE
 from .fleet import PLACEMENTS, NodeWatch, pinned, stale_network
-from .harbor import EngineLimits, ImageContract, open_network, run_as, unenforced
 from .hostwall import CLOSED_CHAIN, HostWall
 from .limits import confined, service_limits
 from .nodewall import job_networks
@@ -50,10 +50,10 @@ from .session import ContainerSession
 from .swarmjob import TERMINAL
 
 if TYPE_CHECKING:
+    from ...harbor.contract import ContractCache
     from ...suites.suite import Suite, Task
     from ..common import HostWatch
     from ..relay import RelayPool
-    from .harbor import ContractCache
     from .nodeengines import NodeEngines
 CLOSED_NETWORK = "agentmeter-isolated-swarm"
 

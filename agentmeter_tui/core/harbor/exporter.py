@@ -31,10 +31,10 @@ import orjson
 
 from ... import __version__
 from ..harnesses import ADAPTERS
+from ..interop.atif import trial_trajectory
+from ..interop.atif_steps import _iso
 from ..metrics.trials import pass_at_k
 from ..usage import TokenUsage
-from .atif import trial_trajectory
-from .atif_steps import _iso
 
 NAMESPACE = uuid.UUID("6f0c7a52-3a51-4c1e-9d0b-36a9a3c1e0a4")  # ids derived from the store: same store, same ids
 AGENT_FIELDS: dict[str, Any] = {"import_path": None, "base_url": None, "model_api_key_name": None, "model_api_format": None,

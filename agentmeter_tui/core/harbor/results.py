@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .atif_schema import Count, Money
+from ..interop.atif_schema import Count, Money
 
 
 class _Lenient(BaseModel):

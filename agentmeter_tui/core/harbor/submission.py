@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from .walls import Walls
+from ..interop.walls import Walls
 
 MIN_TRIALS = 5
 RULES = ("terminal-bench-2",)
@@ -115,7 +115,7 @@ def _trial(walls: Walls, folder: Path, violations: list[Violation]) -> tuple[str
 
 
 def check_submission(root: Path, rules: str = "terminal-bench-2") -> CheckResult:
-    from .harbor_export import job_folders
+    from .exporter import job_folders
 
     if rules not in RULES:
         raise ValueError(f"unknown rules {rules!r}; known: {', '.join(RULES)}")

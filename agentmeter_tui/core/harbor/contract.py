@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ... import procs
-from ..common import SYSTEM_PATH
-from .containers import ISOLATED_NETWORK, ContainerShape, DockerSettings
-from .limits import granted, sized_rootfs
+from .. import procs
+from ..sandboxes.common import SYSTEM_PATH
+from ..sandboxes.docker.containers import ISOLATED_NETWORK, ContainerShape, DockerSettings
+from ..sandboxes.docker.limits import granted, sized_rootfs
 
 if TYPE_CHECKING:
-    from ...suites.suite import Task
-    from .engine import Engine
+    from ..sandboxes.docker.engine import Engine
+    from ..suites.suite import Task
 
 
 @dataclass(frozen=True)

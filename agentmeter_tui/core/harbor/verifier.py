@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import Verifier, VerifierResult
-from .command import MAX_OUTPUT
+from ..verifiers.base import Verifier, VerifierResult
+from ..verifiers.command import MAX_OUTPUT
 
 if TYPE_CHECKING:
     from ..sandboxes.base import SandboxSession

@@ -10,7 +10,7 @@ Mapping (docs/import-export.md has the table):
 - agent -> CLI: Harbor's names onto our adapters where one matches (``qwen-coder`` is our
   ``qwen-code``); other agents (``oracle``, ``terminus-2``, ...) keep their own name.
 - reward -> quality (the ``reward`` key, else the mean of the named rewards; a reward that is
-  not a number in [0, 1] refuses the trial, see ``harbor_models.Reward``); passed when it reaches the pass threshold of Harbor tasks run here (1.0).
+  not a number in [0, 1] refuses the trial, see ``results.Reward``); passed when it reaches the pass threshold of Harbor tasks run here (1.0).
 - tokens: ``n_input_tokens`` includes the cache, so uncached = input - cache; Harbor records
   no cache writes and no reasoning count, so those stay 0 (reasoning inside output) unless
   the trial's ATIF trajectory states them and agrees with the totals.
@@ -37,15 +37,15 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..harnesses import ADAPTERS
+from ..interop.atif_read import ImportedEvent, events_from_trajectory, trajectory_totals
+from ..interop.atif_schema import AtifError, parse_trajectory
+from ..interop.cli_logs import has_parser, parse_log, total
+from ..interop.trials import ImportedTrial, Skipped
+from ..interop.walls import Walls
 from ..usage import TokenUsage
 from ..vocab import FINAL_STATUSES, EventKind
-from .atif_read import ImportedEvent, events_from_trajectory, trajectory_totals
-from .atif_schema import AtifError, parse_trajectory
-from .cli_logs import has_parser, parse_log, total
-from .harbor_export import apply_ours
-from .harbor_models import JobConfig, TrialResult
-from .trials import ImportedTrial, Skipped
-from .walls import Walls
+from .exporter import apply_ours
+from .results import JobConfig, TrialResult
 
 PASS_THRESHOLD = 1.0  # Harbor tasks run here pass at reward >= 1.0 unless the suite says otherwise
 OUTPUT_LIMIT = 64 * 1024  # verifier output kept per trial (its head and tail)
