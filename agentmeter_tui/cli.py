@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("interop", "write trials in another tool's format"),
     "submission": ("submission", "check a leaderboard submission (Harbor job folders)"),
     "prices": ("prices", "price snapshots"),
-    "mockllm": ("mockllm", "the scripted model server (offline model APIs)"),
+    "mockllm": ("scripted", "the scripted model server (offline model APIs)"),
     "transcript": ("transcript", "read saved agent CLI output"),
     "images": ("images", "build a suite's task images ahead of its run"),
     "doctor": ("doctor", "check the agent CLIs, sandbox hosts and store a suite needs"),

@@ -69,10 +69,10 @@ async def screen_seconds(db: Path, left: int, right: int) -> tuple[float, float,
     """(open to drawn wall, its CPU, open to every step read wall)."""
     from agentmeter_tui.ui.app import AgentMeterApp
     from agentmeter_tui.ui.screens.compare import CompareScreen
-    from agentmeter_tui.ui.session import Session
+    from agentmeter_tui.ui.session import UiSession
     from benchmarks.ui_load import FrameClock
 
-    app = AgentMeterApp(Session(db, reviewer="bench", live=False), screen="grid", connect=False)
+    app = AgentMeterApp(UiSession(db, reviewer="bench", live=False), screen="grid", connect=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()

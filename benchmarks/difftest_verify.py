@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from agentmeter_tui.core.difftest.executor import LocalExecutor
 from agentmeter_tui.core.difftest.oracle import clear_oracle_cache
-from agentmeter_tui.core.mockllm.scenario import load_scenario
+from agentmeter_tui.core.scripted.scenario import load_scenario
 from agentmeter_tui.core.suites.load import load_task
 from agentmeter_tui.core.verifiers.differential import DifferentialVerifier
 

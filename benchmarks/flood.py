@@ -89,10 +89,10 @@ async def watch(db: Path, seconds: float, gate: Path) -> dict:
     """Attach the TUI to the running flood; press keys until the flood is over; then let the
     run end."""
     from agentmeter_tui.ui.app import AgentMeterApp
-    from agentmeter_tui.ui.session import Session
+    from agentmeter_tui.ui.session import UiSession
     from agentmeter_tui.ui.widgets.grid_table import GridTable
 
-    session = Session(db, reviewer="bench", live=True)
+    session = UiSession(db, reviewer="bench", live=True)
     app = AgentMeterApp(session, screen="live", tune_gc=True)  # as run_app builds it
     latencies: dict[str, list[float]] = {"live": [], "grid": []}
     frames_per_s: dict[str, float] = {}
@@ -163,9 +163,9 @@ def account(db: Path) -> dict:
 
 async def review(db: Path, trial: int, other: int) -> tuple[float, float]:
     from agentmeter_tui.ui.app import AgentMeterApp
-    from agentmeter_tui.ui.session import Session
+    from agentmeter_tui.ui.session import UiSession
 
-    session = Session(db, reviewer="bench", live=False)
+    session = UiSession(db, reviewer="bench", live=False)
     app = AgentMeterApp(session, screen="review", trial=other, connect=False)
     try:
         async with app.run_test(size=(160, 48)) as pilot:

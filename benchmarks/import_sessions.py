@@ -65,14 +65,14 @@ def session_body(events: int, folder: Path) -> tuple[bytes, int]:
     """The smallest session file with at least ``events`` transcript events, and its count
     (counted by the importer's own reader)."""
     from agentmeter_tui.core.interop.sessions.base import SessionSource
-    from agentmeter_tui.core.interop.sessions.claude import ClaudeSessions
+    from agentmeter_tui.core.interop.sessions.claude_code import ClaudeCodeSessions
 
     probe = folder / "probe.jsonl"
     repeats = 1
     while True:
         body = b"".join(orjson.dumps(r) + b"\n" for r in session_lines(repeats))
         probe.write_bytes(body)
-        count = len(ClaudeSessions().read(SessionSource("probe", [probe], folder)).events)
+        count = len(ClaudeCodeSessions().read(SessionSource("probe", [probe], folder)).events)
         if count >= events:
             probe.unlink()
             return body, count

@@ -110,13 +110,13 @@ def bootstrap_figure() -> tuple[float, float]:
 
     from agentmeter_tui.core.metrics.ams import TABLE1
     from agentmeter_tui.core.metrics.intervals import bootstrap, task_table
-    from agentmeter_tui.core.metrics.runs import Run
+    from agentmeter_tui.core.metrics.attempts import Attempt
     from agentmeter_tui.core.vocab import TIERS
 
     rng = np.random.default_rng(1)
     configs = [(f"m{i}", f"c{j}") for i in range(6) for j in range(4)]
     tiers = {f"t{n}": TIERS[n % 3] for n in range(30)}
-    runs = [Run(t, *c, trial=k, status="passed" if ok else "failed", passed=ok, quality=float(ok),
+    runs = [Attempt(t, *c, trial=k, status="passed" if ok else "failed", passed=ok, quality=float(ok),
                 cost=float(rng.gamma(2, 0.1)))
             for c in configs for t in tiers for k in (1, 2, 3) for ok in [bool(rng.random() < 0.5)]]
     attempts = defaultdict(list)

@@ -127,7 +127,7 @@ async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, 
     """Per screen three windows of ``seconds / len(screens)`` each: keys pressed while trials
     stream, watching (streaming, no keys), and idle (the runner silent, no keys)."""
     from agentmeter_tui.ui.app import AgentMeterApp
-    from agentmeter_tui.ui.session import Session
+    from agentmeter_tui.ui.session import UiSession
     from agentmeter_tui.ui.widgets.grid_table import GridTable
 
     folder = Path(tempfile.mkdtemp(prefix="agentmeter-uiload-"))
@@ -138,7 +138,7 @@ async def live_load(seconds: float, trials: int, rate: int, screens: tuple[str, 
                                "--rate", str(rate), "--seconds", str(3 * seconds + 30),
                                *(["--hostile"] if hostile else [])], stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None and server.stdout.readline().strip() == "ready"
-    session = Session(db, reviewer="bench", live=True)
+    session = UiSession(db, reviewer="bench", live=True)
     app = AgentMeterApp(session, screen="live", tune_gc=True)  # as run_app builds it
     results: dict = {name: {} for name in screens}
     try:
@@ -217,7 +217,7 @@ async def open_in_review(app, frames: FrameClock, trial: int) -> tuple[float, fl
 async def review_open(events: int) -> dict:
     from agentmeter_tui.ui.app import AgentMeterApp
     from agentmeter_tui.ui.screens.review import ReviewScreen
-    from agentmeter_tui.ui.session import Session
+    from agentmeter_tui.ui.session import UiSession
     from agentmeter_tui.ui.widgets.transcript_view import TranscriptView
     from tests.sample_data import T0, build_sample_store
 
@@ -252,7 +252,7 @@ async def review_open(events: int) -> dict:
         assert len(rows) == total
         del rows
         store.close()
-        session = Session(db, reviewer="bench", live=False)
+        session = UiSession(db, reviewer="bench", live=False)
         app = AgentMeterApp(session, screen="review", trial=1, connect=False)
         async with app.run_test(size=(160, 48)) as pilot:
             await pilot.app.workers.wait_for_complete()

@@ -31,7 +31,7 @@ from agentmeter_tui.core.run.control import ControlClient, runner_alive
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.usage import TOKEN_CLASSES
 from agentmeter_tui.ui.app import AgentMeterApp
-from agentmeter_tui.ui.session import Session
+from agentmeter_tui.ui.session import UiSession
 from agentmeter_tui.ui.settings import UiSettings
 
 SIZE = (160, 48)
@@ -147,7 +147,7 @@ async def shoot(db: Path, out: Path, screen: str, theme: str, feed: list[dict] |
                 clock: float | None = None, keys: tuple[str, ...] = (), name: str | None = None,
                 trial: int | None = None, blind: bool = False, compare: tuple[int, int] | None = None,
                 reviewer: str = "demo-reviewer", size: tuple[int, int] = SIZE) -> Path:
-    session = Session(db, reviewer=reviewer, live=feed is not None, blind=blind, blind_seed=1 if blind else None)
+    session = UiSession(db, reviewer=reviewer, live=feed is not None, blind=blind, blind_seed=1 if blind else None)
     if clock is not None:
         session.live.clock = lambda: clock + 1
     app = AgentMeterApp(session, screen=screen, trial=trial, settings=UiSettings(theme=theme), connect=False,

@@ -42,7 +42,7 @@ def _quantiles(text: str) -> tuple[float, ...]:
 
 def calibrate_command(args: argparse.Namespace) -> int:
     from ..core.metrics.calibration import calibrate
-    from ..core.reporting import runs_from_store
+    from ..core.reporting import attempts_from_store
     from ..core.reporting.scoring_file import scoring_snippet, write_scoring
     from ..core.store import Store
     from ..core.suites.load import load_suite
@@ -62,7 +62,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
         print(f"agentmeter calibrate: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        runs = runs_from_store(store, suite.id)
+        runs = attempts_from_store(store, suite.id)
     finally:
         store.close()
     if not runs:

@@ -67,7 +67,7 @@ def doctor_command(args: argparse.Namespace) -> int:
 
 
 async def _checks(plans, clis_root: Path, suite, args) -> tuple[list, list]:
-    from ..core.mockllm.client import start_server_process
+    from ..core.scripted.client import start_server_process
 
     print(f"checking {len(plans)} CLI(s) against the scripted model server...", file=sys.stderr, flush=True)
     server = await asyncio.to_thread(start_server_process)

@@ -31,7 +31,7 @@ from .usage import TokenUsage
 from .wire import fold
 
 if TYPE_CHECKING:
-    from .mockllm.client import ServerProcess
+    from .scripted.client import ServerProcess
     from .suites.suite import Suite
 
 ONE_TURN = """description = "agentmeter doctor: one text answer, no tool call"
@@ -135,7 +135,7 @@ async def check_cli(plan: CliPlan, clis_root: Path, server: ServerProcess, *, ti
 
 async def _launch_context(plan: CliPlan, session: LocalSession, clis_root: Path, server: ServerProcess,
                           root: Path) -> LaunchContext:
-    from .mockllm.client import register_session
+    from .scripted.client import register_session
 
     scenario = root / "scratch" / "one-turn.toml"
     scenario.write_text(ONE_TURN, encoding="utf-8")
@@ -163,7 +163,7 @@ async def _smoke(plan: CliPlan, session: LocalSession, ctx: LaunchContext, serve
                  timeout: float) -> tuple[bool, str]:
     """Run the one-turn scenario; pass when the adapter sees no error and the tokens it
     parsed equal what the server served (side calls the CLI never reports left out)."""
-    from .mockllm.client import forget_session, session_info
+    from .scripted.client import forget_session, session_info
 
     adapter = plan.adapter
     parser = adapter.new_parser()

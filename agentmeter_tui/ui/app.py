@@ -1,6 +1,6 @@
 """Provides :class:`AgentMeterApp` (wiring only) and :func:`run_app`, the entry point.
 
-The app owns a :class:`~.session.Session`, registers themes and the keymap, starts the feed
+The app owns a :class:`~.session.UiSession`, registers themes and the keymap, starts the feed
 client when a runner is attached, and routes: feed messages into the session and out to the
 screens through ``feed_signal``; keys to screens (modes ``grid``, ``live``, ``review``,
 ``report``). Everything else lives in screens and widgets.
@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.signal import Signal
 
 from ..core.run.control import FeedMessage
-from .session import FeedClient, Session
+from .session import FeedClient, UiSession
 from .settings import UiSettings, load_settings, reviewer_name
 from .themes import APP_VARIABLES, DEFAULT_DARK, DEFAULT_LIGHT, load_themes
 
@@ -88,7 +88,7 @@ class AgentMeterApp(App):
         Binding("q", "quit", "Quit", id="quit", tooltip="Quit the TUI: an attached runner keeps going; the demo's run stops with it (asks first)"),
     ]
 
-    def __init__(self, session: Session, *, screen: str = "grid", trial: int | None = None,
+    def __init__(self, session: UiSession, *, screen: str = "grid", trial: int | None = None,
                  settings: UiSettings | None = None, notices: Iterable[str] = (), connect: bool = True,
                  tune_gc: bool = False, compare: tuple[int, int] | None = None, versus: Path | None = None) -> None:
         super().__init__()
@@ -334,7 +334,7 @@ def run_app(db: Path, mode: str = "live", *, trial: int | None = None, suite: st
             by_flags: bool = False, versus: Path | None = None) -> int:
     """Open the TUI on ``db``: ``mode="live"`` attaches to its runner, ``"review"`` reads the store only."""
     settings, error = load_settings()
-    session = Session(Path(db), reviewer=reviewer_name(settings), live=mode == "live", suite_id=suite,
+    session = UiSession(Path(db), reviewer=reviewer_name(settings), live=mode == "live", suite_id=suite,
                       on_exit_stop_runner=demo, blind=blind, blind_seed=seed, flag=flag, by_flags=by_flags)
     app = AgentMeterApp(session, screen=screen or ("review" if mode == "review" else "grid"), trial=trial,
                         settings=settings, notices=[*notices, *([error] if error else [])], tune_gc=True,

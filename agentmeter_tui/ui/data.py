@@ -26,7 +26,7 @@ from ..core.store import Store
 from ..core.vocab import REVIEWABLE_STATUSES
 
 if TYPE_CHECKING:
-    from ..core.metrics.runs import Selection
+    from ..core.metrics.attempts import Selection
     from ..core.reporting.report import Report
 
 T = TypeVar("T")

@@ -11,11 +11,11 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.signal import Signal
 
-    from .session import Session
+    from .session import UiSession
 
 
 class AppHost(Protocol):
-    session: Session
+    session: UiSession
     feed_signal: Signal[Any]  # a TickSummary per applied feed message; None when the feed ends
 
     def attach_runner(self) -> None: ...

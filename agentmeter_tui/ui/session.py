@@ -1,4 +1,4 @@
-"""Provides :class:`Session`, what the screens share, and :class:`FeedClient`.
+"""Provides :class:`UiSession`, what the screens share, and :class:`FeedClient`.
 
 A session is one store (read on its own thread), the grid and live models built from it and
 from the runner's feed, the reviewer's name, and a way to send the runner control requests.
@@ -81,7 +81,7 @@ async def control_request(db: Path, op: str, **fields: Any) -> dict[str, Any]:
     return reply
 
 
-class Session:
+class UiSession:
     def __init__(self, db: Path, *, reviewer: str, live: bool, suite_id: str | None = None,
                  on_exit_stop_runner: bool = False, blind: bool = False, blind_seed: int | None = None,
                  flag: str | None = None, by_flags: bool = False):

@@ -70,7 +70,7 @@ def usage_of(trial: dict) -> TokenUsage:
 
 def model_server(runner_pid: int) -> psutil.Process | None:
     for child in psutil.Process(runner_pid).children():
-        if "agentmeter_tui.core.mockllm" in " ".join(child.cmdline()):
+        if "agentmeter_tui.core.scripted" in " ".join(child.cmdline()):
             return child
     return None
 

@@ -16,7 +16,7 @@ import json
 import orjson
 import pytest
 
-from tests.core.mockllm_support import chat_body
+from tests.core.scripted_support import chat_body
 from tests.core.test_proxy import REAL_KEY, Sink, proxy, served, session, upstream  # noqa: F401 - fixtures
 
 CANONICAL = "/v1/chat/completions"

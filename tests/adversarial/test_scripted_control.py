@@ -17,9 +17,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from agentmeter_tui.core.mockllm.client import start_server_process
-from agentmeter_tui.core.mockllm.control import CONTROL_HEADER
-from tests.core.mockllm_support import TWO_TURNS, chat_body, control, post, register, start_server, write_scenario
+from agentmeter_tui.core.scripted.client import start_server_process
+from agentmeter_tui.core.scripted.control import CONTROL_HEADER
+from tests.core.scripted_support import TWO_TURNS, chat_body, control, post, register, start_server, write_scenario
 
 MODEL_KEY = "am-trial-model-key"
 CONTROL_ROUTES = [("GET", "/_scripted/requests"), ("GET", f"/_scripted/sessions/{MODEL_KEY}"),

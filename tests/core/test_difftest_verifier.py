@@ -12,7 +12,7 @@ import pytest
 
 from agentmeter_tui.core.difftest.cases import CaseFile, load_cases, save_cases
 from agentmeter_tui.core.difftest.schema import load_schema
-from agentmeter_tui.core.mockllm.scenario import load_scenario
+from agentmeter_tui.core.scripted.scenario import load_scenario
 from agentmeter_tui.core.sandboxes.base import TrialSlot
 from agentmeter_tui.core.suites.load import load_suite, load_task
 from agentmeter_tui.core.tomlerrors import InputError

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from scipy import stats
 
-from agentmeter_tui.core.metrics.runs import Run
+from agentmeter_tui.core.metrics.attempts import Attempt
 from agentmeter_tui.core.metrics.trials import pass_at_k, pass_hat_k, wilson
 from agentmeter_tui.core.reporting import build_report
 from agentmeter_tui.core.reporting.render import render_csv, render_json, render_markdown
@@ -56,19 +56,19 @@ def test_wilson_matches_scipy(c, n):
     assert wilson(0, 0) is None
 
 
-def _runs() -> list[Run]:
+def _runs() -> list[Attempt]:
     rng = np.random.default_rng(7)
     runs = []
     for k, (model, cli) in enumerate(CONFIGS):
         for task in TASKS:
             for trial in range(5 - (task == "h1")):  # h1 has 4 trials: pass@k goes up to k = 4
                 ok = bool(rng.random() < 0.3 + 0.3 * k)
-                runs.append(Run(task, model, cli, trial=trial, status="passed" if ok else "failed", passed=ok,
+                runs.append(Attempt(task, model, cli, trial=trial, status="passed" if ok else "failed", passed=ok,
                                 quality=1.0 if ok else float(np.round(rng.random() * 0.4, 2)),
                                 raw_tokens=int(rng.integers(1000, 9000)), cost=float(np.round(rng.random(), 3)),
                                 finished_at=f"2026-11-01T00:0{trial}"))
     # an infra-invalid attempt: not a trial of the configuration
-    runs.append(Run("e1", "m1", "a", trial=9, status="infra-invalid", raw_tokens=5, cost=9.0))
+    runs.append(Attempt("e1", "m1", "a", trial=9, status="infra-invalid", raw_tokens=5, cost=9.0))
     return runs
 
 
@@ -120,7 +120,7 @@ def test_every_trial_tables_in_markdown_and_csv_say_their_selection():
 
 
 def test_delta_best_is_bold_only_where_it_means_something():
-    runs = [Run(t, "m", cli, passed=ok, status="passed" if ok else "failed", quality=float(ok), cost=0.01)
+    runs = [Attempt(t, "m", cli, passed=ok, status="passed" if ok else "failed", quality=float(ok), cost=0.01)
             for t in TASKS for cli, ok in (("x", True), ("y", t != "h1"), ("z", t == "e1"))]
     text = render_markdown(build_report(runs, suite="s", task_tiers=TASKS))
     table2 = text.split("Bold marks")[0]

@@ -167,7 +167,7 @@ async def test_the_fleet_view_shows_the_nodes_and_a_drain_from_it_stops_placemen
     node is the store's, and ``d`` on a node drains it: no trial started after goes there."""
     from agentmeter_tui.ui.app import AgentMeterApp
     from agentmeter_tui.ui.screens.fleet import FleetScreen
-    from agentmeter_tui.ui.session import Session
+    from agentmeter_tui.ui.session import UiSession
     from agentmeter_tui.ui.settings import UiSettings
     from tests.waiting import eventually
 
@@ -192,7 +192,7 @@ async def test_the_fleet_view_shows_the_nodes_and_a_drain_from_it_stops_placemen
         # Held until the drain is in place, so that trials start after it however slowly the
         # TUI gets there (with every trial started first, nothing would show where they went).
         agentmeter("pause", "--db", str(db), check=True)
-        session = Session(db, reviewer="fleet", live=True, suite_id=suite_id)
+        session = UiSession(db, reviewer="fleet", live=True, suite_id=suite_id)
         app = AgentMeterApp(session, screen="grid", settings=UiSettings())
         try:
             async with app.run_test(size=(160, 48)) as pilot:

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from agentmeter_tui.core.metrics.ams import TABLE1
-from agentmeter_tui.core.metrics.runs import Run
+from agentmeter_tui.core.metrics.attempts import Attempt
 from agentmeter_tui.core.reporting import build_report
 from agentmeter_tui.core.reporting.render import render_csv, render_json, render_markdown
 from agentmeter_tui.core.vocab import TIERS
@@ -24,7 +24,7 @@ TASKS = {f"{tier[0]}{n}": tier for tier in TIERS for n in range(4)}
 SEED, RESAMPLES = 11, 300
 
 
-def _runs() -> list[Run]:
+def _runs() -> list[Attempt]:
     """Two or three trials per cell, outcomes and costs spread so that intervals have width and ranks move."""
     rng = np.random.default_rng(3)
     runs = []
@@ -33,13 +33,13 @@ def _runs() -> list[Run]:
             for trial in range(1, 3 + (n + k) % 2):
                 ok = rng.random() < 0.35 + 0.15 * k
                 cost = float(np.round(rng.gamma(2.0, {"easy": 0.03, "medium": 0.12, "hard": 0.6}[tier]), 4))
-                runs.append(Run(task, model, cli, trial=trial, status="passed" if ok else "failed", passed=ok,
+                runs.append(Attempt(task, model, cli, trial=trial, status="passed" if ok else "failed", passed=ok,
                                 quality=1.0 if ok else float(np.round(rng.random() * 0.5, 2)),
                                 raw_tokens=int(cost * 1e6), cost=cost, finished_at=f"2026-11-01T00:0{trial}"))
     return runs
 
 
-def _score(trials_by_task: list[list[Run]], tier: str, alpha: float = 0.6) -> float:
+def _score(trials_by_task: list[list[Attempt]], tier: str, alpha: float = 0.6) -> float:
     """Eq. 3-7 with each task's value the mean over its (drawn) trials."""
     budget = TABLE1[tier]
     sr = np.mean([np.mean([r.reward for r in ts]) for ts in trials_by_task])
@@ -49,7 +49,7 @@ def _score(trials_by_task: list[list[Run]], tier: str, alpha: float = 0.6) -> fl
     return (alpha * sr + (1 - alpha) * np.mean(cbq)) * (1 - efr)
 
 
-def _by_hand(runs: list[Run]) -> dict:
+def _by_hand(runs: list[Attempt]) -> dict:
     cells = {(c, t): [r for r in runs if r.config == c and r.task == t] for c in CONFIGS for t in TASKS}
     slots = max(len(v) for v in cells.values())
     strata = [[t for t, g in TASKS.items() if g == tier] for tier in TIERS]

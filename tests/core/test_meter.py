@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from agentmeter_tui.core.store import Store
-from tests.core.mockllm_support import get_json, start_server, write_scenario
+from tests.core.scripted_support import get_json, start_server, write_scenario
 
 CLIENT = Path(__file__).parent.parent / "fixtures" / "agents" / "meter_client.py"
 # One test looks for any process of this client on the machine: the module's tests share one

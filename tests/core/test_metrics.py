@@ -6,7 +6,7 @@ import pytest
 
 from agentmeter_tui.core.metrics import (
     TABLE1,
-    Run,
+    Attempt,
     TierBudget,
     agentmeter_score,
     cbq,
@@ -15,8 +15,8 @@ from agentmeter_tui.core.metrics import (
     efr,
     per_pass,
     score_configuration,
-    select_run,
-    select_runs,
+    select_attempt,
+    select_attempts,
     success_rate,
     tier_score,
     tier_stats,
@@ -28,7 +28,7 @@ def run(task="t1", status="passed", quality=None, cost=0.1, tokens=1000, trial=0
     passed = status == "passed"
     if quality is None:
         quality = 1.0 if passed else 0.0
-    return Run(task, model, cli, trial, status, passed, quality, tokens, cost, attempt, 3, 2, finished, id)
+    return Attempt(task, model, cli, trial, status, passed, quality, tokens, cost, attempt, 3, 2, finished, id)
 
 
 # One tier of four tasks, grid (0.1, 0.5), tau 0.3:
@@ -132,33 +132,33 @@ def test_latest_selection_skips_infra_invalid_and_takes_the_latest_finished():
     attempts = [run(status="failed", trial=0, finished="2026-06-01T10:00:00"),
                 run(status="passed", trial=1, finished="2026-06-02T10:00:00"),
                 run(status="infra-invalid", trial=2, finished="2026-06-03T10:00:00")]
-    assert select_run(attempts, "latest").trial == 1
+    assert select_attempt(attempts, "latest").trial == 1
 
 
 def test_latest_selection_breaks_time_ties_by_trial_and_attempt():
     attempts = [run(trial=2, attempt=0), run(trial=2, attempt=1, status="failed"), run(trial=1)]
-    chosen = select_run(attempts, "latest")
+    chosen = select_attempt(attempts, "latest")
     assert (chosen.trial, chosen.attempt) == (2, 1)
 
 
 def test_median_selection_picks_the_middle_run():
     a, b, c = run(quality=1.0, cost=0.3, trial=0), run("t1", "failed", 0.2, trial=1), run(quality=1.0, cost=0.1,
                                                                                              trial=2)
-    assert select_run([a, b, c], "median") is a  # order: b (fail) < a (pass, dearer) < c (pass, cheaper)
-    assert select_run([a, c], "median") is a  # even count: the lower middle
+    assert select_attempt([a, b, c], "median") is a  # order: b (fail) < a (pass, dearer) < c (pass, cheaper)
+    assert select_attempt([a, c], "median") is a  # even count: the lower middle
     unpriced = run(cost=None, trial=3)
-    assert select_run([unpriced, c], "median") is unpriced  # an unpriced pass ranks below a priced one
+    assert select_attempt([unpriced, c], "median") is unpriced  # an unpriced pass ranks below a priced one
 
 
 def test_selection_of_only_infra_invalid_attempts_is_missing():
-    assert select_run([run(status="infra-invalid"), run(status="infra-invalid", attempt=1)]) is None
+    assert select_attempt([run(status="infra-invalid"), run(status="infra-invalid", attempt=1)]) is None
     with pytest.raises(ValueError):
-        select_run([run()], "best")
+        select_attempt([run()], "best")
 
 
 def test_select_runs_one_per_cell():
     runs = [run("t1", trial=0), run("t1", trial=1), run("t2", cli="d"), run("t3", status="infra-invalid")]
-    chosen = select_runs(runs)
+    chosen = select_attempts(runs)
     assert set(chosen) == {(("m", "c"), "t1"), (("m", "d"), "t2")}
 
 
@@ -169,7 +169,7 @@ BUDGETS = {"easy": TierBudget((0.1, 0.2), 0.15), "medium": TierBudget((0.5,), 0.
 
 
 def _score(attempts, tiers=TIERS6, budgets=BUDGETS, alpha=0.6):
-    selected = {task: r for (_c, task), r in select_runs(attempts).items()}
+    selected = {task: r for (_c, task), r in select_attempts(attempts).items()}
     return score_configuration(("m", "c"), attempts, selected, tiers, budgets, alpha)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentmeter_tui.core.metrics import TABLE1, Run
+from agentmeter_tui.core.metrics import TABLE1, Attempt
 from agentmeter_tui.core.metrics.calibration import (
     calibrate,
     cost_grid,
@@ -19,7 +19,7 @@ from agentmeter_tui.core.metrics.calibration import (
 def run(task, status="passed", quality=None, tokens=100, turns=1, tools=1, cost=0.1, model="m", cli="c"):
     passed = status == "passed"
     quality = (1.0 if passed else 0.0) if quality is None else quality
-    return Run(task, model, cli, 0, status, passed, quality, tokens, cost, 0, turns, tools)
+    return Attempt(task, model, cli, 0, status, passed, quality, tokens, cost, 0, turns, tools)
 
 
 # a: always solved, small; b: half solved (the failure with partial credit 0.5), medium;

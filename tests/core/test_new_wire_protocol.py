@@ -14,7 +14,7 @@ from agentmeter_tui.core.proxy.server import MeteringProxy
 from agentmeter_tui.core.suites.suitefile import Provider
 from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.wire import MERGED, PROTOCOLS, READERS, fold, get_protocol, protocol_for
-from tests.core.mockllm_support import SHELL_SCHEMA, TWO_TURNS, register, start_server, write_scenario
+from tests.core.scripted_support import SHELL_SCHEMA, TWO_TURNS, register, start_server, write_scenario
 from tests.core.plugin_support import module_in
 from tests.core.test_proxy import Sink, served
 
@@ -23,8 +23,8 @@ MODULE = '''
 "prompt", "stream", "tools": [{"name", "schema"}]}; the answer is {"text", "call", "usage": {"in", "cached", "out"}}
 ("in" counts the cache; no cache-write or reasoning count), streamed as SSE frames {"text"}
 and a last {"done": true, "usage": ...}."""
-from agentmeter_tui.core.mockllm.replies import OfferedTool, text_pieces
-from agentmeter_tui.core.mockllm.wire import ScriptedProtocol, sse
+from agentmeter_tui.core.scripted.replies import OfferedTool, text_pieces
+from agentmeter_tui.core.scripted.protocol import ScriptedProtocol, sse
 from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.wire.base import WireProtocol, as_int
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from agentmeter_tui.core.interop.atif import trial_trajectory, write_trajectory
-from agentmeter_tui.core.mockllm.client import start_server_process
+from agentmeter_tui.core.scripted.client import start_server_process
 from agentmeter_tui.core.store import Store
 from tests.conftest import agentmeter
 from tests.core.test_proxy_runner import PLANTED, write_suite

@@ -127,7 +127,7 @@ async def test_the_proxy_holds_calls_over_the_cap_and_tells_the_trial(tmp_path):
         def on_proxy_wait(self, call, seconds: float) -> None:
             self.waits.append(seconds)
 
-    from tests.core.mockllm_support import start_server
+    from tests.core.scripted_support import start_server
 
     upstream = await start_server()
     proxy = MeteringProxy(log=lambda text: None)

@@ -17,7 +17,7 @@ from agentmeter_tui.core.proxy.calls import ProxyCall
 from agentmeter_tui.core.proxy.server import MeteringProxy
 from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.wire import MERGED, fold
-from tests.core.mockllm_support import (
+from tests.core.scripted_support import (
     SHELL_SCHEMA,
     TWO_TURNS,
     chat_body,
@@ -234,7 +234,7 @@ async def test_a_call_whose_cli_hangs_up_before_the_answer_begins_is_metered(ups
     server served (found by the caps under the fault matrix's kills, issue 25). The model
     thinks until the test has seen the CLI go (a gate, not a think time a slow machine could
     outlast), and the drain's bound is raised so the gate never races it."""
-    import agentmeter_tui.core.mockllm.app as scripted
+    import agentmeter_tui.core.scripted.app as scripted
     import agentmeter_tui.core.proxy.server as server_module
 
     monkeypatch.setattr(server_module, "ANSWER_DRAIN", 60.0)

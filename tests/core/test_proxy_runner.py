@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
-from agentmeter_tui.core.mockllm.client import session_info, start_server_process
+from agentmeter_tui.core.scripted.client import session_info, start_server_process
 from agentmeter_tui.core.paths import runner_log_path
 from agentmeter_tui.core.run.context import RunContext
 from agentmeter_tui.core.run.trial import TrialRun

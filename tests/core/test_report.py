@@ -8,7 +8,7 @@ import io
 import orjson
 import pytest
 
-from agentmeter_tui.core.metrics import Run
+from agentmeter_tui.core.metrics import Attempt
 from agentmeter_tui.core.reporting.records import import_records
 from agentmeter_tui.core.reporting import (
     build_report,
@@ -30,7 +30,7 @@ SCORING = Scoring(grids={"easy": [0.1], "medium": [0.5], "hard": [1.0]}, tau={"e
 
 def r(task, trial, status, cost, model="m", cli="x", tokens=100, id=None):
     passed = status == "passed"
-    return Run(task, model, cli, trial, status, passed, 1.0 if passed else 0.0, tokens, cost, 0, 2, 1,
+    return Attempt(task, model, cli, trial, status, passed, 1.0 if passed else 0.0, tokens, cost, 0, 2, 1,
                f"2026-06-0{trial + 1}T00:00:00", id)
 
 

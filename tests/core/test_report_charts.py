@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 from agentmeter_tui.cli import main
 from agentmeter_tui.core.reporting.charts import heatmap_data, scatter_data, tier_profile_data, write_charts
-from agentmeter_tui.core.metrics import Run
+from agentmeter_tui.core.metrics import Attempt
 from agentmeter_tui.core.reporting.records import import_records
 from agentmeter_tui.core.reporting import build_report, report_from_records
 from agentmeter_tui.core.reporting.synthetic import synthetic_records
@@ -16,7 +16,7 @@ TIERS = {"e": "easy", "m": "medium", "h": "hard"}
 
 
 def r(task, model, cli, passed, cost):
-    return Run(task, model, cli, 0, "passed" if passed else "failed", passed, float(passed), 1000, cost)
+    return Attempt(task, model, cli, 0, "passed" if passed else "failed", passed, float(passed), 1000, cost)
 
 
 REPORT = build_report([

@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from agentmeter_tui.cli import main
-from agentmeter_tui.core.metrics.runs import select_runs
-from agentmeter_tui.core.reporting import build_report, run_from_record
+from agentmeter_tui.core.metrics.attempts import select_attempts
+from agentmeter_tui.core.reporting import build_report, attempt_from_record
 from agentmeter_tui.core.reporting.compare import compare_runs, render_markdown
 from agentmeter_tui.core.reporting.render import render
 from agentmeter_tui.core.reporting.records import import_records
@@ -24,7 +24,7 @@ def _side(seed: int, trials: int = 3):
     tiers = {}
     for r in records:
         tiers.setdefault(r.task, r.tier)
-    return [run_from_record(r) for r in records], tiers, records
+    return [attempt_from_record(r) for r in records], tiers, records
 
 
 def test_flips_rewards_and_scores_match_each_side_alone():
@@ -38,7 +38,7 @@ def test_flips_rewards_and_scores_match_each_side_alone():
             assert change.ams[n] == pytest.approx(row.ams) and change.passes[n] == row.passes
         assert not change.difference.too_few and change.difference.low <= change.estimate <= change.difference.high
         assert change.a_ahead + change.b_ahead <= 1.0 + 1e-12
-    chosen = {side: select_runs(runs) for side, runs in (("a", a), ("b", b))}
+    chosen = {side: select_attempts(runs) for side, runs in (("a", a), ("b", b))}
     flips = 0
     for cell in cmp.cells:
         passed = [chosen[s][(cell.config, cell.task)].success for s in "ab"]

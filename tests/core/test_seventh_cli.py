@@ -14,7 +14,7 @@ from agentmeter_tui.core.harnesses import ADAPTERS, get_adapter
 from agentmeter_tui.core.harnesses.summary import summarize
 from agentmeter_tui.core.harbor.importer import cli_name
 from agentmeter_tui.core.interop.sessions import default_path, read_sessions, session_clis
-from agentmeter_tui.core.mockllm.replies import OfferedTool, find_shell_tool
+from agentmeter_tui.core.scripted.replies import OfferedTool, find_shell_tool
 from agentmeter_tui.core.proxy.meter import child_environment, kinds
 from agentmeter_tui.core.usage import TokenUsage
 from tests.core.plugin_support import module_in

@@ -18,7 +18,7 @@ import pytest
 
 from agentmeter_tui.core.harnesses import agent_clis, get_adapter
 from agentmeter_tui.core.harnesses.base import LaunchContext
-from agentmeter_tui.core.mockllm.client import session_info, start_server_process
+from agentmeter_tui.core.scripted.client import session_info, start_server_process
 from agentmeter_tui.core.paths import default_clis_root
 from agentmeter_tui.core.sandboxes.local import SYSTEM_PATH
 from agentmeter_tui.core.usage import TokenUsage

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agentmeter_tui.ui.app import AgentMeterApp
-from agentmeter_tui.ui.session import Session
+from agentmeter_tui.ui.session import UiSession
 from agentmeter_tui.ui.settings import UiSettings
 from tests.sample_data import T0, build_sample_store, sample_feed
 
@@ -73,7 +73,7 @@ def _quiet_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def make_app(db: Path, *, screen: str = "grid", live: bool = False, runner: FakeRunner | None = None,
              trial: int | None = None, theme: str = "agentmeter-dark") -> AgentMeterApp:
     """An app over ``db`` that never connects anywhere; ``live`` makes it act attached."""
-    session = Session(db, reviewer="alice", live=live)
+    session = UiSession(db, reviewer="alice", live=live)
     session.live.clock = lambda: T0 + 32  # elapsed times and burn rates do not follow the wall clock
     if runner is not None:
         session.request = runner  # type: ignore[method-assign]

@@ -16,7 +16,7 @@ from agentmeter_tui.ui.screens.help import HelpScreen
 from agentmeter_tui.ui.screens.live import LiveScreen
 from agentmeter_tui.ui.screens.report import ReportScreen
 from agentmeter_tui.ui.screens.review import ReviewScreen
-from agentmeter_tui.ui.session import FeedClient, Session
+from agentmeter_tui.ui.session import FeedClient, UiSession
 from agentmeter_tui.ui.settings import UiSettings
 from tests.sample_data import sample_feed
 
@@ -90,7 +90,7 @@ async def test_help_lists_every_binding_with_its_id(sample_db):
 
 
 async def test_keymap_remaps_a_binding_by_id(sample_db):
-    session = Session(sample_db, reviewer="alice", live=False)
+    session = UiSession(sample_db, reviewer="alice", live=False)
     app = AgentMeterApp(session, settings=UiSettings(keymap={"review": "v"}), connect=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

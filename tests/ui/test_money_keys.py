@@ -19,7 +19,7 @@ from agentmeter_tui.ui.screens.cell import CellScreen
 from agentmeter_tui.ui.screens.dialogs import BudgetDialog, ConfirmDialog
 from agentmeter_tui.ui.screens.grid import GridScreen
 from agentmeter_tui.ui.screens.money import RerunDialog
-from agentmeter_tui.ui.session import Session
+from agentmeter_tui.ui.session import UiSession
 from agentmeter_tui.ui.settings import UiSettings
 from agentmeter_tui.ui.widgets.grid_table import GridTable
 from agentmeter_tui.ui.widgets.money import HoldBanner
@@ -45,7 +45,7 @@ def _stop_runner(db):
 def attached_app(db) -> AgentMeterApp:
     """The TUI as `agentmeter attach` opens it: following the runner's feed (whose worker never
     completes: these tests wait on what the screens show, not on ``settle``)."""
-    return AgentMeterApp(Session(db, reviewer="alice", live=True), settings=UiSettings(theme="agentmeter-dark"))
+    return AgentMeterApp(UiSession(db, reviewer="alice", live=True), settings=UiSettings(theme="agentmeter-dark"))
 
 
 async def status(db) -> dict:

@@ -14,12 +14,12 @@ import pytest
 PROBE = """
 import asyncio, json, sys
 from agentmeter_tui.ui.app import AgentMeterApp
-from agentmeter_tui.ui.session import Session
+from agentmeter_tui.ui.session import UiSession
 from agentmeter_tui.ui.settings import UiSettings
 
 async def main():
     trial = int(sys.argv[3]) or None
-    app = AgentMeterApp(Session(sys.argv[1], reviewer="alice", live=False), screen=sys.argv[2], trial=trial,
+    app = AgentMeterApp(UiSession(sys.argv[1], reviewer="alice", live=False), screen=sys.argv[2], trial=trial,
                         settings=UiSettings(), connect=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.app.workers.wait_for_complete()

@@ -16,7 +16,7 @@ from agentmeter_tui.ui.app import AgentMeterApp
 from agentmeter_tui.ui.screens.compare import CompareScreen
 from agentmeter_tui.ui.screens.dialogs import ConfirmDialog
 from agentmeter_tui.ui.screens.review import ReviewScreen
-from agentmeter_tui.ui.session import Session
+from agentmeter_tui.ui.session import UiSession
 from agentmeter_tui.ui.settings import UiSettings
 from agentmeter_tui.ui.widgets.compare_view import CompareView
 from agentmeter_tui.ui.widgets.transcript_view import TranscriptView
@@ -28,7 +28,7 @@ PILOT_TRIALS = 20
 
 
 def blind_app(db, reviewer: str, seed: int | None = None) -> AgentMeterApp:
-    session = Session(db, reviewer=reviewer, live=False, blind=True, blind_seed=seed)
+    session = UiSession(db, reviewer=reviewer, live=False, blind=True, blind_seed=seed)
     return AgentMeterApp(session, screen="review", settings=UiSettings(theme="agentmeter-dark"), connect=False)
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from agentmeter_tui.core.metrics.runs import select_runs
-from agentmeter_tui.core.reporting import run_from_record
+from agentmeter_tui.core.metrics.attempts import select_attempts
+from agentmeter_tui.core.reporting import attempt_from_record
 from agentmeter_tui.core.reporting.records import import_records
 from agentmeter_tui.core.reporting.synthetic import synthetic_records
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.ui.app import AgentMeterApp
 from agentmeter_tui.ui.screens.report import ReportScreen
 from agentmeter_tui.ui.screens.runs import RunsScreen
-from agentmeter_tui.ui.session import Session
+from agentmeter_tui.ui.session import UiSession
 from agentmeter_tui.ui.settings import UiSettings
 
 from .conftest import SIZE, settle
@@ -24,11 +24,11 @@ def _store(path, seed):
     store = Store(path)
     import_records(store, records)
     store.close()
-    return [run_from_record(r) for r in records]
+    return [attempt_from_record(r) for r in records]
 
 
 def _expected(a, b):
-    chosen = [select_runs(runs) for runs in (a, b)]
+    chosen = [select_attempts(runs) for runs in (a, b)]
     flips = sum(chosen[0][k].success != chosen[1][k].success for k in chosen[0].keys() & chosen[1].keys())
     moved = 0
     for key in chosen[0].keys() & chosen[1].keys():
@@ -42,7 +42,7 @@ async def test_the_screen_lists_configurations_flips_and_changes(tmp_path):
     a, b = _store(tmp_path / "a.db", 7), _store(tmp_path / "b.db", 8)
     flips, moved = _expected(a, b)
     assert 0 < flips < moved
-    app = AgentMeterApp(Session(tmp_path / "b.db", reviewer="alice", live=False), screen="runs",
+    app = AgentMeterApp(UiSession(tmp_path / "b.db", reviewer="alice", live=False), screen="runs",
                         settings=UiSettings(), connect=False, versus=tmp_path / "a.db")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -66,7 +66,7 @@ async def test_the_screen_lists_configurations_flips_and_changes(tmp_path):
 
 
 async def test_v_without_a_compared_store_says_how(sample_db):
-    app = AgentMeterApp(Session(sample_db, reviewer="alice", live=False), screen="report", settings=UiSettings(),
+    app = AgentMeterApp(UiSession(sample_db, reviewer="alice", live=False), screen="report", settings=UiSettings(),
                         connect=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -188,7 +188,7 @@ class ClaudeCodeAdapter(HarnessAdapter):
     install = InstallSpec("npm", "@anthropic-ai/claude-code", "2.1.197", "claude", size_hint="235 MB")
     reports_cost_for = frozenset({"anthropic"})
     shell_tool = "Bash"  # arguments {command}
-    session_reader = "agentmeter_tui.core.interop.sessions.claude:ClaudeSessions"
+    session_reader = "agentmeter_tui.core.interop.sessions.claude_code:ClaudeCodeSessions"
     harbor_names = ("claude-code",)
     session_globs: ClassVar[list[str]] = [".claude/projects/*/*.jsonl", ".claude/projects/*/*/subagents/*.jsonl"]
     merged_classes: ClassVar[dict[str, str]] = {"reasoning": "output"}  # thinking is inside output_tokens, never split out

@@ -122,7 +122,7 @@ class GeminiCliAdapter(HarnessAdapter):
     protocol = "gemini"
     install = InstallSpec("npm", "@google/gemini-cli", "0.61.0", "gemini", size_hint="100 MB")
     shell_tool = "run_shell_command"  # arguments {command}
-    session_reader = "agentmeter_tui.core.interop.sessions.gemini:GeminiSessions"
+    session_reader = "agentmeter_tui.core.interop.sessions.gemini_cli:GeminiCliSessions"
     harbor_names = ("gemini-cli",)
     base_url_env: ClassVar[dict[str, str]] = {"GOOGLE_GEMINI_BASE_URL": ""}  # its own, not the SDK's
     session_globs: ClassVar[list[str]] = [".gemini/tmp/*/chats/*.jsonl", ".gemini/tmp/*/chats/*.json"]

@@ -122,7 +122,7 @@ class KimiCliAdapter(HarnessAdapter):
     protocol = "chat"
     install = InstallSpec("pypi", "kimi-cli", "1.51.0", "kimi", python="3.13", size_hint="351 MB")
     shell_tool = "Shell"  # arguments {command}
-    session_reader = "agentmeter_tui.core.interop.sessions.kimi:KimiSessions"
+    session_reader = "agentmeter_tui.core.interop.sessions.kimi_cli:KimiCliSessions"
     harbor_names = ("kimi-cli",)
     base_url_env: ClassVar[dict[str, str]] = {"KIMI_BASE_URL": "/v1"}
     key_env = ("KIMI_API_KEY",)

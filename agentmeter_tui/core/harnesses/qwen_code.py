@@ -119,7 +119,7 @@ class QwenCodeAdapter(HarnessAdapter):
     protocol = "chat"
     install = InstallSpec("npm", "@qwen-code/qwen-code", "0.15.10", "qwen", size_hint="55 MB")
     shell_tool = "run_shell_command"  # arguments {command}
-    session_reader = "agentmeter_tui.core.interop.sessions.qwen:QwenSessions"
+    session_reader = "agentmeter_tui.core.interop.sessions.qwen_code:QwenCodeSessions"
     harbor_names = ("qwen-coder",)
     session_globs: ClassVar[list[str]] = [".qwen/projects/*/chats/*.jsonl"]
     # No cache-write figure (writes are inside input_tokens); reasoning is inside output_tokens.

@@ -1,6 +1,6 @@
-"""AgentMeter metrics as pure functions over plain lists of runs (no store, no I/O).
+"""AgentMeter metrics as pure functions over plain lists of attempts (no store, no I/O).
 
-- :mod:`.runs`: the :class:`Run` outcome and the trial-selection rules (latest, median);
+- :mod:`.attempts`: the :class:`Attempt` outcome and the trial-selection rules (latest, median);
 - :mod:`.ams`: Pass, Tok/Pass, USD/Pass, SR, CBQ, CostAUBQC, EFR, TierScore, AMS, delta-best;
 - :mod:`.rubric`: 0-3 rubric cell medians, winrates with ties, the honesty gate;
 - :mod:`.calibration`: task-effort tiers (Eq. 1), budget grids and tau from a pool of trials;
@@ -27,10 +27,10 @@ from .ams import (
                   tier_score,
                   tier_stats,
 )
-from .runs import SELECTIONS, Config, Run, group_cells, select_run, select_runs
+from .attempts import SELECTIONS, Config, Attempt, group_cells, select_attempt, select_attempts
 
 __all__ = [
-    "DEFAULT_ALPHA", "SELECTIONS", "TABLE1", "TIERS", "Config", "ConfigScore", "Run", "TierBudget", "TierStats",
+    "DEFAULT_ALPHA", "SELECTIONS", "TABLE1", "TIERS", "Config", "ConfigScore", "Attempt", "TierBudget", "TierStats",
     "agentmeter_score", "cbq", "cost_aubqc", "delta_best", "efr", "group_cells", "per_pass", "score_configuration",
-    "select_run", "select_runs", "success_rate", "tier_score", "tier_stats",
+    "select_attempt", "select_attempts", "success_rate", "tier_score", "tier_stats",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..vocab import TIERS
-from .runs import Config, Run
+from .attempts import Config, Attempt
 
 DEFAULT_ALPHA = 0.6
 
@@ -39,33 +39,33 @@ TABLE1: dict[str, TierBudget] = {
 }
 
 
-def _check(runs: Sequence[Run], n_tasks: int) -> None:
+def _check(runs: Sequence[Attempt], n_tasks: int) -> None:
     if n_tasks <= 0:
         raise ValueError("a tier with no tasks has no score")
     if len(runs) > n_tasks:
         raise ValueError(f"{len(runs)} selected runs for {n_tasks} tasks: select one run per task first")
 
 
-def success_rate(runs: Sequence[Run], n_tasks: int) -> float:
+def success_rate(runs: Sequence[Attempt], n_tasks: int) -> float:
     """SR_g (Eq. 6): mean quality over the tier's tasks."""
     _check(runs, n_tasks)
     return sum(r.reward for r in runs) / n_tasks
 
 
-def cbq(runs: Sequence[Run], n_tasks: int, budget: float) -> float:
+def cbq(runs: Sequence[Attempt], n_tasks: int, budget: float) -> float:
     """CBQ_g(c, b) (Eq. 3). Missing, invalid, failed, unpriced and over-budget runs add zero."""
     _check(runs, n_tasks)
     return sum(r.reward for r in runs if r.success and r.cost is not None and r.cost <= budget) / n_tasks
 
 
-def cost_aubqc(runs: Sequence[Run], n_tasks: int, grid: Sequence[float]) -> float:
+def cost_aubqc(runs: Sequence[Attempt], n_tasks: int, grid: Sequence[float]) -> float:
     """CostAUBQC_g (Eq. 4): the mean of CBQ over the budget grid."""
     if not grid:
         raise ValueError("a budget grid needs at least one point")
     return sum(cbq(runs, n_tasks, b) for b in grid) / len(grid)
 
 
-def efr(runs: Sequence[Run], n_tasks: int, tau: float) -> float:
+def efr(runs: Sequence[Attempt], n_tasks: int, tau: float) -> float:
     """EFR_g (Eq. 5): the share of tasks whose run failed and cost more than tau."""
     _check(runs, n_tasks)
     return sum(1 for r in runs if r.valid and not r.success and r.cost is not None and r.cost > tau) / n_tasks
@@ -115,7 +115,7 @@ class TierStats:
     score: float
 
 
-def tier_stats(runs: Sequence[Run], n_tasks: int, budget: TierBudget, alpha: float = DEFAULT_ALPHA) -> TierStats:
+def tier_stats(runs: Sequence[Attempt], n_tasks: int, budget: TierBudget, alpha: float = DEFAULT_ALPHA) -> TierStats:
     sr = success_rate(runs, n_tasks)
     points = tuple(cbq(runs, n_tasks, b) for b in budget.grid)
     aubqc = sum(points) / len(points)
@@ -155,7 +155,7 @@ class ConfigScore:
         return {t: (s.score if s is not None else None) for t, s in self.tiers.items()}
 
 
-def score_configuration(config: Config, attempts: Iterable[Run], selected: Mapping[str, Run],
+def score_configuration(config: Config, attempts: Iterable[Attempt], selected: Mapping[str, Attempt],
                         task_tiers: Mapping[str, str | None], budgets: Mapping[str, TierBudget],
                         alpha: float = DEFAULT_ALPHA) -> ConfigScore:
     """Score one configuration.
@@ -180,7 +180,7 @@ def score_configuration(config: Config, attempts: Iterable[Run], selected: Mappi
             unpriced += 1
         else:
             usd += run.cost
-    by_tier: dict[str, list[Run]] = {t: [] for t in TIERS}
+    by_tier: dict[str, list[Attempt]] = {t: [] for t in TIERS}
     sizes = dict.fromkeys(TIERS, 0)
     for task, tier in task_tiers.items():
         if tier in sizes:

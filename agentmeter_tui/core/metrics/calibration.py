@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..vocab import TIERS
 from .ams import TABLE1, TierBudget
-from .runs import Run
+from .attempts import Attempt
 
 DEFAULT_QUANTILES: tuple[float, ...] = (0.10, 0.25, 0.50, 0.75, 0.90)
 TAU_QUANTILE = 0.90
@@ -56,9 +56,9 @@ def _log1p(values: Iterable[float]) -> list[float]:
     return [math.log1p(v) for v in values]
 
 
-def task_efforts(runs: Iterable[Run]) -> list[TaskEffort]:
+def task_efforts(runs: Iterable[Attempt]) -> list[TaskEffort]:
     """Eq. 1 for every task with at least one valid run, sorted by task id."""
-    per_task: dict[str, list[Run]] = defaultdict(list)
+    per_task: dict[str, list[Attempt]] = defaultdict(list)
     for run in runs:
         if run.valid:
             per_task[run.task].append(run)
@@ -127,7 +127,7 @@ class Calibration:
     notes: list[str] = field(default_factory=list)
 
 
-def calibrate(runs: Sequence[Run], task_tiers: Mapping[str, str | None], *, derive_tiers: bool = True,
+def calibrate(runs: Sequence[Attempt], task_tiers: Mapping[str, str | None], *, derive_tiers: bool = True,
               quantiles: Sequence[float] = DEFAULT_QUANTILES,
               defaults: Mapping[str, TierBudget] = TABLE1) -> Calibration:
     """Derive tiers (unless ``derive_tiers`` is False), then grids and tau per tier.

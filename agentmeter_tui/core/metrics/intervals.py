@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # numpy loads with the first interval: a screen that shows no
 
 from ..vocab import TIERS
 from .ams import DEFAULT_ALPHA, TierBudget
-from .runs import Config, Run
+from .attempts import Config, Attempt
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 20260604  # the AgentMeter paper's price date: any fixed seed makes a report reproducible
@@ -128,14 +128,14 @@ class TaskTable:
     fixed_cost: np.ndarray  # (configuration, task): the infra-invalid attempts' cost, in USD/Pass's sums
 
 
-def task_table(configs: Sequence[Config], attempts: Mapping[Config, Iterable[Run]],
+def task_table(configs: Sequence[Config], attempts: Mapping[Config, Iterable[Attempt]],
                task_tiers: Mapping[str, str | None], budgets: Mapping[str, TierBudget],
                alpha: float = DEFAULT_ALPHA) -> TaskTable:
     import numpy as np
 
     tasks = list(task_tiers)
     column = {t: n for n, t in enumerate(tasks)}
-    cells: dict[tuple[int, int], list[Run]] = {}
+    cells: dict[tuple[int, int], list[Attempt]] = {}
     fixed_cost = np.zeros((len(configs), len(tasks)))
     for row, config in enumerate(configs):
         for run in attempts.get(config, ()):

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .runs import Config
+from .attempts import Config
 
 MIN_LOSSES = 2
 MAX_WINRATE = 0.80

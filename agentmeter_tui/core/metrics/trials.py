@@ -1,6 +1,6 @@
 """Every trial counted: per cell and per configuration, the figures of all trials, not one.
 
-The AgentMeter tables score one selected run per cell (``runs.select_run``); a leaderboard run
+The AgentMeter tables score one selected run per cell (``attempts.select_attempt``); a leaderboard run
 of 5 trials per task wants every trial in view. A cell's *trials* are its valid attempts (every
 trial, every retry; infra-invalid ones are our side's failure and never the configuration's).
 
@@ -22,7 +22,7 @@ from functools import lru_cache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .runs import Run
+from .attempts import Attempt
 
 WILSON_Z = 1.959963984540054  # the standard normal's 97.5 % point: a two-sided 95 % interval
 
@@ -104,7 +104,7 @@ def _curves(n: int, c: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
     return (tuple(pass_at_k(n, c, k) for k in range(1, n + 1)), tuple(pass_hat_k(n, c, k) for k in range(1, n + 1)))
 
 
-def cell_stats(attempts: Sequence[Run]) -> TrialStats:
+def cell_stats(attempts: Sequence[Attempt]) -> TrialStats:
     """Every valid attempt of one (task, configuration) cell."""
     trials = [r for r in attempts if r.valid]
     n, c = len(trials), sum(r.success for r in trials)
@@ -119,7 +119,7 @@ def cell_stats(attempts: Sequence[Run]) -> TrialStats:
                       Spread.of([float(r.raw_tokens) for r in trials]), wilson(c, n))
 
 
-def config_stats(cells: Mapping[str, TrialStats], tasks: Sequence[str], attempts: Sequence[Run]) -> TrialStats:
+def config_stats(cells: Mapping[str, TrialStats], tasks: Sequence[str], attempts: Sequence[Attempt]) -> TrialStats:
     """A configuration over ``tasks``: pass@k and pass^k are the mean over tasks for every k up to the
     fewest trials of a task that has any; the mean reward is the mean of the task means; its standard
     error the trial-to-trial one with the tasks held fixed, sqrt(sum of the cells' SE^2) / tasks."""

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .runs import Config
+from .attempts import Config
 
 
 @dataclass(frozen=True)

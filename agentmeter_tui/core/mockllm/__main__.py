@@ -1,8 +1,8 @@
-"""``python -m agentmeter_tui.core.mockllm serve ...``: the server without the rest of the CLI
-(no store, no sqlite-utils), which keeps its start fast."""
+"""The command line ``python -m`` gave the scripted server under its old package name (``serve
+...``), kept working: the same as ``python -m agentmeter_tui.core.scripted serve ...``."""
 
 import sys
 
-from .server import main
+from ..scripted.server import main
 
 sys.exit(main())

@@ -34,7 +34,7 @@ from .calls import CallSink, ProxyCall, Route
 from .limits import KEEPALIVE, MAX_ROUTE_CONNECTIONS, ConnectionGuard, admit_connection
 from .scan import UsageScanner
 from .target import TargetRefused, canonical_path, find_endpoint
-from .wire import MAX_ERROR_BODY, read_error, response_headers, upstream_headers, upstream_query
+from .forward import MAX_ERROR_BODY, read_error, response_headers, upstream_headers, upstream_query
 
 KEY_PREFIX = "amp-"
 KEY_BYTES = 24  # 192 random bits per trial's key (secrets), never derived from anything the agent sees

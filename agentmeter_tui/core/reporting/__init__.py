@@ -13,8 +13,8 @@ from .build import (
                     report_from_records,
                     report_from_store,
                     resolve_budgets,
-                    run_from_record,
-                    runs_from_store,
+                    attempt_from_record,
+                    attempts_from_store,
                     suite_settings,
 )
 from .formats import FORMATS, ReportFormat
@@ -24,5 +24,5 @@ from .report import Report, RubricTable, config_name
 __all__ = [
     "FORMATS", "Report", "ReportFormat", "RubricTable", "TaskList", "build_report", "config_name",
     "read_task_list", "render", "render_csv", "render_json", "render_markdown", "report_from_records",
-    "report_from_store", "resolve_budgets", "run_from_record", "runs_from_store", "suite_settings",
+    "report_from_store", "resolve_budgets", "attempt_from_record", "attempts_from_store", "suite_settings",
 ]

@@ -1,7 +1,7 @@
 """Build a :class:`Report` from runs, from trial records, or straight from a store.
 
 The store path is the fast one: one SQL query reads every final trial of the suite into
-light :class:`Run` objects (no pydantic, no per-row JSON), then the pure metrics do the
+light :class:`Attempt` objects (no pydantic, no per-row JSON), then the pure metrics do the
 rest. Scoring settings (alpha, grids, tau, calibrated tiers) come from the suite's
 ``suite.toml`` ``[scoring]`` when the store knows the suite folder, else Table 1 defaults.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from ..metrics.ams import DEFAULT_ALPHA, TABLE1, TierBudget, delta_best, score_configuration
 from ..metrics.intervals import DEFAULT_SEED, Intervals, bootstrap, task_table
 from ..metrics.rubric import cell_medians, honesty_gate, standings, task_winners
-from ..metrics.runs import Config, Run, Selection, select_runs
+from ..metrics.attempts import Config, Attempt, Selection, select_attempts
 from ..metrics.validation import rank_validation
 from ..tomlerrors import InputError, read_input
 from ..vocab import TIERS
@@ -54,7 +54,7 @@ def _ordered_configs(configs: Iterable[Config]) -> list[Config]:
     return sorted(unique, key=lambda mc: (model_pos[mc[0]], cli_pos[mc[1]]))
 
 
-def build_report(runs: Sequence[Run], *, suite: str, task_tiers: Mapping[str, str | None] | None = None,
+def build_report(runs: Sequence[Attempt], *, suite: str, task_tiers: Mapping[str, str | None] | None = None,
                  configs: Sequence[Config] | None = None, scoring: Any | None = None, own: str | None = None,
                  selection: Selection = "latest", seed_prompt_hash: str | None = None,
                  scores: Mapping[int, float] | None = None, subset: Sequence[str] | None = None,
@@ -78,11 +78,11 @@ def build_report(runs: Sequence[Run], *, suite: str, task_tiers: Mapping[str, st
     budgets, source = resolve_budgets(scoring)
     ordered = _ordered_configs(list(configs or []) + [r.config for r in runs])
 
-    attempts: dict[Config, list[Run]] = defaultdict(list)
+    attempts: dict[Config, list[Attempt]] = defaultdict(list)
     for run in runs:
         attempts[run.config].append(run)
-    selected: dict[Config, dict[str, Run]] = defaultdict(dict)
-    for (config, task), run in select_runs(runs, selection).items():
+    selected: dict[Config, dict[str, Attempt]] = defaultdict(dict)
+    for (config, task), run in select_attempts(runs, selection).items():
         selected[config][task] = run
     rows = [score_configuration(c, attempts[c], selected[c], tiers, budgets, alpha) for c in ordered]
     gaps = delta_best({r.config: r.ams for r in rows})
@@ -141,7 +141,7 @@ def _notes(rows: list, sizes: dict[str, int]) -> list[str]:
     return notes
 
 
-def _rubric(runs: Sequence[Run], scores: Mapping[int, float], tasks: list[str], configs: list[Config],
+def _rubric(runs: Sequence[Attempt], scores: Mapping[int, float], tasks: list[str], configs: list[Config],
             own: str | None) -> RubricTable:
     scored, ignored = [], 0
     for run in runs:
@@ -160,8 +160,8 @@ def _rubric(runs: Sequence[Run], scores: Mapping[int, float], tasks: list[str], 
 
 # -- sources ----------------------------------------------------------------------------------
 
-def run_from_record(record: TrialRecord) -> Run:
-    return Run(record.task, record.model, record.cli, record.trial, record.status, record.passed, record.quality,
+def attempt_from_record(record: TrialRecord) -> Attempt:
+    return Attempt(record.task, record.model, record.cli, record.trial, record.status, record.passed, record.quality,
                record.tokens.raw, record.cost_usd, int(record.extra.get("attempt") or 0), record.turns,
                record.tool_calls, record.finished_at, record.id)
 
@@ -174,13 +174,13 @@ def report_from_records(records: Sequence[TrialRecord], *, scoring: Any | None =
         if tiers.get(record.task) is None:
             tiers[record.task] = record.tier
     suites = sorted({r.suite for r in records})
-    return build_report([run_from_record(r) for r in records], suite=", ".join(suites) or "-", task_tiers=tiers,
+    return build_report([attempt_from_record(r) for r in records], suite=", ".join(suites) or "-", task_tiers=tiers,
                         scoring=scoring, own=own, selection=selection, **kwargs)
 
 
-def runs_from_store(store: Any, suite_id: str) -> list[Run]:
+def attempts_from_store(store: Any, suite_id: str) -> list[Attempt]:
     """Every final trial of a suite, in one query."""
-    return [Run(t, m, c, i, s, bool(p), q, raw, cost, a, turns, tools, fin, pk)
+    return [Attempt(t, m, c, i, s, bool(p), q, raw, cost, a, turns, tools, fin, pk)
             for t, m, c, i, s, p, q, raw, cost, a, turns, tools, fin, pk in store.reports.run_tuples(suite_id, STATUSES)]
 
 
@@ -244,7 +244,7 @@ def report_from_store(store: Any, suite_id: str | None = None, *, selection: Sel
             notes.append(f"suite folder {row['path']} not found: Table 1 defaults, task tiers as stored")
     tiers = store.views.task_tiers(suite_id)
     configs = store.views.configuration_pairs(suite_id)
-    runs = runs_from_store(store, suite_id)
+    runs = attempts_from_store(store, suite_id)
     scores = None
     if rubric:
         from ..review.reviewing import agreed_scores

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics.intervals import DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_TASKS, TOO_FEW, Interval
-from ..metrics.runs import Config, Run, Selection, select_runs
+from ..metrics.attempts import Config, Attempt, Selection, select_attempts
 from .build import build_report
 from .cells import DASH, _md, _table, fmt_score
 
@@ -90,20 +90,20 @@ class RunComparison:
         }
 
 
-def _tag(runs: Sequence[Run], side: str, tasks: set[str]) -> list[Run]:
+def _tag(runs: Sequence[Attempt], side: str, tasks: set[str]) -> list[Attempt]:
     return [replace(r, model=f"{side}\x1f{r.model}") for r in runs if r.task in tasks]
 
 
-def _success(run: Run | None) -> bool | None:
+def _success(run: Attempt | None) -> bool | None:
     return None if run is None else run.success
 
 
-def _mean_reward(runs: Sequence[Run]) -> float | None:
+def _mean_reward(runs: Sequence[Attempt]) -> float | None:
     valid = [r.reward for r in runs if r.valid]
     return sum(valid) / len(valid) if valid else None
 
 
-def compare_runs(a: Sequence[Run], b: Sequence[Run], tiers: Mapping[str, str | None], tiers_b: Mapping[str, str | None],
+def compare_runs(a: Sequence[Attempt], b: Sequence[Attempt], tiers: Mapping[str, str | None], tiers_b: Mapping[str, str | None],
                  labels: tuple[str, str], *, scoring: Any | None = None, selection: Selection = "latest",
                  resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> RunComparison:
     shared = [t for t in tiers if t in tiers_b]
@@ -125,7 +125,7 @@ def compare_runs(a: Sequence[Run], b: Sequence[Run], tiers: Mapping[str, str | N
         changes.append(ConfigChange((m, c), (rows[side_a].ams, rows[side_b].ams),
                                     (rows[side_a].passes, rows[side_b].passes), cmp.difference, cmp.a_ahead,
                                     cmp.b_ahead, estimate))
-    chosen = select_runs(combined, selection)
+    chosen = select_attempts(combined, selection)
     cells = []
     for task in shared:
         for m, c in both:
@@ -139,11 +139,11 @@ def compare_runs(a: Sequence[Run], b: Sequence[Run], tiers: Mapping[str, str | N
                          changes, cells, resamples, seed)
 
 
-def store_side(path: Path, suite: str | None) -> tuple[list[Run], dict[str, str | None], Any | None, str]:
+def store_side(path: Path, suite: str | None) -> tuple[list[Attempt], dict[str, str | None], Any | None, str]:
     """(runs, task tiers, scoring, label) of one store's suite (``suite``, else its latest);
     LookupError naming the store when it or the suite is missing."""
     from ..store import Store
-    from .build import runs_from_store, suite_settings
+    from .build import attempts_from_store, suite_settings
 
     if not path.is_file():
         raise LookupError(f"no store at {path}")
@@ -153,7 +153,7 @@ def store_side(path: Path, suite: str | None) -> tuple[list[Run], dict[str, str 
         if row is None:
             raise LookupError(f"no suite {suite!r} in {path}" if suite else f"no suite in {path}")
         scoring = suite_settings(row)[0]
-        return runs_from_store(store, row["id"]), store.views.task_tiers(row["id"]), scoring, f"{path} (suite {row['id']})"
+        return attempts_from_store(store, row["id"]), store.views.task_tiers(row["id"]), scoring, f"{path} (suite {row['id']})"
     finally:
         store.close()
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..metrics.runs import Config, Run
+from ..metrics.attempts import Config, Attempt
 from ..metrics.trials import Spread, TrialStats, cell_stats, config_stats
 
 SELECTION = "every valid trial of each cell (all trials and retries; those our side failed, infra-invalid, left out)"
@@ -34,10 +34,10 @@ class TrialTable:
         }
 
 
-def trial_table(configs: Sequence[Config], attempts: Mapping[Config, Sequence[Run]], tasks: Sequence[str]) -> TrialTable:
+def trial_table(configs: Sequence[Config], attempts: Mapping[Config, Sequence[Attempt]], tasks: Sequence[str]) -> TrialTable:
     cells: dict[tuple[Config, str], TrialStats] = {}
     for config in configs:
-        per_task: dict[str, list[Run]] = {}
+        per_task: dict[str, list[Attempt]] = {}
         for run in attempts.get(config, ()):
             per_task.setdefault(run.task, []).append(run)
         for task in tasks:

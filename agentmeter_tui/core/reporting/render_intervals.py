@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..metrics.intervals import METHOD, MIN_TASKS, TOO_FEW, Interval, Intervals
-from ..metrics.runs import Config
+from ..metrics.attempts import Config
 from .cells import DASH, _md, _table, fmt_score, fmt_usd
 from .report import Report, config_name
 

@@ -22,7 +22,7 @@ from ..metrics.agreement import Agreement
 from ..metrics.ams import ConfigScore, TierBudget
 from ..metrics.intervals import Intervals
 from ..metrics.rubric import GateResult, Standing
-from ..metrics.runs import SELECTIONS, Config
+from ..metrics.attempts import SELECTIONS, Config
 from ..metrics.validation import RankValidation
 from ..vocab import TIERS
 from .every_trial import TrialTable

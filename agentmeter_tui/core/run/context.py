@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..sandboxes.base import Sandbox, SandboxSession
     from ..suites.suitefile import ModelEntry
     from ..suites.suite import Suite
-    from .modelserver import ScriptedServer
+    from .scripted_server import ScriptedServer
     from .trialview import TrialView
 
 
@@ -109,7 +109,7 @@ class RunContext:
         key = getattr(trial, "scripted_key", None)
         if key is None or self.mock_url is None or self.scripted is None or self.scripted_lost(trial):
             return None  # a server that died took the session with it
-        from ..mockllm.client import forget_session, session_info
+        from ..scripted.client import forget_session, session_info
 
         control = self.scripted.control_key
         try:
@@ -134,7 +134,7 @@ class RunContext:
         elif provider.kind == "scripted":
             if self.mock_url is None or self.scripted is None:
                 raise RuntimeError("the scripted model server is not running")
-            from ..mockllm.client import register_session
+            from ..scripted.client import register_session
 
             # Random, not derived from the trial's token (which its agent sees in its environment):
             # no trial can work out another's key.

@@ -47,7 +47,7 @@ from .scheduler import Scheduler, pending_plans, plan_cells, recover_previous
 
 if TYPE_CHECKING:  # both imported when a suite asks for them
     from ..proxy.server import MeteringProxy
-    from .modelserver import ScriptedServer
+    from .scripted_server import ScriptedServer
 
 
 class Runner:
@@ -224,7 +224,7 @@ class Runner:
         """The scripted model server, the metering proxy and the sandbox, checked before any trial."""
         suite = self.suite
         if any(suite.provider(m).kind == "scripted" for m in suite.spec.models):
-            from .modelserver import ScriptedServer
+            from .scripted_server import ScriptedServer
 
             self.mock = ScriptedServer(self.log)
             await self.mock.start()

@@ -184,7 +184,7 @@ def _load_tasks(folder: Path, section: SuiteSection, toml_path: Path, text: str)
 def _check_scenarios(suite: Suite, toml_path: Path) -> None:
     """Every scripted model has a scenario for every task, and each scenario file is valid (a
     typo like ``outptu`` named with its file and line now, not as an HTTP 400 in every trial)."""
-    from ..mockllm.scenario import load_scenario
+    from ..scripted.scenario import load_scenario
 
     spec = suite.spec
     for model in spec.models if _any_needs_model(spec) else []:

@@ -52,7 +52,7 @@ class AnthropicMessages(WireProtocol):
     provider_kind = "anthropic"
     family = "anthropic"
     default_upstream = "https://api.anthropic.com"
-    scripted = "agentmeter_tui.core.mockllm.anthropic:AnthropicMessages"
+    scripted = "agentmeter_tui.core.scripted.anthropic:ScriptedAnthropicMessages"
     merged: ClassVar[dict[str, str]] = {"reasoning": "output"}
     base_url_env: ClassVar[dict[str, str]] = {"ANTHROPIC_BASE_URL": ""}
     key_headers = ("x-api-key",)

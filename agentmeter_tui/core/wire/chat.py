@@ -96,7 +96,7 @@ class OpenAIFamily(WireProtocol):
 class ChatCompletions(OpenAIFamily):
     name = "chat"
     provider_kind = "openai-chat"
-    scripted = "agentmeter_tui.core.mockllm.chat:ChatCompletions"
+    scripted = "agentmeter_tui.core.scripted.chat:ScriptedChatCompletions"
     model_paths = (r"/v1/chat/completions",)
 
     def matches(self, path: str) -> bool:

@@ -48,7 +48,7 @@ class Gemini(WireProtocol):
     provider_kind = "gemini"
     family = "gemini"
     default_upstream = "https://generativelanguage.googleapis.com"
-    scripted = "agentmeter_tui.core.mockllm.gemini:Gemini"
+    scripted = "agentmeter_tui.core.scripted.gemini:ScriptedGemini"
     merged: ClassVar[dict[str, str]] = {"cache_write": "uncached_input"}
     key_headers = ("x-goog-api-key",)
     key_query = ("key",)

@@ -42,7 +42,7 @@ def to_responses(usage: TokenUsage) -> dict[str, Any]:
 class Responses(OpenAIFamily):
     name = "responses"
     provider_kind = "openai"
-    scripted = "agentmeter_tui.core.mockllm.responses:Responses"
+    scripted = "agentmeter_tui.core.scripted.responses:ScriptedResponses"
     model_paths = (r"/v1/responses",)
 
     def matches(self, path: str) -> bool:

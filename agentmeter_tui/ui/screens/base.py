@@ -17,14 +17,14 @@ from ..host import host
 
 if TYPE_CHECKING:
     from ..live_state import TickSummary
-    from ..session import Session
+    from ..session import UiSession
 
 
 class SessionScreen(Screen):
     REFRESH_SECONDS = 0.25
 
     @property
-    def session(self) -> Session:
+    def session(self) -> UiSession:
         return host(self.app).session
 
     def on_mount(self) -> None:

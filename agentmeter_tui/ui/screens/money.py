@@ -31,7 +31,7 @@ from .dialogs import BudgetDialog, ConfirmDialog
 
 if TYPE_CHECKING:
     from ..grid_state import Config, TrialSummary
-    from ..session import Session
+    from ..session import UiSession
 
 RERUN_STATUSES = ("infra-invalid", "errored", "killed", "failed", "passed")
 RERUN_DEFAULT = ("infra-invalid", "errored", "killed")  # what went wrong, not what the agent did
@@ -119,7 +119,7 @@ class CapDialog(BudgetDialog):
         self.dismiss({"clear": [key for key, _ in self.FIELDS]})
 
 
-def _runner_gone(session: Session) -> bool:
+def _runner_gone(session: UiSession) -> bool:
     return not session.live_mode or bool(session.live.ended)
 
 

@@ -40,7 +40,7 @@ from .base import SessionScreen
 if TYPE_CHECKING:
     from textual.worker import WorkType
 
-    from ...core.metrics.runs import Selection
+    from ...core.metrics.attempts import Selection
     from ...core.reporting.report import Report
 
 # (header, value of a ConfigScore, formatter, higher is better): the columns `agentmeter report`

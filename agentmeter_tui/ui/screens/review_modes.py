@@ -19,11 +19,11 @@ from .dialogs import ConfirmDialog
 if TYPE_CHECKING:
     from textual.app import App
 
-    from ..session import Session
+    from ..session import UiSession
 
 
 class ReviewModes:
-    session: Session
+    session: UiSession
     app: App[Any]
     queue: list[tuple[int, bool]]
     trial_id: int | None

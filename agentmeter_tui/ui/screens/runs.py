@@ -23,7 +23,7 @@ from ...core.reporting.compare import RunComparison, compare_stores
 from ..widgets.footer import KeysFooter
 
 if TYPE_CHECKING:
-    from ...core.metrics.runs import Selection
+    from ...core.metrics.attempts import Selection
 from .base import SessionScreen
 
 RESAMPLES = 2000

@@ -19,7 +19,7 @@ from .. import format as fmt
 from ..host import host
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..session import UiSession
     from .grid_table import GridTable
 
 PAUSED = "⏸ "  # before a paused model's or CLI's name on the grid
@@ -100,7 +100,7 @@ class HoldBanner(Static):
             self.display = bool(text)
 
 
-def paused_scopes(session: Session) -> tuple[frozenset[str], frozenset[str]]:
+def paused_scopes(session: UiSession) -> tuple[frozenset[str], frozenset[str]]:
     progress = session.live.progress if session.live_mode and not session.live.ended else {}
     return frozenset(progress.get("paused_models") or ()), frozenset(progress.get("paused_clis") or ())
 

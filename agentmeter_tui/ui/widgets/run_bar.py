@@ -19,11 +19,11 @@ from textual.widgets import Static
 
 from .. import format as fmt
 from ..preparation import build_progress
-from ..session import Session
+from ..session import UiSession
 from .money import money_markup
 
 
-def connection_markup(session: Session, held_chars: int = 80) -> str:
+def connection_markup(session: UiSession, held_chars: int = 80) -> str:
     live = session.live
     if not session.live_mode:
         return "[$text-muted]○ store only[/]"
@@ -43,7 +43,7 @@ def connection_markup(session: Session, held_chars: int = 80) -> str:
     return "[b $status-running]● live[/]"
 
 
-def preparing_text(session: Session) -> str | None:
+def preparing_text(session: UiSession) -> str | None:
     """What the runner prepares before its first trial (a task image's build and its step),
     while it does; None once the schedule runs (its progress no longer says ``preparing``)."""
     live = session.live
@@ -52,7 +52,7 @@ def preparing_text(session: Session) -> str | None:
     return build_progress(live.prepared or [str(live.progress["preparing"])])
 
 
-def run_bar_markup(session: Session, width: int) -> str:
+def run_bar_markup(session: UiSession, width: int) -> str:
     grid = session.grid
     totals = grid.totals()
     progress = session.live.progress
@@ -101,7 +101,7 @@ def run_bar_markup(session: Session, width: int) -> str:
 FIGURES_EVERY = 1.0  # seconds between redraws for the moving figures alone
 
 
-def run_bar_state(session: Session, width: int) -> tuple:
+def run_bar_state(session: UiSession, width: int) -> tuple:
     """What must show at once when it changes: connection, progress counts, the width."""
     progress = session.live.progress
     return (connection_markup(session), width, session.live.run_id, session.overview.name, session.suite_id,
@@ -117,7 +117,7 @@ class RunBar(Static):
         self._state: tuple = ()
         self._at = 0.0  # monotonic time the line was last built
 
-    def show(self, session: Session, timed: bool = False) -> None:
+    def show(self, session: UiSession, timed: bool = False) -> None:
         """Redraw if the line changed; on a timer's flush (``timed``), for the figures alone at
         most once a second."""
         width = self.size.width or 120

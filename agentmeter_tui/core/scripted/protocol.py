@@ -39,7 +39,7 @@ def count_tokens(raw: bytes) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class WireRequest:
+class ScriptedRequest:
     """A model call as a protocol sees it: JSON body, query string and path parameters."""
 
     body: dict[str, Any]
@@ -60,16 +60,16 @@ class ScriptedProtocol:
         """The JSON schema the request wants its answer to follow (structured output), if any."""
         return None
 
-    def wants_stream(self, req: WireRequest) -> bool:
+    def wants_stream(self, req: ScriptedRequest) -> bool:
         return bool(req.body.get("stream"))
 
-    def model(self, req: WireRequest) -> str:
+    def model(self, req: ScriptedRequest) -> str:
         return str(req.body.get("model") or "scripted-model")
 
-    def stream(self, reply: Reply, model: str, req: WireRequest) -> list[bytes]:
+    def stream(self, reply: Reply, model: str, req: ScriptedRequest) -> list[bytes]:
         raise NotImplementedError
 
-    def complete(self, reply: Reply, model: str, req: WireRequest) -> dict[str, Any]:
+    def complete(self, reply: Reply, model: str, req: ScriptedRequest) -> dict[str, Any]:
         raise NotImplementedError
 
     def error_body(self, status: int, message: str, error_type: str | None = None) -> dict[str, Any]:

@@ -8,15 +8,15 @@ import gzip
 import orjson
 import pytest
 
-from agentmeter_tui.core.mockllm.anthropic import AnthropicMessages
-from agentmeter_tui.core.mockllm.chat import ChatCompletions
-from agentmeter_tui.core.mockllm.gemini import Gemini
-from agentmeter_tui.core.mockllm.replies import Reply, ToolCall
-from agentmeter_tui.core.mockllm.responses import Responses
-from agentmeter_tui.core.mockllm.wire import WireRequest
+from agentmeter_tui.core.scripted.anthropic import ScriptedAnthropicMessages
+from agentmeter_tui.core.scripted.chat import ScriptedChatCompletions
+from agentmeter_tui.core.scripted.gemini import ScriptedGemini
+from agentmeter_tui.core.scripted.replies import Reply, ToolCall
+from agentmeter_tui.core.scripted.responses import ScriptedResponses
+from agentmeter_tui.core.scripted.protocol import ScriptedRequest
 from agentmeter_tui.core.proxy import diverges
 from agentmeter_tui.core.proxy.scan import UsageScanner
-from agentmeter_tui.core.proxy.wire import upstream_headers, upstream_query
+from agentmeter_tui.core.proxy.forward import upstream_headers, upstream_query
 from agentmeter_tui.core.usage import TOKEN_CLASSES, TokenUsage
 from agentmeter_tui.core.wire import MERGED, READERS, find_key, fold, protocol_for
 from agentmeter_tui.core.wire.anthropic import to_anthropic
@@ -27,8 +27,8 @@ from agentmeter_tui.core.wire.responses import to_responses
 USAGE = TokenUsage(uncached_input=1200, cached_input=4000, cache_write=300, output=30, reasoning=20)
 WRITERS = {"chat": to_chat, "anthropic": lambda u: to_anthropic(u, u.output + u.reasoning),
            "responses": to_responses, "gemini": to_gemini}
-PROTOCOLS = {"chat": ChatCompletions(), "anthropic": AnthropicMessages(), "responses": Responses(),
-             "gemini": Gemini()}
+PROTOCOLS = {"chat": ScriptedChatCompletions(), "anthropic": ScriptedAnthropicMessages(), "responses": ScriptedResponses(),
+             "gemini": ScriptedGemini()}
 
 
 def _reply() -> Reply:
@@ -37,14 +37,14 @@ def _reply() -> Reply:
                  usage=USAGE, message_id="t_1")
 
 
-def _request(protocol: str, stream: bool) -> WireRequest:
+def _request(protocol: str, stream: bool) -> ScriptedRequest:
     if protocol == "gemini":
         action = "streamGenerateContent" if stream else "generateContent"
-        return WireRequest({}, {"alt": "sse"} if stream else {}, {"target": f"gemini-2.5-pro:{action}"})
+        return ScriptedRequest({}, {"alt": "sse"} if stream else {}, {"target": f"gemini-2.5-pro:{action}"})
     body = {"model": "m", "stream": stream}
     if protocol == "chat":
         body["stream_options"] = {"include_usage": True}
-    return WireRequest(body)
+    return ScriptedRequest(body)
 
 
 @pytest.mark.parametrize("protocol", sorted(READERS))
@@ -95,8 +95,8 @@ def test_scanner_reads_whole_json_answers(protocol):
 
 
 def test_scanner_reads_gemini_json_array_and_gzip():
-    request = WireRequest({}, {}, {"target": "gemini-2.5-pro:streamGenerateContent"})  # no alt=sse
-    body = orjson.dumps(Gemini().complete(_reply(), "m", request))
+    request = ScriptedRequest({}, {}, {"target": "gemini-2.5-pro:streamGenerateContent"})  # no alt=sse
+    body = orjson.dumps(ScriptedGemini().complete(_reply(), "m", request))
     scanner = UsageScanner("gemini", "application/json", "gzip")
     for chunk in _cut(gzip.compress(body), 50):
         scanner.feed(chunk)
@@ -105,7 +105,7 @@ def test_scanner_reads_gemini_json_array_and_gzip():
 
 
 def test_cut_stream_keeps_only_partial_figures():
-    stream = b"".join(AnthropicMessages().stream(_reply(), "m", _request("anthropic", True)))
+    stream = b"".join(ScriptedAnthropicMessages().stream(_reply(), "m", _request("anthropic", True)))
     scanner = UsageScanner("anthropic", "text/event-stream")
     scanner.feed(stream[: stream.index(b"message_delta")])
     scanner.finish(clean=False)

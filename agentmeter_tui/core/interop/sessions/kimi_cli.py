@@ -21,7 +21,7 @@ from ..walls import read_under
 from .base import CliSession, SessionReader, SessionSource, parse_ts, read_lines
 
 
-class KimiSessions(SessionReader):
+class KimiCliSessions(SessionReader):
     cli = "kimi-cli"
     home_path = ".kimi/sessions"
     layout = "WORKDIR-MD5/SESSION/wire.jsonl"

@@ -16,10 +16,10 @@ from ...harnesses.jsonl import tool_text
 from ...vocab import EventKind
 from ..walls import read_under
 from .base import BadSession, CliSession, SessionReader, SessionSource, parse_ts, read_lines
-from .qwen import parts_events
+from .qwen_code import parts_events
 
 
-class GeminiSessions(SessionReader):
+class GeminiCliSessions(SessionReader):
     cli = "gemini-cli"
     home_path = ".gemini/tmp"
     layout = "PROJECT/chats/session-*.jsonl"

@@ -38,7 +38,7 @@ class ServerError(RuntimeError):
 
 
 class ServerProcess:
-    """A running ``python -m agentmeter_tui.core.mockllm serve``; stop it or use ``with``."""
+    """A running ``python -m agentmeter_tui.core.scripted serve``; stop it or use ``with``."""
 
     def __init__(self, process: subprocess.Popen, base_url: str, control_key: str):
         self.process, self.base_url = process, base_url
@@ -70,7 +70,7 @@ class ServerProcess:
 def start_server_process(scenario: str | Path | None = None, log_dir: str | Path | None = None, *,
                          host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0) -> ServerProcess:
     """Spawn the server and wait for its ``listening on`` line; raises :class:`ServerError`."""
-    command = [sys.executable, "-m", "agentmeter_tui.core.mockllm", "serve", "--host", host, "--port", str(port),
+    command = [sys.executable, "-m", "agentmeter_tui.core.scripted", "serve", "--host", host, "--port", str(port),
                "--parent-pid", str(os.getpid()),  # it exits if we die, even by SIGKILL
                "--control-key-stdin"]
     control_key = new_control_key()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..vocab import KillReason
 
 if TYPE_CHECKING:
-    from ..mockllm.client import ServerProcess
+    from ..scripted.client import ServerProcess
 
 
 class ScriptedServer:
@@ -43,7 +43,7 @@ class ScriptedServer:
         return self.process.process.pid if self.process is not None else None
 
     async def start(self) -> str:
-        from ..mockllm.client import start_server_process
+        from ..scripted.client import start_server_process
 
         self.process = process = await asyncio.to_thread(start_server_process)
         return process.base_url

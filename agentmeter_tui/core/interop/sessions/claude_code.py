@@ -15,7 +15,7 @@ from ..cli_logs import imported
 from .base import CliSession, SessionReader, SessionSource, parse_ts, read_lines
 
 
-class ClaudeSessions(SessionReader):
+class ClaudeCodeSessions(SessionReader):
     cli = "claude-code"
     home_path = ".claude/projects"
     layout = "PROJECT/SESSION.jsonl"

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.core.mockllm_support import (
+from tests.core.scripted_support import (
     SHELL_SCHEMA,
     TURN1,
     TWO_TURNS,
@@ -294,7 +294,7 @@ async def test_errors_in_each_protocols_shape(tmp_path, protocol):
 
 def test_side_calls_asking_for_json_get_json_that_fits():
     """Gemini CLI's loop check asks a side model for JSON and stalls on plain text."""
-    from agentmeter_tui.core.mockllm.replies import sample_json
+    from agentmeter_tui.core.scripted.replies import sample_json
 
     schema = {"type": "object", "properties": {"unproductive_state_confidence": {"type": "number"},
                                                "unproductive_state_analysis": {"type": "string"},

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..wire.gemini import to_gemini as gemini_usage
 from .replies import OfferedTool, Reply, text_pieces
-from .wire import DEFAULT_MODELS, ScriptedProtocol, WireRequest, count_tokens, sse
+from .protocol import DEFAULT_MODELS, ScriptedProtocol, ScriptedRequest, count_tokens, sse
 
 # The routes the server answered for Gemini (aiohttp's {target} is one path segment).
 _LISTING = re.compile(r"/v1(?:beta|alpha)/models")
@@ -30,7 +30,7 @@ def split_target(target: str) -> tuple[str, str]:
     return (model, action) if model else (target, "")
 
 
-class Gemini(ScriptedProtocol):
+class ScriptedGemini(ScriptedProtocol):
     name = "gemini"
 
     def offered_tools(self, body: dict[str, Any]) -> list[OfferedTool]:
@@ -52,14 +52,14 @@ class Gemini(ScriptedProtocol):
             return schema
         return {} if config.get("responseMimeType") == "application/json" else None
 
-    def model(self, req: WireRequest) -> str:
+    def model(self, req: ScriptedRequest) -> str:
         return split_target(req.match.get("target", ""))[0] or "scripted-model"
 
     @staticmethod
-    def action(req: WireRequest) -> str:
+    def action(req: ScriptedRequest) -> str:
         return split_target(req.match.get("target", ""))[1]
 
-    def wants_stream(self, req: WireRequest) -> bool:
+    def wants_stream(self, req: ScriptedRequest) -> bool:
         return self.action(req) == "streamGenerateContent" and req.query.get("alt") == "sse"
 
     @staticmethod
@@ -91,10 +91,10 @@ class Gemini(ScriptedProtocol):
         return {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}],
                 "modelVersion": model, "responseId": f"resp_{reply.message_id}"}
 
-    def stream(self, reply: Reply, model: str, req: WireRequest) -> list[bytes]:
+    def stream(self, reply: Reply, model: str, req: ScriptedRequest) -> list[bytes]:
         return [sse(chunk) for chunk in self.chunks(reply, model)]
 
-    def complete(self, reply: Reply, model: str, req: WireRequest) -> Any:
+    def complete(self, reply: Reply, model: str, req: ScriptedRequest) -> Any:
         if self.action(req) == "streamGenerateContent":  # without alt=sse: a JSON array of chunks
             return self.chunks(reply, model)
         return self._finish(self._chunk(reply, model, self._parts(reply, streamed=False)), reply)

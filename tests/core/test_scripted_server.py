@@ -14,7 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from agentmeter_tui.core.mockllm.client import (
+from agentmeter_tui.core.scripted.client import (
     ServerError,
     register_session,
     run_in_thread,
@@ -22,10 +22,10 @@ from agentmeter_tui.core.mockllm.client import (
     session_requests,
     start_server_process,
 )
-from agentmeter_tui.core.mockllm.replies import OfferedTool, find_shell_tool, shell_arguments
-from agentmeter_tui.core.mockllm.scenario import DEFAULT_USAGE, SIDE_CALL_USAGE, load_scenario
+from agentmeter_tui.core.scripted.replies import OfferedTool, find_shell_tool, shell_arguments
+from agentmeter_tui.core.scripted.scenario import DEFAULT_USAGE, SIDE_CALL_USAGE, load_scenario
 from agentmeter_tui.core.tomlerrors import InputError
-from tests.core.mockllm_support import (
+from tests.core.scripted_support import (
     TURN1,
     TWO_TURNS,
     chat_body,
@@ -321,7 +321,7 @@ def test_serve_command_prints_one_line_and_exits_0_on_sigterm(tmp_path):
 
 def test_serve_with_a_bad_scenario_exits_2_naming_the_line(tmp_path):
     scenario = write_scenario(tmp_path, '[[turns]]\ntext = "a"\nrepeat = 0\n')
-    result = subprocess.run([sys.executable, "-m", "agentmeter_tui.core.mockllm", "serve", "--scenario",
+    result = subprocess.run([sys.executable, "-m", "agentmeter_tui.core.scripted", "serve", "--scenario",
                              str(scenario)], capture_output=True, text=True, timeout=30, check=False)
     assert result.returncode == 2 and result.stdout == ""
     assert f"{scenario}:3: field 'turns[0].repeat'" in result.stderr
@@ -381,7 +381,7 @@ async def test_call_placeholder_varies_a_looping_turn(server, tmp_path):
 
 PARENT = """
 import sys
-from agentmeter_tui.core.mockllm.client import start_server_process
+from agentmeter_tui.core.scripted.client import start_server_process
 server = start_server_process()
 print(server.pid, server.base_url, flush=True)
 sys.stdin.read()

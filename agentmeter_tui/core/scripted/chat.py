@@ -15,9 +15,9 @@ import orjson
 
 from ..wire.chat import to_chat as chat_usage
 from .replies import OfferedTool, Reply, text_pieces
-from .wire import ScriptedProtocol, WireRequest, now, sse
+from .protocol import ScriptedProtocol, ScriptedRequest, now, sse
 
-class ChatCompletions(ScriptedProtocol):
+class ScriptedChatCompletions(ScriptedProtocol):
     name = "chat"
 
     def wanted_json(self, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -34,7 +34,7 @@ class ChatCompletions(ScriptedProtocol):
                 tools.append(OfferedTool(function["name"], function.get("parameters")))
         return tools
 
-    def stream(self, reply: Reply, model: str, req: WireRequest) -> list[bytes]:
+    def stream(self, reply: Reply, model: str, req: ScriptedRequest) -> list[bytes]:
         options = req.body.get("stream_options")
         include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
         base = {"id": f"chatcmpl-{reply.message_id}", "object": "chat.completion.chunk", "created": now(),
@@ -66,7 +66,7 @@ class ChatCompletions(ScriptedProtocol):
         frames.append(b"data: [DONE]\n\n")
         return frames
 
-    def complete(self, reply: Reply, model: str, req: WireRequest) -> dict[str, Any]:
+    def complete(self, reply: Reply, model: str, req: ScriptedRequest) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.reasoning:
             message["reasoning_content"] = reply.reasoning

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from agentmeter_tui.core.mockllm.client import register_session, session_info, start_server_process
-from agentmeter_tui.core.mockllm.scenario import SIDE_CALL_USAGE
+from agentmeter_tui.core.scripted.client import register_session, session_info, start_server_process
+from agentmeter_tui.core.scripted.scenario import SIDE_CALL_USAGE
 from tests.conftest import need
 
 pytestmark = pytest.mark.clis

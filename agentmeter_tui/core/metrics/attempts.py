@@ -1,8 +1,8 @@
-"""The run outcome the metrics read, and the rules that pick one trial per cell.
+"""The attempt outcome the metrics read, and the rules that pick one trial per cell.
 
-A :class:`Run` is one attempt of one task by one configuration, reduced to what the
+A :class:`Attempt` is one attempt of one task by one configuration, reduced to what the
 formulas need. The metrics never touch the store: the reporting layer reads rows into
-runs (one SQL query) and hands them over, so every formula is tested on plain lists.
+attempts (one SQL query) and hands them over, so every formula is tested on plain lists.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ SELECTIONS: dict[str, str] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Run:
+class Attempt:
     """One attempt. ``cost`` is None when the attempt could not be priced (never read as $0)."""
 
     task: str
@@ -60,36 +60,36 @@ class Run:
 
     @property
     def reward(self) -> float:
-        """R_i: the verifier's quality for a judged run; non-completion contributes zero."""
+        """R_i: the verifier's quality for a judged attempt; non-completion contributes zero."""
         return self.quality if self.status in JUDGED else 0.0
 
 
-def _recency(run: Run) -> tuple:
+def _recency(run: Attempt) -> tuple:
     # ISO timestamps of one writer compare as strings; trial index, attempt and id break ties
     # deterministically (imported records may all carry the same time or none).
     return (run.finished_at or "", run.trial, run.attempt, run.id or 0)
 
 
-def _goodness(run: Run) -> tuple:
-    # Higher is better: quality, then pass, then lower cost (an unpriced run ranks as the worst).
+def _goodness(run: Attempt) -> tuple:
+    # Higher is better: quality, then pass, then lower cost (an unpriced attempt ranks as the worst).
     cost_key = -run.cost if run.cost is not None else float("-inf")
     return (run.reward, run.success, cost_key, _recency(run))
 
 
-def group_cells(runs: Iterable[Run]) -> dict[tuple[Config, str], list[Run]]:
+def group_cells(runs: Iterable[Attempt]) -> dict[tuple[Config, str], list[Attempt]]:
     """All attempts per (configuration, task) cell, in input order."""
-    cells: dict[tuple[Config, str], list[Run]] = defaultdict(list)
+    cells: dict[tuple[Config, str], list[Attempt]] = defaultdict(list)
     for run in runs:
         cells[(run.config, run.task)].append(run)
     return cells
 
 
-def select_run(attempts: list[Run], rule: Selection = "latest") -> Run | None:
-    """The one run a cell contributes, or None when no attempt is attributable (a missing cell).
+def select_attempt(attempts: list[Attempt], rule: Selection = "latest") -> Attempt | None:
+    """The one attempt a cell contributes, or None when no attempt is attributable (a missing cell).
 
     ``latest``: the most recently finished valid attempt. ``median``: the valid attempts
     ordered by outcome (quality, pass, cheaper first), the middle one, the lower middle for
-    an even count, so the chosen run is a real trial whose figures belong together.
+    an even count, so the chosen attempt is a real trial whose figures belong together.
     """
     valid = [r for r in attempts if r.valid]
     if not valid:
@@ -102,11 +102,11 @@ def select_run(attempts: list[Run], rule: Selection = "latest") -> Run | None:
     raise ValueError(f"unknown selection rule {rule!r}; use one of {', '.join(SELECTIONS)}")
 
 
-def select_runs(runs: Iterable[Run], rule: Selection = "latest") -> dict[tuple[Config, str], Run]:
-    """One run per (configuration, task) cell that has a valid attempt."""
+def select_attempts(runs: Iterable[Attempt], rule: Selection = "latest") -> dict[tuple[Config, str], Attempt]:
+    """One attempt per (configuration, task) cell that has a valid attempt."""
     chosen = {}
     for key, attempts in group_cells(runs).items():
-        run = select_run(attempts, rule)
+        run = select_attempt(attempts, rule)
         if run is not None:
             chosen[key] = run
     return chosen

@@ -16,7 +16,7 @@ import orjson
 
 from ..wire.responses import to_responses as responses_usage
 from .replies import OfferedTool, Reply, text_pieces
-from .wire import ScriptedProtocol, WireRequest, now, sse
+from .protocol import ScriptedProtocol, ScriptedRequest, now, sse
 
 
 def _items(reply: Reply) -> list[dict[str, Any]]:
@@ -43,7 +43,7 @@ def _items(reply: Reply) -> list[dict[str, Any]]:
     return items
 
 
-class Responses(ScriptedProtocol):
+class ScriptedResponses(ScriptedProtocol):
     name = "responses"
 
     def wanted_json(self, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -69,7 +69,7 @@ class Responses(ScriptedProtocol):
         return {"id": f"resp_{reply.message_id}", "object": "response", "created_at": now(), "status": status,
                 "model": model, "output": output, "usage": usage, "error": None, "incomplete_details": None}
 
-    def stream(self, reply: Reply, model: str, req: WireRequest) -> list[bytes]:
+    def stream(self, reply: Reply, model: str, req: ScriptedRequest) -> list[bytes]:
         events: list[tuple[str, dict[str, Any]]] = [
             ("response.created", {"response": self._response(reply, model, "in_progress", [], None)}),
             ("response.in_progress", {"response": self._response(reply, model, "in_progress", [], None)}),
@@ -82,7 +82,7 @@ class Responses(ScriptedProtocol):
         return [sse({"type": kind, "sequence_number": number, **data}, kind)
                 for number, (kind, data) in enumerate(events)]
 
-    def complete(self, reply: Reply, model: str, req: WireRequest) -> dict[str, Any]:
+    def complete(self, reply: Reply, model: str, req: ScriptedRequest) -> dict[str, Any]:
         return self._response(reply, model, "completed", _items(reply), responses_usage(reply.usage))
 
 

@@ -16,7 +16,7 @@ import orjson
 
 from ..wire.anthropic import to_anthropic as anthropic_usage
 from .replies import OfferedTool, Reply, text_pieces
-from .wire import ScriptedProtocol, WireRequest, count_tokens, sse
+from .protocol import ScriptedProtocol, ScriptedRequest, count_tokens, sse
 
 
 def _signature(text: str) -> str:
@@ -41,14 +41,14 @@ def _stop_reason(reply: Reply) -> str:
     return "tool_use" if reply.tool_call is not None else "end_turn"
 
 
-class AnthropicMessages(ScriptedProtocol):
+class ScriptedAnthropicMessages(ScriptedProtocol):
     name = "anthropic"
 
     def offered_tools(self, body: dict[str, Any]) -> list[OfferedTool]:
         return [OfferedTool(tool["name"], tool.get("input_schema"))
                 for tool in body.get("tools") or [] if isinstance(tool, dict) and tool.get("name")]
 
-    def stream(self, reply: Reply, model: str, req: WireRequest) -> list[bytes]:
+    def stream(self, reply: Reply, model: str, req: ScriptedRequest) -> list[bytes]:
         output = reply.usage.output + reply.usage.reasoning
         message: dict[str, Any] = {"id": f"msg_{reply.message_id}", "type": "message", "role": "assistant", "model": model,
                    "content": [], "stop_reason": None, "stop_sequence": None,
@@ -84,7 +84,7 @@ class AnthropicMessages(ScriptedProtocol):
         frames.append(sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
         return frames
 
-    def complete(self, reply: Reply, model: str, req: WireRequest) -> dict[str, Any]:
+    def complete(self, reply: Reply, model: str, req: ScriptedRequest) -> dict[str, Any]:
         return {"id": f"msg_{reply.message_id}", "type": "message", "role": "assistant", "model": model,
                 "content": _blocks(reply), "stop_reason": _stop_reason(reply), "stop_sequence": None,
                 "usage": anthropic_usage(reply.usage, reply.usage.output + reply.usage.reasoning)}

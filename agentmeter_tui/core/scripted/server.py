@@ -1,5 +1,5 @@
 """Running the scripted model server: as a process (``serve``, used by ``agentmeter mockllm
-serve`` and ``python -m agentmeter_tui.core.mockllm``) or in a thread of the caller
+serve`` and ``python -m agentmeter_tui.core.scripted``) or in a thread of the caller
 (:class:`ThreadedServer`, for tests and tools that want no second process).
 
 ``serve`` prints exactly one line, ``listening on http://HOST:PORT``, once the socket accepts
@@ -93,7 +93,7 @@ def _control_key(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agentmeter_tui.core.mockllm",
+    parser = argparse.ArgumentParser(prog="python -m agentmeter_tui.core.scripted",
                                      description="The scripted model server.")
     sub = parser.add_subparsers(dest="command", required=True)
     add_arguments(sub.add_parser("serve", help="serve until SIGTERM/SIGINT"))

@@ -32,7 +32,7 @@ from ..wire import find_key, get_protocol, protocol_for, protocols
 from .control import CONTROL_HEADER, new_control_key
 from .scenario import Scenario, load_scenario, scenario_from_text
 from .session import ScriptedSession, ScriptedSessions, finish_entry, log_entry
-from .wire import DEFAULT_MODELS, ScriptedProtocol, WireRequest
+from .protocol import DEFAULT_MODELS, ScriptedProtocol, ScriptedRequest
 
 SESSIONS = web.AppKey("sessions", ScriptedSessions)
 CONTROL = web.AppKey("control", str)  # the key of the control endpoints
@@ -82,7 +82,7 @@ class _Call:
 
 
 async def _stream(request: web.Request, protocol: ScriptedProtocol, call: _Call, served: Any, reply: Any,
-                  model: Any, req: WireRequest, headers: dict) -> web.StreamResponse:
+                  model: Any, req: ScriptedRequest, headers: dict) -> web.StreamResponse:
     """The scripted reply as the protocol's event stream, held or cut after the first frame as
     the scenario says."""
     response = web.StreamResponse(headers={**protocol.sse_headers, **headers})
@@ -116,7 +116,7 @@ async def model_call(request: web.Request, protocol: ScriptedProtocol) -> web.St
         if call.session is None:
             call.status, call.answer = 401, "no session"
             return await _send(request, json_body(protocol.error_body(401, NO_SESSION), 401))
-        req = WireRequest(body, request.query, protocol.path_match(request.path))
+        req = ScriptedRequest(body, request.query, protocol.path_match(request.path))
         reply = call.session.next_reply(protocol.offered_tools(body), protocol.name, protocol.wanted_json(body))
         served = call.session.calls[-1]
         call.answer, call.entry["call"] = reply.label, served.call

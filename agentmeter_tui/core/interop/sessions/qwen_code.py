@@ -41,7 +41,7 @@ def parts_events(session: CliSession, parts: object, ts: float | None, model: st
             session.add(EventKind.TOOL_RESULT, text, ts, {"call_id": part["functionResponse"].get("id")})
 
 
-class QwenSessions(SessionReader):
+class QwenCodeSessions(SessionReader):
     cli = "qwen-code"
     home_path = ".qwen/projects"
     layout = "PROJECT/chats/SESSION.jsonl"

@@ -10,8 +10,8 @@ from typing import Any
 import aiohttp
 from aiohttp.test_utils import TestServer
 
-from agentmeter_tui.core.mockllm.app import CONTROL, create_app
-from agentmeter_tui.core.mockllm.control import CONTROL_HEADER
+from agentmeter_tui.core.scripted.app import CONTROL, create_app
+from agentmeter_tui.core.scripted.control import CONTROL_HEADER
 
 SHELL_SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
 TWO_TURNS = """
