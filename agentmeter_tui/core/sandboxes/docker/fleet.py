@@ -31,7 +31,8 @@ PLACEMENTS = 3  # a job rejected for a stale network is placed again, on another
 
 def stale_network(status: dict[str, Any]) -> bool:
     """Whether a task's status is a rejection for a node's stale copy of a swarm-scope network."""
-    return status.get("State") == "rejected" and bool(STALE_NETWORK.search(status.get("Err") or ""))
+    said = f"{status.get('Err') or ''} {status.get('Message') or ''}"  # Docker 20.10 puts it in either
+    return status.get("State") == "rejected" and bool(STALE_NETWORK.search(said))
 
 
 @dataclass(frozen=True)
@@ -63,17 +64,17 @@ class NodeWatch:
         self.seen: dict[str, float] = {}  # node id -> wall time of the last read that found it ready
         self.shunned: dict[str, str] = {}  # node id -> its name: nodes that reject our jobs (a stale network)
 
-    def shun(self, client: Any, node_id: str) -> str | None:
-        """Place no more jobs on the node (it rejected one for a stale network); the line a
-        transcript gets the first time, None after."""
+    def shun(self, client: Any, node_id: str, why: str = "") -> str | None:
+        """Place no more jobs on the node (it rejected one for a stale network, or ``why``); the
+        line a transcript gets the first time, None after."""
         name = self.name(client, node_id)
         with self._lock:
             if node_id in self.shunned:
                 return None
             self.shunned[node_id] = name
-        return (f"swarm node {name} rejects jobs on our swarm-scope network (a stale local copy left by "
-                f"a crash or a cut link, moby/moby#37087): no more jobs go there this run; on that node, "
-                f"`docker network rm` of the network named in its error mends it")
+        why = why or ("rejects jobs on our swarm-scope network: a stale local copy left by a crash or a cut "
+                      "link (moby/moby#37087)")
+        return f"swarm node {name} {why}: no more jobs go there this run"
 
     def avoid(self) -> list[str]:
         """Placement constraints that keep a new service off the shunned nodes."""

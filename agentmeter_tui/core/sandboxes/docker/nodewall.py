@@ -31,15 +31,21 @@ import json
 import secrets
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import engine as engines
 from .images import WALL_IMAGE, ensure_host_image
+
+if TYPE_CHECKING:
+    from .fleet import NodeWatch
 
 WALLED_NETWORK = "agentmeter-walled-swarm"
 WALLED = "walled"  # the swarm sandbox's default ``network``
 ADDRESS = "169.254.213.1"  # the walls' relays on every node (link-local: never routed off the node)
 CHAIN = "AGENTMETER-WALLED"
+# Seconds the other nodes' walls get once one is up: a node whose wall never says so (its task
+# stuck after a cut link) is shunned rather than failing every trial of the run.
+STRAGGLE = 20.0
 # Run in the wall's container as ``python3 -c WALL_SCRIPT <json>``: rules first, then the relay;
 # on SIGTERM (the service removed) its own ACCEPT rule goes (the chain's DROP stays).
 WALL_SCRIPT = r"""
@@ -152,8 +158,8 @@ class NodeWalls:
     """One wall service per route (a target the runner's model calls go to), made on first use
     and removed with the sandbox; blocking methods, thread-safe."""
 
-    def __init__(self, suite_id: str, start_timeout: float, publish: Any = None):
-        self.suite_id, self.start_timeout = suite_id, start_timeout
+    def __init__(self, suite_id: str, start_timeout: float, nodes: NodeWatch, publish: Any = None):
+        self.suite_id, self.start_timeout, self.nodes = suite_id, start_timeout, nodes
         self.publish = publish or (lambda client, image: image)
         self.lock = threading.Lock()
         self.image: str | None = None
@@ -194,6 +200,7 @@ class NodeWalls:
     def _wait_ready(self, client: Any, service_id: str, target: tuple[str, int]) -> None:
         """Until each ready, active node's task of the wall said its rules are in and it listens."""
         deadline = time.monotonic() + self.start_timeout
+        first_ready: float | None = None  # when the first node's wall said it is up
         while True:
             nodes = {n["ID"] for n in client.api.nodes()
                      if n["Status"]["State"] == "ready" and n["Spec"].get("Availability") == "active"}
@@ -203,10 +210,16 @@ class NodeWalls:
             ready = {words[words.index("WALL-READY") + 1]: words[-1] for words in lines if "WALL-READY" in words}
             if failed := [" ".join(w) for w in lines if "WALL-FAILED" in w]:
                 raise engines.EngineError(f"the swarm nodes' wall could not be put up: {failed[0]}")
-            if nodes <= set(ready):
+            first_ready = first_ready or (time.monotonic() if ready else None)
+            straggling = first_ready is not None and time.monotonic() - first_ready > STRAGGLE
+            if nodes <= set(ready) or straggling:
                 if any(state == "peers-open" for state in ready.values()):
                     self.notes.append("a swarm node passes no bridged frames to iptables (br_netfilter off): jobs "
                                       "on the same node of the walled network can reach each other")
+                for node_id in sorted(nodes - set(ready)):  # a job there could not reach its model
+                    if note := self.nodes.shun(client, node_id, f"has no wall up for the model's route after "
+                                                                 f"{STRAGGLE:g} s"):
+                        self.notes.append(note)
                 return
             if time.monotonic() > deadline:
                 raise engines.EngineError(f"the swarm nodes' wall for {target[0]}:{target[1]} did not start on every "

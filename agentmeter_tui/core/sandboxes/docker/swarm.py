@@ -115,7 +115,7 @@ class SwarmSandbox(EngineSandbox):
                                         known_hosts=self.config.known_hosts)
         self.relays = RelayPool()
         self.walls: dict[str, HostWall] = {}  # closed Harbor trials' bridges (``swarmharbor.py``)
-        self.node_walls = NodeWalls(suite.id, self.config.start_timeout,
+        self.node_walls = NodeWalls(suite.id, self.config.start_timeout, self.nodes,
                                     self.publisher.publish if self.publisher is not None else None)
         self.walled: str | None = None  # the walled network's name, once made (``network = "walled"``)
         self.walled_bridge = ""

@@ -286,11 +286,11 @@ class Job:
         while self.service_id is not None:
             task = fleet.first_task(self.engine.client, self.service_id) or {}
             status = task.get("Status") or {}
+            self.node_id = task.get("NodeID") or self.node_id  # the node to shun, if it rejects the job
             if fleet.stale_network(status) and self.placements < fleet.PLACEMENTS and self._place_again():
                 started = time.monotonic()
                 continue
-            if task.get("NodeID") and status.get("State") in STARTED | TERMINAL:
-                self.node_id = task["NodeID"]
+            if self.node_id and status.get("State") in STARTED | TERMINAL:
                 break
             if time.monotonic() - started > self.session.config.start_timeout:
                 break  # watch_state says why
