@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,3 +111,45 @@ def fleet_leftovers(fleet: Fleet, suite_id: str) -> dict[str, list[str]]:
         finally:
             engine.close()
     return {k: v for k, v in found.items() if v}
+
+
+FINAL = {"passed", "failed", "killed", "infra-invalid", "error"}
+
+
+def lose_a_worker(fleet: Fleet, db: Path, suite: Path, suite_id: str, loss: str,
+                  ready: Callable[..., bool] = lambda store, trial: True) -> tuple[str, list[dict], list[dict]]:
+    """Run the suite headless and, once a running trial on a worker is ``ready(store, trial)``,
+    lose that worker (``kill`` or ``cut``); after the run: the victim's name, every trial, and
+    the victim's infra-invalid attempts, each checked to say "lost". Whichever worker it is:
+    a node an earlier loss left refusing jobs (a stale network) is shunned by this run."""
+    from agentmeter_tui.core.store import Store
+    from tests.core.sandbox_support import wait_runner_exit
+    from tests.waiting import wait_for
+
+    runner = subprocess.Popen([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless",
+                               "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers = {fleet.node(i): str(i) for i in (2, 3)}
+    try:
+        def running_on_a_worker() -> str:
+            if not db.exists():
+                return ""
+            store = Store(db)
+            try:
+                return next((t["node"] for t in store.trials(suite_id) if t["status"] == "running"
+                             and t["node"] in workers and ready(store, t)), "")
+            finally:
+                store.close()
+
+        victim = wait_for(running_on_a_worker, "a trial running on a worker")
+        fleet.run(loss, workers[victim])
+        out, err = runner.communicate(timeout=900)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 0, err + out
+    wait_runner_exit(db)
+    trials = Store(db).trials(suite_id)
+    assert all(t["status"] in FINAL for t in trials), trials
+    lost = [t for t in trials if t["node"] == victim and t["status"] == "infra-invalid"]
+    assert lost and all("lost" in (t["reason"] or "") for t in lost), [(t["attempt"], t["reason"]) for t in lost]
+    return victim, trials, lost

@@ -15,7 +15,7 @@ import pytest
 from agentmeter_tui.core.paths import runner_log_path
 from agentmeter_tui.core.store import Store
 from tests.conftest import FIXTURES, agentmeter
-from tests.core.fleet_support import fleet_down, fleet_leftovers, fleet_up
+from tests.core.fleet_support import fleet_down, fleet_leftovers, fleet_up, lose_a_worker
 from tests.core.harbor_support import harbor_suite
 from tests.core.sandbox_support import SMOKE, assert_smoke_verdicts, suite_copy, unique_id, wait_runner_exit
 from tests.waiting import wait_for
@@ -23,7 +23,6 @@ from tests.waiting import wait_for
 # One worker runs them all (scripts/test.sh distributes by group): they share the module's fleet.
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("fleet")]
 
-FINAL = {"passed", "failed", "killed", "infra-invalid", "error"}
 # Its own names, addresses and folder: a fleet of the tests beside any fleet a developer has up.
 FLEET_ENV = {"FLEET_NAME": "amt", "FLEET_NET": "10.213.78", "FLEET_DIR": "/tmp/agentmeter-fleet-tests"}
 
@@ -184,42 +183,16 @@ def test_a_node_lost_mid_run_costs_nothing(tmp_path, db, fleet, loss, back):
                        replace={"concurrency = 2": "concurrency = 6"})
     for scenario in (suite / "scenarios").glob("*.toml"):  # long enough that the kill lands mid-trial
         scenario.write_text(scenario.read_text().replace("sleep 0.4", "sleep 8"))
-    runner = subprocess.Popen([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless",
-                               "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # A worker: the other case's victim may still refuse jobs for a stale network (moby/moby#37087)
-    # and be shunned by this run, so whichever worker has an agent inside its sleep is the victim.
-    workers = {fleet.node(i): str(i) for i in (2, 3)}
-    try:
-        def running_on_a_worker() -> str:
-            if not db.exists():
-                return ""
-            store = Store(db)
-            try:
-                # Its agent inside the sleep: a trial still "running" in its verifier job may be on
-                # another node by then, and the loss would cost it nothing.
-                return next((t["node"] for t in store.trials(suite_id) if t["status"] == "running"
-                             and t["node"] in workers and inside_sleep(store, t["id"])), "")
-            finally:
-                store.close()
-
-        victim = wait_for(running_on_a_worker, "a trial's agent inside its sleep on a worker")
-        fleet.run(loss, workers[victim])
-        out, err = runner.communicate(timeout=900)
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-    assert runner.returncode == 0, err + out
-    wait_runner_exit(db)
-    trials = Store(db).trials(suite_id)
-    assert all(t["status"] in FINAL for t in trials), trials
-    lost = [t for t in trials if t["node"] == victim and t["status"] == "infra-invalid"]
-    assert lost and all("lost" in (t["reason"] or "") for t in lost), [(t["attempt"], t["reason"]) for t in lost]
+    # Its agent inside the sleep: a trial still "running" in its verifier job may be on another
+    # node by then, and the loss would cost it nothing.
+    victim, trials, lost = lose_a_worker(fleet, db, suite, suite_id, loss,
+                                         lambda store, trial: inside_sleep(store, trial["id"]))
     # Every planned trial ended once with a verdict; its lost attempts were rerun elsewhere.
     verdicts = Counter((t["model"], t["task_id"], t["trial_index"]) for t in trials if t["status"] != "infra-invalid")
     assert len(verdicts) == 6 and set(verdicts.values()) == {1}, verdicts
     assert all(t["node"] != victim for t in trials if t["status"] != "infra-invalid" and t["id"] > lost[-1]["id"])
     # Back, the node drops what it kept of the lost jobs; nothing is left anywhere.
-    fleet.run(back, workers[victim])
+    fleet.run(back, victim.rpartition("-n")[2])
     wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")
     # It may also keep a stale copy of the walled network (moby/moby#37087) and reject every job
     # placed there: the next run places those elsewhere and loses no verdict to it.

@@ -6,8 +6,6 @@ costs nothing: its attempts end infra-invalid ("lost") and rerun on the others."
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
@@ -15,15 +13,13 @@ import pytest
 from agentmeter_tui.core.paths import runner_log_path
 from agentmeter_tui.core.store import Store
 from tests.conftest import agentmeter
-from tests.core.fleet_support import fleet_down, fleet_harbor_suite, fleet_leftovers, fleet_up, slow_solutions
+from tests.core.fleet_support import fleet_down, fleet_harbor_suite, fleet_leftovers, fleet_up, lose_a_worker, slow_solutions
 from tests.core.harbor_support import harbor_suite
-from tests.core.sandbox_support import wait_runner_exit
 from tests.waiting import wait_for
 
 # One worker runs the file (its tests share the module's fleet); a few minutes in all.
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("fleet-harbor")]
 
-FINAL = {"passed", "failed", "killed", "infra-invalid", "error"}
 FLEET_ENV = {"FLEET_NAME": "amh", "FLEET_NET": "10.213.93", "FLEET_DIR": "/tmp/agentmeter-fleet-harbor"}
 # The oracle suite's tasks whose trials may go to any node (greet and no-solution say
 # allow_internet = false: their closed network's relay and filter exist on the manager's node only).
@@ -77,37 +73,12 @@ def test_a_worker_lost_under_harbor_trials_costs_nothing(tmp_path, db, fleet, lo
     suite, suite_id = fleet_harbor_suite(tmp_path, fleet, {
         "trials = 1": 'trials = 3\ntasks = ["count", "probe"]', "concurrency = 2": "concurrency = 6"})
     slow_solutions(suite, OPEN, 8)  # long enough that the kill lands mid-trial
-    runner = subprocess.Popen([sys.executable, "-m", "agentmeter_tui", "run", str(suite), "--headless",
-                               "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    workers = {fleet.node(i): str(i) for i in (2, 3)}
-    try:
-        def running_on_a_worker() -> str:  # the worker Swarm placed a running Harbor trial on
-            if not db.exists():
-                return ""
-            store = Store(db)
-            try:
-                return next((t["node"] for t in store.trials(suite_id)
-                             if t["status"] == "running" and t["node"] in workers), "")
-            finally:
-                store.close()
-
-        victim = wait_for(running_on_a_worker, "a Harbor trial running on a worker")
-        fleet.run(loss, workers[victim])
-        out, err = runner.communicate(timeout=900)
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-    assert runner.returncode == 0, err + out
-    wait_runner_exit(db)
-    trials = Store(db).trials(suite_id)
-    assert all(t["status"] in FINAL for t in trials), trials
-    lost = [t for t in trials if t["node"] == victim and t["status"] == "infra-invalid"]
-    assert lost and all("lost" in (t["reason"] or "") for t in lost), [(t["attempt"], t["reason"]) for t in lost]
+    victim, trials, lost = lose_a_worker(fleet, db, suite, suite_id, loss)
     # Every planned trial ended once, with the docker sandbox's verdict; lost attempts reran elsewhere.
     final = [t for t in trials if t["status"] != "infra-invalid"]
     assert Counter((t["task_id"], t["trial_index"]) for t in final) == {(k, i): 1 for k in OPEN for i in range(1, 4)}
     assert {t["status"] for t in final} == {"passed"}, final
     assert all(t["node"] != victim for t in final if t["id"] > lost[-1]["id"]), trials
     # Back, the node drops the container of the removed service; nothing is left anywhere.
-    fleet.run(back, workers[victim])
+    fleet.run(back, victim.rpartition("-n")[2])
     wait_for(lambda: fleet_leftovers(fleet, suite_id) == {}, "no leftovers of the run on any node")
