@@ -10,7 +10,8 @@ watcher asks the node's state itself: one read of the node list per ``period`` f
 A node that crashed or lost its link while it ran tasks on a swarm-scope network keeps a stale
 local copy of that network when it comes back, and rejects every later task on it with
 "network ID exists" (moby/moby#37087, #38318; Docker 28 does so still): the watch remembers
-such a node as shunned, and later jobs are placed elsewhere (``avoid``).
+such a node as shunned, and later jobs are placed elsewhere (``avoid``); the rejected attempt
+itself ends infra-invalid and is tried again (it never ran: it cost no token).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from . import engine as engines
 from .images import ImageError
 
 STALE_NETWORK = re.compile(r"\bnetwork \S+ exists\b")
-PLACEMENTS = 3  # a job rejected for a stale network is placed again, on another node, this many times in all
+# A Harbor trial's service rejected for a stale network, before anything ran in it, is made again
+# on another node, this many times in all (a swarm job's attempt ends infra-invalid instead: Job._shun_node).
+PLACEMENTS = 3
 
 
 def stale_network(status: dict[str, Any]) -> bool:

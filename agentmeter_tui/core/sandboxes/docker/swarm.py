@@ -360,13 +360,10 @@ class SwarmSession(SandboxSession):
         return job
 
     async def settled(self, job: Job) -> None:
-        """After the job's task ended: say the nodes it shunned, and record where it ran when a
-        node's rejection placed it again (``Job._place_again``)."""
+        """After the job's task ended: say the nodes it shunned (``Job._shun_node``)."""
         for note in job.notes:
             self.note(note)
         job.notes.clear()
-        if job is self.agent_job and job.placements > 1 and job.node_id:
-            self.slot.node = await self.engine.call(self.sandbox.nodes.name, self.engine.client, job.node_id)
 
     async def start(self, spec: LaunchSpec, on_output: OutputCallback) -> SwarmAgent:
         for note in self.sandbox.node_walls.notes:

@@ -148,10 +148,7 @@ class Job:
         self.collected: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
         self.error: str | None = None
         self.node_id: str | None = None  # the node Swarm placed the job on, once it has
-        self.files_tgz = b""
-        self.placements = 0  # services made for this job: more than one when a node rejected it
         self.notes: list[str] = []  # for the transcript (a node shunned), said by the job's owner
-        self._placing = threading.Lock()  # a kill's removal and a new placement never interleave
         self.removed = False
         self.ended_as: str | None = None  # Swarm's word on a task that ended otherwise than complete
 
@@ -190,7 +187,6 @@ class Job:
         labels = engines.trial_labels(session.sandbox.suite.id, session.trial_id, session.token)
         name = f"agentmeter-t{session.trial_id}-{session.token[:8]}-{session.jobs}"
         session.jobs += 1
-        self.files_tgz, self.placements = files, self.placements + 1
         created = client.configs.create(name=name, data=files, labels=labels)
         self.config_id = created.id
         memory = parse_bytes(config.memory)
@@ -236,9 +232,8 @@ class Job:
                 return
             if tasks and all(s in TERMINAL for s in states):
                 status = tasks[0]["Status"]
-                if fleet.stale_network(status) and self.placements < fleet.PLACEMENTS and self._place_again():
-                    started = time.monotonic()
-                    continue
+                if fleet.stale_network(status):
+                    self._shun_node()
                 if status["State"] in ("rejected", "orphaned") or not status.get("ContainerStatus"):
                     self.error = f"swarm job {status['State']}: {status.get('Err') or status.get('Message')}"
                 elif status["State"] != "complete":
@@ -261,35 +256,23 @@ class Job:
         told = f" (its task {self.ended_as})" if self.ended_as else ""
         return self.error or f"the swarm job ended without reporting its exit code{told}"
 
-    def _place_again(self) -> bool:
-        """Blocking: the job's node rejected it for a stale network (it never ran): shun that
-        node and make the service again, then drop the rejected one. False once killed."""
-        with self._placing:
-            if self.removed:
-                return False
-            if self.node_id and (note := self.session.sandbox.nodes.shun(self.engine.client, self.node_id)):
-                self.notes.append(note)
-            rejected = (self.service_id, self.config_id)
-            self.node_id = None
-            self.submit(self.files_tgz)
-            # The rejected service's streams may have ended the job already: this one starts anew.
-            self.ended.clear()
-            self.done = self.loop.create_future()
-        self._remove(*rejected)
-        return True
+    def _shun_node(self) -> None:
+        """Blocking: the job's node rejected it for a stale network (it never ran): no later job
+        of the run goes there. This attempt ends infra-invalid and the runner tries it again,
+        elsewhere: making the service anew in place was tried and once lost a workspace."""
+        if self.node_id and (note := self.session.sandbox.nodes.shun(self.engine.client, self.node_id)):
+            self.notes.append(note)
 
     def placed(self) -> str | None:
         """Blocks until the job's container starts on a node (or its task ended first): that
-        node's name. A node that rejects it for a stale network is shunned and the job placed
-        again here, so the node named is the one it runs on."""
+        node's name. A node that rejects it for a stale network is shunned (``_shun_node``)."""
         started = time.monotonic()
         while self.service_id is not None:
             task = fleet.first_task(self.engine.client, self.service_id) or {}
             status = task.get("Status") or {}
             self.node_id = task.get("NodeID") or self.node_id  # the node to shun, if it rejects the job
-            if fleet.stale_network(status) and self.placements < fleet.PLACEMENTS and self._place_again():
-                started = time.monotonic()
-                continue
+            if fleet.stale_network(status):
+                self._shun_node()
             if self.node_id and status.get("State") in STARTED | TERMINAL:
                 break
             if time.monotonic() - started > self.session.config.start_timeout:
@@ -320,8 +303,7 @@ class Job:
     def remove(self) -> None:
         """Remove the service (the stop signal, SIGKILL after stop_grace), its config, and its
         stopped container on this node."""
-        with self._placing:
-            self.removed = True
+        self.removed = True
         self._remove(self.service_id, self.config_id)
 
     def _remove(self, service_id: str | None, config_id: str | None) -> None:
