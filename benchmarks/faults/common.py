@@ -116,11 +116,33 @@ def agent_in_call(pid: int) -> psutil.Process | None:
         return None
     for proc in tree:
         try:
-            if any(c.status == psutil.CONN_ESTABLISHED for c in proc.net_connections(kind="tcp")):
+            if _holds_established(proc.pid):
                 return proc
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+        except OSError:  # it ended meanwhile, or is not ours to read
             continue
     return None
+
+
+def _holds_established(pid: int) -> bool:
+    """Whether the process holds an established TCP socket, read in its own network namespace
+    (``/proc/PID/net/tcp``): a local agent has a namespace of its own, whose sockets neither
+    this machine's ``/proc/net/tcp`` nor psutil's connections list."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    for table in ("tcp", "tcp6"):
+        with open(f"/proc/{pid}/net/{table}") as rows:
+            next(rows)
+            for row in rows:
+                fields = row.split()
+                if fields[3] == "01" and fields[9] in inodes:  # 01: ESTABLISHED
+                    return True
+    return False
 
 
 def signal_agent(pid: int, fault: str) -> bool:

@@ -51,7 +51,7 @@ def test_an_imported_call_keeps_its_tokens_and_no_hour_cache_figure(tmp_path):
         trial = ImportedTrial("atif", "rows:1", "rows", "t", "m", "cli", "passed", events=[
             ImportedEvent(EventKind.ASSISTANT, "hello", ts=3.0),
             ImportedEvent(EventKind.USAGE, "call", usage=TokenUsage(1, 2, 3, 4, 0, 9), cost_usd=0.5, model="m2")])
-        (trial_id,) = store.add_imported([trial])
+        (trial_id,) = store.imports.add_imported([trial])
         events = [tuple(r) for r in store.db.execute(
             f"select {', '.join(EVENT_FIELDS)} from events order by seq").fetchall()]
         calls = [UsageRow(*r) for r in store.db.execute(
