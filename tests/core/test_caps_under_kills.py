@@ -61,7 +61,9 @@ usage = {{ uncached_input = {CALL - 100}, output = 100 }}
 MODELS = {"m1": "p1", "m2": "p2", "m3": "p2"}  # m1 alone under the provider cap; m3 meets the reset
 FAULTS = ("operator", "SIGTERM", "SIGKILL")  # each landed on two of m1's trials
 CAPS = {  # (scope, proxy) -> the cap in tokens; without the proxy a cap is counted in budgets
-    ("run", True): 100_000, ("provider", True): 30_000,  # reached while the first 32 trials run
+    # Reached while the first 32 trials run, with room for what the six faulted trials of m1 never
+    # spend (100,000 and 30,000 were short by 2,000 when the signals land on the first call).
+    ("run", True): 80_000, ("provider", True): 24_000,
     ("run", False): 20 * BUDGET, ("provider", False): 8 * BUDGET,  # 20 (8) running trials' budgets
 }
 
@@ -183,7 +185,8 @@ def test_a_cap_holds_under_the_fault_matrix_kills_at_concurrency_32(tmp_path, db
     mine = [r for r in rows if scope == "run" or r["model"] == "m1"]
     reached = sum(stored(r) for r in mine) >= cap
     if proxy:  # the cap was reached and killed what ran under it
-        assert reached and f"budget:{scope}" in {r["reason"] for r in killed}
+        assert reached and f"budget:{scope}" in {r["reason"] for r in killed}, (
+            sum(stored(r) for r in mine), cap, sorted((r["status"], r["reason"] or "") for r in rows))
     else:  # the scheduler held the rest back: the cap reached, or committed spend that would pass it
         assert isinstance(progress, dict) and any("cap" in why for why in progress["held"]), progress
 
