@@ -29,12 +29,6 @@ from .base import SessionScreen
 RESAMPLES = 2000
 
 
-def _change(reward: tuple[float | None, float | None]) -> float | None:
-    """B's mean reward less A's; None when a side has none."""
-    a, b = reward
-    return None if a is None or b is None else b - a
-
-
 def _share(value: float | None) -> str:
     return DASH if value is None else f"{value * 100:.0f}%"
 
@@ -132,7 +126,7 @@ class RunsScreen(SessionScreen):
 
     def _cells(self, cmp: RunComparison) -> None:
         flips = sum(c.flipped for c in cmp.cells)
-        moved = [c for c in cmp.cells if c.flipped or (not self.flips_only and abs(_change(c.reward) or 0.0) > 1e-9)]
+        moved = [c for c in cmp.cells if c.flipped or (not self.flips_only and c.changed)]
         self.query_one("#runs-cells-title", Static).update(
             f"Per task · {flips} flip(s) over {len(cmp.cells)} cells (▲ fail → pass, ▼ pass → fail) · "
             + ("only flips (f: every change)" if self.flips_only else "flips and reward changes (f: flips only)"))
@@ -146,6 +140,6 @@ class RunsScreen(SessionScreen):
             table.add_row(Text(c.task), Text(f"{c.config[0]}/{c.config[1]}"), _verdict(c.passed[0], colours),
                           _verdict(c.passed[1], colours), mark,
                           Text(fmt_score(c.reward[0]), justify="right"), Text(fmt_score(c.reward[1]), justify="right"),
-                          Text(DASH if (change := _change(c.reward)) is None else f"{change:+.3f}", justify="right"))
+                          Text(DASH if (change := c.reward_change) is None else f"{change:+.3f}", justify="right"))
         if not moved:
             table.add_row("no task changed", "", "", "", "", "", "", "")

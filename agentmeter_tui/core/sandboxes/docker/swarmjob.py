@@ -161,18 +161,17 @@ class Job:
             self.collected[stream].extend(lines)
 
     def stream_done(self, stream: JobStream) -> None:
-        if stream in self.streams and all(s.finished for s in self.streams):  # not a replaced service's
+        if all(s.finished for s in self.streams):
             self._end()
 
     def _end(self) -> None:
         self.ended.set()
-        done = self.done  # this placement's: a later one has its own
-
-        def resolve() -> None:
-            if not done.done():
-                done.set_result(None)
         with contextlib.suppress(RuntimeError):  # the loop is closed: no one waits any more
-            self.loop.call_soon_threadsafe(resolve)
+            self.loop.call_soon_threadsafe(self._resolve)
+
+    def _resolve(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
 
     def submit(self, files: bytes) -> None:
         """Create the config and the service, start following its logs (blocking)."""
