@@ -5,7 +5,6 @@ members included, in v2 and v1; groups of an owner that is gone are found and re
 from __future__ import annotations
 
 import subprocess
-import sys
 import threading
 
 import pytest
@@ -46,13 +45,17 @@ def test_a_group_is_killed_whole_and_removed(forced):
 
 
 def test_groups_of_a_gone_owner_are_found_and_removed(forced):
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    owner = forced.parent / f"{gone.stdout.strip()}-1"  # that pid has exited: its owner is gone
+    # The owner runs while its group fills: other tests' runners clean leftovers as they open
+    # local sandboxes, and an owner gone from the start lost its group to one of them (CI).
+    runner = subprocess.Popen(["sleep", "600"])
+    owner = forced.parent / cgroups.owner_key(runner.pid)
     group = cgroups.Group(forced, owner / "abandoned")
     group.path.mkdir(parents=True)
     live = cgroups.new_group("still-ours")  # this process's own group is left alone
     proc = start_in(group)
     members = group.pids()
+    runner.kill()
+    runner.wait()  # reaped: its owner is gone
     try:
         removed, killed = cgroups.clean_leftovers()
         proc.wait()
