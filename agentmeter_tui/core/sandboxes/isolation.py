@@ -63,8 +63,9 @@ def probe(program: str) -> str | None:
                               timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{program}: {exc}"
-    if done.returncode != 0:
-        return f"{program}: {done.stderr.decode(errors='replace').strip().splitlines()[-1:] or 'failed'}"
+    if done.returncode != 0:  # bwrap's last line says why (its own words, quoted as text)
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        return f"{program}: {said[-1] if said else f'exited {done.returncode}'}"
     return None
 
 

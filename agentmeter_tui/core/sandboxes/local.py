@@ -314,8 +314,10 @@ class LocalSandbox(Sandbox):
         why = "bwrap (Debian's bubblewrap) is not on PATH" if program is None else \
             await asyncio.to_thread(isolation.probe, program) or await asyncio.to_thread(netns.problem)
         if why is not None:
-            raise RuntimeError(f"the local sandbox cannot wall its trials in ({why}); install bubblewrap, or "
-                               'say isolation = "none" under [sandbox] to run them without walls')
+            # "install bubblewrap" only where it is missing: where the kernel refuses, it would mislead
+            fix = "install bubblewrap, or say" if program is None else "allow namespaces here, or say"
+            raise RuntimeError(f"the local sandbox cannot wall its trials in ({why}); {fix} "
+                               'isolation = "none" under [sandbox] to run them without walls')
         self.program = program
 
     def _walls(self) -> Walls:

@@ -156,7 +156,7 @@ def problem() -> str | None:
     try:
         namespace = nets.take()
     except OSError as exc:
-        return f"no network namespace for a trial: {exc}"
+        return f"no network namespace for a trial: {exc.strerror or exc}"  # the cause, without errno's number
     with nets.lock:
         nets.stock.append(namespace)
     return None
