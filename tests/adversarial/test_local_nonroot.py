@@ -12,6 +12,7 @@ holding pyenv) is a 0755 tmpfs holding only the way on; the host's folders stay 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -136,3 +137,28 @@ def _refused(argv: list[str], env: dict[str, str], db: Path) -> None:
     assert len(lines) == 1 and 'isolation = "none"' in lines[0], result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert not db.exists() or transcript(db) == []
+
+
+def test_a_runner_that_is_not_root_leaves_roots_leftovers_alone(tmp_path):
+    """A dead root runner's group is root's: an operator's runner cleaning leftovers (as every
+    local open does) passes it by instead of failing on its ``cgroup.kill``."""
+    from agentmeter_tui.core import cgroups
+
+    found = cgroups.hierarchy()
+    assert found is not None, cgroups.describe()
+    owner = found.parent / f"999999999-{os.getpid()}"  # no such pid: gone
+    group = owner / "leftover"
+    group.mkdir(parents=True)
+    operator = _operator_folder()
+    try:
+        code = "from agentmeter_tui.core import cgroups; print(cgroups.clean_leftovers())"
+        _give(operator)
+        done = subprocess.run(_as_operator([sys.executable, "-c", code], tmp_path / "hold", operator),
+                              capture_output=True, text=True, timeout=300, check=False, cwd=operator,
+                              env={**os.environ, "HOME": str(operator / "home"), "PYTHONDONTWRITEBYTECODE": "1"})
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    finally:
+        shutil.rmtree(operator, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            group.rmdir()
+            owner.rmdir()
