@@ -144,16 +144,20 @@ async def test_containers_reach_their_relay_and_nothing_else(tmp_path):
         client.close()
 
 
-async def test_closed_harbor_trials_in_swarm_reach_their_relay_and_nothing_else(tmp_path):
-    """``allow_internet = false`` Harbor trials in swarm share an internal swarm-scope bridge,
-    which Docker gives no ``enable_icc`` option: the runner's filter drops what passes there."""
+@pytest.mark.parametrize("network", ["walled", "host"])
+async def test_closed_harbor_trials_in_swarm_reach_their_relay_and_nothing_else(tmp_path, network):
+    """``allow_internet = false`` Harbor trials in swarm: on the walled network (the default)
+    each node's wall lets them reach their relay and nothing else; on a suite network with a
+    route out (``host``) they share an internal swarm-scope bridge instead, which Docker gives
+    no ``enable_icc`` option: the runner's filter drops what passes there."""
+    from agentmeter_tui.core.sandboxes.docker.nodewall import WALLED_NETWORK
     from agentmeter_tui.core.sandboxes.docker.swarm import SwarmSandbox
     from agentmeter_tui.core.sandboxes.docker.swarmharbor import CLOSED_NETWORK
 
     client = swarm_client()
     folder, _ = harbor_suite(tmp_path, "agents")
     toml = folder / "suite.toml"
-    toml.write_text(toml.read_text().replace('kind = "docker"', 'kind = "swarm"'))
+    toml.write_text(toml.read_text().replace('kind = "docker"', f'kind = "swarm"\nnetwork = "{network}"'))
     suite = load_suite(folder)
     sandbox = SwarmSandbox(suite, suite.spec.sandbox.model_dump(exclude={"kind"}))
     sessions = []
@@ -161,7 +165,7 @@ async def test_closed_harbor_trials_in_swarm_reach_their_relay_and_nothing_else(
         await sandbox.preflight()
         for n in range(2):
             sessions.append(await sandbox.open(suite.task("greet"), n + 1, f"netwall{n}{unique_id('t')[-6:]}0000"))
-        await _assert_walled(sessions, CLOSED_NETWORK, client)
+        await _assert_walled(sessions, WALLED_NETWORK if network == "walled" else CLOSED_NETWORK, client)
     finally:
         for session in sessions:
             await session.cleanup()

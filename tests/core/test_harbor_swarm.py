@@ -5,9 +5,12 @@ killed by its budget (docker and swarm) ends ``killed``, unverified, with nothin
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
-from agentmeter_tui.core.sandboxes.docker.swarmharbor import CLOSED_NETWORK
+from agentmeter_tui.core.sandboxes.docker.nodewall import ADDRESS as WALL_ADDRESS
+from agentmeter_tui.core.sandboxes.docker.nodewall import WALLED_NETWORK
 from agentmeter_tui.core.store import Store
 from tests.conftest import agentmeter
 from tests.core.harbor_support import assert_agent_verdicts, events_text, harbor_suite, run
@@ -63,7 +66,8 @@ async def test_a_harbor_service_has_the_task_limits_and_says_what_it_cannot_appl
             spec = service["Spec"]["TaskTemplate"]
             container = swarm.api.inspect_container(session.container)
             notes = list(session.notes)
-            url = session.translate_url("http://127.0.0.1:9/v1")
+            url = session.translate_url("http://127.0.0.1:40009/v1")  # the wall relays an unprivileged port
+            url = await url if inspect.isawaitable(url) else url  # the walled relay is made on first use
         finally:
             await session.cleanup()
     finally:
@@ -78,13 +82,14 @@ async def test_a_harbor_service_has_the_task_limits_and_says_what_it_cannot_appl
     assert container["HostConfig"]["ReadonlyRootfs"] is False
     node = swarm.info()["Swarm"]["NodeID"]
     assert spec["Placement"]["Constraints"] == [f"node.id=={node}"]  # execs reach this node's containers
-    # greet's allow_internet = false: the container is on the internal swarm-scope bridge alone,
-    # and the model's loopback URL becomes the relay on that bridge's gateway (this machine).
+    # greet's allow_internet = false on the suite's default network: the container is on the
+    # walled swarm-scope bridge alone (as any trial, on any node), and the model's loopback URL
+    # becomes its node's wall relay (tests/adversarial/test_docker_network_walls.py: nothing else).
     networks = container["NetworkSettings"]["Networks"]
-    assert sorted(networks) == [CLOSED_NETWORK], networks
-    closed = swarm.api.inspect_network(CLOSED_NETWORK)
-    assert (closed["Internal"], closed["Scope"], closed["Driver"]) == (True, "swarm", "bridge")
-    assert url.startswith(f"http://{networks[CLOSED_NETWORK]['Gateway']}:") and url.endswith("/v1"), url
+    assert sorted(networks) == [WALLED_NETWORK], networks
+    walled = swarm.api.inspect_network(WALLED_NETWORK)
+    assert (walled["Internal"], walled["Scope"], walled["Driver"]) == (True, "swarm", "bridge")
+    assert url.startswith(f"http://{WALL_ADDRESS}:") and url.endswith("/v1"), url
     assert not any("allow_internet" in n for n in notes), notes
     # storage_mb only on overlay2 over xfs: said in the trial's transcript, never silently dropped.
     driver = swarm.info()

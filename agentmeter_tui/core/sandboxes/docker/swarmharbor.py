@@ -20,7 +20,10 @@ engine gone, or Swarm says it is down) ends the attempt infra-invalid ("lost"), 
 reruns it elsewhere, as for our own swarm jobs; the service is removed through the manager, and
 the node drops the container when it is back.
 
-``allow_internet = false``: when that manager is this machine's engine, the service joins
+``allow_internet = false`` on the walled network (the suite's default ``network``): the
+service joins it as any trial's does and may go to any node, whose wall lets it reach its
+model's relay and nothing else (``nodewall.py``). On a suite network with a route out (``host``,
+a named one), when the manager is this machine's engine, the service joins
 ``agentmeter-isolated-swarm``, an internal bridge network of swarm scope (a service can join
 only a network of that scope, not the docker sandbox's local ``agentmeter-isolated``); the
 bridge's gateway on this node is this machine, where a relay to the model server or metering
@@ -45,7 +48,7 @@ from .containers import KEEPALIVE
 from .fleet import PLACEMENTS, NodeWatch, pinned, stale_network
 from .hostwall import CLOSED_CHAIN, HostWall
 from .limits import confined, service_limits
-from .nodewall import job_networks
+from .nodewall import WALLED, job_networks
 from .session import ContainerSession
 from .swarmjob import TERMINAL
 
@@ -165,9 +168,14 @@ class SwarmHarborSession(ContainerSession):
         self.adopt(contract, run_as(self.config))
         self.notes += unenforced(task, limits)
         network = None
-        if not engine.local:  # the closed network's relay would have to listen on that node
+        # On the walled network (the default) a closed task is closed already, on any node: every
+        # node's wall lets it reach its model's relay and nothing else (nodewall.py). Only a suite
+        # network with a route out needs the closed one, whose relay exists on this machine only.
+        if self.config.network in (WALLED, "none") or task.spec.environment.allow_internet:
+            pass
+        elif not engine.local:  # the closed network's relay would have to listen on that node
             self.notes += open_network(task, self.config.network, "on a remote swarm manager")
-        elif not task.spec.environment.allow_internet and self.config.network != "none":
+        else:
             network = await engine.call(closed_network, engine.client)
         try:
             await engine.call(self._create_service, task, contract, limits, network)
