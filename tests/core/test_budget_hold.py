@@ -12,7 +12,7 @@ import pytest
 
 from agentmeter_tui.core.run.budget_hold import HOLD_MAX
 from agentmeter_tui.core.run.trial import TrialRun
-from agentmeter_tui.core.suites.taskfolders import Budget
+from agentmeter_tui.core.suites.budget import Budget
 from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.vocab import KillReason, TrialStatus
 from tests.waiting import eventually

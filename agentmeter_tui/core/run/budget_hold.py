@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ..vocab import KillReason, TrialStatus
 
 if TYPE_CHECKING:
-    from ..suites.taskfolders import Budget
+    from ..suites.budget import Budget
     from ..usage import TokenUsage
     from .context import RunContext
     from .trialview import TrialPlan

@@ -41,7 +41,7 @@ from .trialview import TrialPlan
 
 if TYPE_CHECKING:
     from ..proxy.calls import ProxyCall, Route
-    from ..suites.taskfolders import Budget
+    from ..suites.budget import Budget
     from .context import RunContext
 
 class TrialRun(BudgetChecks):
@@ -91,7 +91,7 @@ class TrialRun(BudgetChecks):
             self._kill.set()
 
     def raise_budget(self, **limits: float | None) -> None:
-        from ..suites.taskfolders import Budget
+        from ..suites.budget import Budget
 
         self.budget = self.budget.merged(Budget.model_validate({k: v for k, v in limits.items() if v is not None}))
         self.hold.end()  # the raise the hold waited for; budgets are checked against it now

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..harnesses.base import HarnessAdapter, StreamParser
     from ..proxy.calls import Route
     from ..suites.suite import Configuration, Suite, Task
-    from ..suites.taskfolders import Budget
+    from ..suites.budget import Budget
     from ..usage import TokenUsage
     from ..vocab import TrialStatus
 
