@@ -22,6 +22,7 @@ from agentmeter_tui.core.run.trial import TrialRun
 from agentmeter_tui.core.suites.budget import Budget
 from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.vocab import FINAL_STATUSES, INTERRUPTED_STOP, KillReason, TrialStatus
+from tests.core.test_budget_hold import running_trial
 
 S = TrialStatus
 
@@ -160,19 +161,13 @@ class Agent:
 
 
 def trial_of(budget: Budget) -> tuple[TrialRun, Agent]:
-    ctx = SimpleNamespace(suite=SimpleNamespace(budget_for=lambda task: budget,
-                                                spec=SimpleNamespace(suite=SimpleNamespace(kill_grace=1.0))),
-                          sink=SimpleNamespace(trial_changed=lambda trial: None, trial_events=lambda *a: None),
-                          caps=SimpleNamespace(reached=lambda model: None),
-                          redactor=SimpleNamespace(rows=lambda rows: (rows, 0)),
-                          writer=SimpleNamespace(add_events=lambda *a: None))
-    plan = SimpleNamespace(task=SimpleNamespace(id="t"), trial_index=1,
-                           config=SimpleNamespace(cli=SimpleNamespace(adapter="reference", label="reference"),
-                                                  model=SimpleNamespace(id="m")))
-    trial = TrialRun(ctx, plan)  # type: ignore[arg-type]
-    trial.id = 7
-    trial.lifecycle.move(S.STARTING)
-    trial.lifecycle.move(S.RUNNING)
+    """A running trial (test_budget_hold's) whose agent runs in a fake session, and that agent."""
+    trial = running_trial(budget)
+    ctx = trial.ctx
+    ctx.suite.spec = SimpleNamespace(suite=SimpleNamespace(kill_grace=1.0))  # type: ignore[attr-defined]
+    ctx.sink.trial_events = lambda *rows: None  # type: ignore[attr-defined]
+    ctx.redactor = SimpleNamespace(rows=lambda rows: (rows, 0))  # type: ignore[misc]
+    ctx.writer = SimpleNamespace(add_events=lambda *rows: None)  # type: ignore[misc]
     agent = Agent()
     trial.session = SimpleNamespace(breach=None, kill=agent.kill)  # type: ignore[assignment]
     return trial, agent
@@ -218,4 +213,4 @@ def test_a_refused_status_never_reaches_the_trials_row():
         trial._set_status(S.STARTING)
     assert updates == [] and trial.status == S.RUNNING
     trial._set_status(S.VERIFYING)
-    assert updates == [(7, {"status": "verifying"})]
+    assert updates == [(21, {"status": "verifying"})]
