@@ -9,7 +9,7 @@ import pytest
 
 from agentmeter_tui.core.run.budget_hold import HOLD_MAX
 from agentmeter_tui.core.run.requests import RequestError, parse_request
-from agentmeter_tui.core.suites.taskfolders import Budget
+from agentmeter_tui.core.suites.budget import Budget
 from tests.core.test_budget_hold import running_trial
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from agentmeter_tui.core.run.budget_hold import HOLD_MAX
 from agentmeter_tui.core.run.trial import TrialRun
-from agentmeter_tui.core.suites.taskfolders import Budget
+from agentmeter_tui.core.suites.budget import Budget
 from agentmeter_tui.core.usage import TokenUsage
 from agentmeter_tui.core.vocab import KillReason, TrialStatus
 from tests.waiting import eventually
@@ -27,14 +27,16 @@ def running_trial(budget: Budget) -> TrialRun:
                            config=SimpleNamespace(cli=SimpleNamespace(adapter="reference", label="reference"),
                                                   model=SimpleNamespace(id="m")))
     trial = TrialRun(ctx, plan)  # type: ignore[arg-type]
-    trial.id, trial.status = 21, TrialStatus.RUNNING
+    trial.id = 21
+    trial.lifecycle.move(TrialStatus.STARTING)
+    trial.lifecycle.move(TrialStatus.RUNNING)
     trial.changed = changed  # type: ignore[attr-defined]
     return trial
 
 
 def spend(trial: TrialRun, tokens: int) -> None:
     trial._add_usage(TokenUsage(output=tokens), None)
-    trial._check_budgets()
+    trial.watch.check()
 
 
 async def test_a_raise_typed_during_the_hold_lands_and_the_trial_lives():
@@ -73,10 +75,10 @@ async def test_released_without_a_raise_the_kill_goes_through_and_others_never_w
 
 async def test_a_time_budget_raised_during_the_hold_moves_the_deadline():
     trial = running_trial(Budget(wall_seconds=60))
-    trial._wall_from = time.monotonic() - 61  # the agent started 61 s ago: its minute is up
+    trial.watch._wall_from = time.monotonic() - 61  # the agent started 61 s ago: its minute is up
     trial.hold_budget(HOLD_MAX)
-    trial._wall_due()
+    trial.watch._wall_due()
     assert trial.kill_reason is None and trial.hold.pending is not None  # held
     trial.raise_budget(wall_seconds=3600)
-    assert trial.kill_reason is None and trial._wall_timer is not None  # a new deadline, an hour on
-    trial._wall_timer.cancel()
+    assert trial.kill_reason is None and trial.watch._wall_timer is not None  # a new deadline, an hour on
+    trial.watch._wall_timer.cancel()

@@ -1,4 +1,5 @@
-"""Provides :class:`BudgetHold`: an operator's short hold on one trial's budget kill.
+"""A trial's budget checks (:class:`BudgetWatch`, over the :class:`Spender` it watches) and
+:class:`BudgetHold`: an operator's short hold on one trial's budget kill.
 
 An operator who sees a trial near its limit opens the TUI's budget dialog to raise it; typing
 a figure takes seconds, and the trial can cross its limit meanwhile. So opening the dialog
@@ -15,15 +16,14 @@ import asyncio
 import time
 from collections.abc import Callable
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from ..vocab import KillReason, TrialStatus
+from ..vocab import KillReason
 
 if TYPE_CHECKING:
-    from ..suites.taskfolders import Budget
+    from ..suites.budget import Budget
     from ..usage import TokenUsage
-    from .context import RunContext
-    from .trialview import TrialPlan
+    from ..vocab import TrialStatus
 
 HOLD_MAX = 30.0  # seconds: long enough to type a figure, short enough to cap what a forgotten dialog costs
 
@@ -66,60 +66,92 @@ class BudgetHold:
         self._on_end(pending)
 
 
-class BudgetChecks:
-    """A trial's budget checks (part of :class:`~.trial.TrialRun`): tokens and USD as usage
-    arrives, time against a deadline that moves with a raise, and the operator's hold."""
+class Spender(Protocol):
+    """What a :class:`BudgetWatch` reads of its trial (:class:`~.trial.TrialRun`)."""
 
-    budget: Budget
-    usage: TokenUsage
-    cost: Decimal | None
-    status: TrialStatus
-    hold: BudgetHold
-    ctx: RunContext
-    plan: TrialPlan
-    _wall_from: float | None
-    _wall_timer: asyncio.TimerHandle | None
+    @property
+    def budget(self) -> Budget: ...
 
-    def request_kill(self, reason: KillReason) -> None:
-        raise NotImplementedError
+    @property
+    def usage(self) -> TokenUsage: ...
 
-    def _over_budget(self) -> KillReason | None:
-        budget = self.budget
-        if budget.tokens is not None and self.usage.raw >= budget.tokens:
-            return KillReason("budget:tokens", f"{self.usage.raw} >= {budget.tokens}")
-        if budget.usd is not None and self.cost is not None and self.cost >= Decimal(str(budget.usd)):
-            return KillReason("budget:usd", f"${self.cost:.4f} >= ${budget.usd}")
-        return self.ctx.caps.reached(self.plan.config.model)  # the run's, provider's or model's cap
+    @property
+    def cost(self) -> Decimal | None: ...
 
-    def _check_budgets(self) -> None:
-        reason = self._over_budget()
+    @property
+    def status(self) -> TrialStatus: ...
+
+    def request_kill(self, reason: KillReason) -> None: ...
+
+    def cap_reached(self) -> KillReason | None:
+        """The run's, provider's or model's cap over the trial's model, if one is reached."""
+
+    def hold_changed(self) -> None:
+        """The hold started or ended: the live pane shows it."""
+
+
+class BudgetWatch:
+    """A trial's budget checks: tokens and USD as usage arrives, time against a deadline that
+    moves with a raise (the wall timer, while the trial's clock runs), and the operator's hold."""
+
+    def __init__(self, trial: Spender):
+        self.trial = trial
+        self.hold = BudgetHold(self._hold_ended)  # the operator's hold on its budget kill (TUI dialog)
+        self._wall_from: float | None = None  # monotonic time the agent started (the time budget's zero)
+        self._wall_timer: asyncio.TimerHandle | None = None
+
+    def over(self) -> KillReason | None:
+        """The budget or cap the trial has reached, if any."""
+        trial = self.trial
+        budget, usage, cost = trial.budget, trial.usage, trial.cost
+        if budget.tokens is not None and usage.raw >= budget.tokens:
+            return KillReason("budget:tokens", f"{usage.raw} >= {budget.tokens}")
+        if budget.usd is not None and cost is not None and cost >= Decimal(str(budget.usd)):
+            return KillReason("budget:usd", f"${cost:.4f} >= ${budget.usd}")
+        return trial.cap_reached()
+
+    def check(self) -> None:
+        reason = self.over()
         if reason is not None:
-            self.request_kill(reason)
+            self.trial.request_kill(reason)
 
-    def hold_budget(self, seconds: float) -> None:
+    def hold_for(self, seconds: float) -> None:
         """Hold the budget kill ``seconds`` (0: release it now)."""
         if seconds > 0:
             self.hold.start(seconds)
         else:
             self.hold.end()
-        self.ctx.sink.trial_changed(self)  # type: ignore[arg-type]  # the pane shows the hold
+        self.trial.hold_changed()
 
     def _hold_ended(self, pending: KillReason | None) -> None:
-        self.ctx.sink.trial_changed(self)  # type: ignore[arg-type]
+        self.trial.hold_changed()
         if pending is not None:
-            self._check_budgets()
+            self.check()
             self._wall_due()
 
-    def _wall_due(self) -> None:
-        """The time budget as it is now (a raise moves the deadline): kill, or check again then."""
+    def start_clock(self) -> None:
+        """The agent started: the time budget counts from now."""
+        self._wall_from = time.monotonic()
+        self._wall_due()
+
+    def stop_clock(self) -> None:
+        """The agent ended: no time budget left to enforce, and no timer left waiting for it."""
+        self._wall_from = None
+        self._cancel_wall_timer()
+
+    def _cancel_wall_timer(self) -> None:
         if self._wall_timer is not None:
             self._wall_timer.cancel()
             self._wall_timer = None
-        wall = self.budget.wall_seconds
-        if not wall or self._wall_from is None or self.status.is_final:
+
+    def _wall_due(self) -> None:
+        """The time budget as it is now (a raise moves the deadline): kill, or check again then."""
+        self._cancel_wall_timer()
+        wall = self.trial.budget.wall_seconds
+        if not wall or self._wall_from is None or self.trial.status.is_final:
             return
         left = wall - (time.monotonic() - self._wall_from)
         if left > 0:
             self._wall_timer = asyncio.get_running_loop().call_later(left, self._wall_due)
         else:
-            self.request_kill(KillReason("budget:time", f"{wall:g} s"))
+            self.trial.request_kill(KillReason("budget:time", f"{wall:g} s"))

@@ -29,7 +29,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..suites.suitefile import Cap
-from ..suites.taskfolders import Budget
+from ..suites.budget import Budget
 from ..usage import TokenUsage
 from ..vocab import KillReason
 

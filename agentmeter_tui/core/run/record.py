@@ -4,37 +4,19 @@ accounting (SPEC section 4) and reads the trial only once it is over."""
 
 from __future__ import annotations
 
-import time
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..vocab import KillReason, TrialStatus
+from ..vocab import TrialStatus
 
 if TYPE_CHECKING:
-    from ..verifiers.base import VerifierResult
     from .control import Meter
+    from .lifecycle import TrialOutcome
     from .trialview import TrialView
 
 DIVERGENCE = Decimal("0.05")  # reported vs comparable cost: flag beyond 5 %
-
-
-class TrialOutcome(NamedTuple):
-    """How a trial ended, as its final row will say: its status, why (None for a pass), and the
-    verifier's verdict when one was reached."""
-
-    status: TrialStatus
-    reason: str | None
-    verdict: VerifierResult | None = None
-
-
-def killed_outcome(reason: KillReason) -> TrialOutcome:
-    """A killed trial's outcome: a counted kill, or infra-invalid when the kill was our side's
-    (a failure under it, the run stopping), so the cell runs again."""
-    infra = reason.infra_reason
-    return TrialOutcome(TrialStatus.KILLED, reason.code) if infra is None else \
-        TrialOutcome(TrialStatus.INFRA_INVALID, infra)
 
 
 def final_fields(trial: TrialView, outcome: TrialOutcome, served: Any) -> dict[str, Any]:
@@ -116,14 +98,13 @@ def trial_row(trial: TrialView, **fields: Any) -> dict[str, Any]:
 
 def meter(trial: TrialView) -> Meter:
     """The trial as the live feed describes it."""
-    elapsed = (time.monotonic() - trial.started) if trial.status in (TrialStatus.RUNNING, TrialStatus.STARTING,
-                                                                     TrialStatus.VERIFYING) else None
+    life = trial.lifecycle
     num = lambda value: None if value is None else float(value)  # noqa: E731
     return {"id": trial.id, "task": trial.plan.task.id, "model": trial.plan.config.model.id,
-            "cli": trial.plan.config.cli.label, "trial": trial.plan.trial_index, "status": trial.status.value,
-            "reason": trial.reason, "tokens": trial.usage.as_dict(), "cost_usd": num(trial.cost),
+            "cli": trial.plan.config.cli.label, "trial": trial.plan.trial_index, "status": life.status.value,
+            "reason": life.reason, "tokens": trial.usage.as_dict(), "cost_usd": num(trial.cost),
             "reported_cost_usd": num(trial.parser.reported_cost_usd), "turns": trial.turns,
-            "tool_calls": trial.tool_calls, "flags": sorted(trial.flags), "elapsed": elapsed,
+            "tool_calls": trial.tool_calls, "flags": sorted(trial.flags), "elapsed": life.elapsed(),
             "budget": trial.budget.model_dump(), "events": trial.seq, "node": trial.node,
             "budget_hold": trial.hold.remaining(),
             # behind the proxy, "tokens" are the proxy's and the CLI's own figures come beside them

@@ -33,18 +33,18 @@ from ..usage import TokenUsage
 from ..verifiers import VERIFIERS
 from ..vocab import EventKind, KillReason, ParsedEvent, TrialStatus
 from . import record
-from .budget_hold import BudgetHold, BudgetChecks
+from .budget_hold import BudgetHold, BudgetWatch
 from .control import Meter
+from .lifecycle import TrialLifecycle, TrialOutcome
 from .provider_errors import ProviderErrors
-from .record import TrialOutcome
 from .trialview import TrialPlan
 
 if TYPE_CHECKING:
     from ..proxy.calls import ProxyCall, Route
-    from ..suites.taskfolders import Budget
+    from ..suites.budget import Budget
     from .context import RunContext
 
-class TrialRun(BudgetChecks):
+class TrialRun:
     def __init__(self, ctx: RunContext, plan: TrialPlan):
         self.ctx, self.plan = ctx, plan
         self.adapter = get_adapter(plan.config.cli.adapter)
@@ -52,8 +52,7 @@ class TrialRun(BudgetChecks):
         self.token = secrets.token_hex(8)
         self.retryable = True  # False: what ended it ends any attempt the same way (a task image that fails to build)
         self.id: int | None = None
-        self.status = TrialStatus.QUEUED
-        self.reason: str | None = None
+        self.lifecycle = TrialLifecycle()  # its status, end reason and the kill asked of it
         self.budget: Budget = ctx.suite.budget_for(plan.task)
         self.usage = TokenUsage()
         self.cost: Decimal | None = Decimal(0)
@@ -65,9 +64,6 @@ class TrialRun(BudgetChecks):
         self.started_at: str | None = None
         self.finished_at: str | None = None
         self.node: str | None = None  # where a fleet placed it
-        self.started = time.monotonic()
-        self.kill_reason: KillReason | None = None
-        self._kill = asyncio.Event()
         self._tool_counts: Counter[str] = Counter()
         self.session: SandboxSession | None = None
         self.scripted_key: str | None = None
@@ -77,27 +73,53 @@ class TrialRun(BudgetChecks):
         self.pid: int | None = None
         self._reserved: dict[int, list] = {}  # proxy call number -> the capped scopes it counts in
         self._session_usage = False  # usage came from the session files while the CLI ran
-        self.hold = BudgetHold(self._hold_ended)  # the operator's hold on its budget kill (TUI dialog)
-        self._wall_from: float | None = None  # monotonic time the agent started (the time budget's zero)
-        self._wall_timer: asyncio.TimerHandle | None = None
+        self.watch = BudgetWatch(self)  # its budgets, the time budget's timer, the operator's hold
+
+    @property
+    def status(self) -> TrialStatus:
+        return self.lifecycle.status
+
+    @property
+    def reason(self) -> str | None:
+        return self.lifecycle.reason
+
+    @property
+    def kill_reason(self) -> KillReason | None:
+        return self.lifecycle.kill_reason
+
+    @property
+    def started(self) -> float:
+        """time.monotonic() when it was made."""
+        return self.lifecycle.made
+
+    @property
+    def hold(self) -> BudgetHold:
+        return self.watch.hold
 
     # -- control -----------------------------------------------------------------------------
 
     def request_kill(self, reason: KillReason) -> None:
-        if self.hold.defer(reason):
-            return
-        if self.kill_reason is None and not self.status.is_final:
-            self.kill_reason = reason
-            self._kill.set()
+        if not self.hold.defer(reason):  # a budget kill waits while the operator types a raise
+            self.lifecycle.ask_kill(reason)
+
+    def hold_budget(self, seconds: float) -> None:
+        """Hold the budget kill ``seconds`` (0: release it now)."""
+        self.watch.hold_for(seconds)
 
     def raise_budget(self, **limits: float | None) -> None:
-        from ..suites.taskfolders import Budget
+        from ..suites.budget import Budget
 
         self.budget = self.budget.merged(Budget.model_validate({k: v for k, v in limits.items() if v is not None}))
         self.hold.end()  # the raise the hold waited for; budgets are checked against it now
 
     def meter(self) -> Meter:
         return record.meter(self)
+
+    def cap_reached(self) -> KillReason | None:
+        return self.ctx.caps.reached(self.plan.config.model)  # the run's, provider's or model's cap
+
+    def hold_changed(self) -> None:
+        self.ctx.sink.trial_changed(self)  # the pane shows the hold
 
     # -- output handling (event loop, hot path) ------------------------------------------------
 
@@ -136,7 +158,7 @@ class TrialRun(BudgetChecks):
         self.emit(stream, events, usage)
         for index in metered:  # after the batch: a thrash notes it in the transcript
             self._count_tool(events[index][0])
-        self._check_budgets()
+        self.watch.check()
         return self.ctx.writer.room()
 
     def _meter(self, event: ParsedEvent, seq: int) -> UsageRow | None:
@@ -175,7 +197,7 @@ class TrialRun(BudgetChecks):
     def admit_call(self) -> str | None:
         if self.kill_reason is not None:
             return f"the trial is being stopped: {self.kill_reason}"
-        reason = None if self.hold.active else self._over_budget()  # held: the raise is being typed
+        reason = None if self.hold.active else self.watch.over()  # held: the raise is being typed
         if reason is not None:  # e.g. a cap that another trial's call reached: this trial ends too
             self.request_kill(reason)
         return None if reason is None else f"the trial is over its budget: {reason}"
@@ -186,7 +208,7 @@ class TrialRun(BudgetChecks):
 
     def on_proxy_usage(self, call: ProxyCall, delta: TokenUsage) -> None:
         self._add_usage(delta, self.ctx.price(self.plan.config.model, delta))
-        self._check_budgets()
+        self.watch.check()
         self.ctx.sink.trial_changed(self)
 
     def on_proxy_wait(self, call: ProxyCall, seconds: float) -> None:
@@ -228,7 +250,7 @@ class TrialRun(BudgetChecks):
         self.started_at = utcnow()
         self.id = await ctx.call(lambda s, row: s.runs.insert_trial(row), self._row(
             status=TrialStatus.STARTING, started_at=self.started_at, queued_at=self.started_at))
-        self.status = TrialStatus.STARTING  # the row was made with it: only the sink is told
+        self.lifecycle.move(TrialStatus.STARTING)  # the row was made with it: only the sink is told
         ctx.sink.trial_changed(self)
         try:
             outcome = await self._run()
@@ -258,7 +280,7 @@ class TrialRun(BudgetChecks):
         outcome: AgentOutcome = self.parser.outcome(exit_code, killed)
         self._exit_code = exit_code
         if killed:  # infra-invalid when our side failed under it or the run was stopped
-            return self._killed()
+            return self.lifecycle.killed()
         if (lost := ctx.scripted_lost(self)) is not None:  # the agent ended on our server's death
             return TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: {lost}")
         if self.provider_errors.gave_up:  # the agent's run ended on the provider's error, not its own
@@ -285,9 +307,8 @@ class TrialRun(BudgetChecks):
         """Until the agent exits, or a kill (asked, a budget, a disk limit) ends it: its exit code
         and whether it was killed."""
         wait_task = asyncio.ensure_future(agent.wait())
-        kill_task = asyncio.ensure_future(self._kill.wait())
-        self._wall_from = time.monotonic()
-        self._wall_due()
+        kill_task = asyncio.ensure_future(self.lifecycle.kill_asked())
+        self.watch.start_clock()
         poll = self.adapter.live_session_poll if self.proxy_route is None else None  # the proxy sees every call
         watcher = asyncio.ensure_future(self._watch_sessions(session, poll)) \
             if poll and self.adapter.session_globs else None
@@ -296,7 +317,7 @@ class TrialRun(BudgetChecks):
                            return_when=asyncio.FIRST_COMPLETED)
         if breach is not None and breach.done() and not wait_task.done():
             self.request_kill(KillReason("limit:disk", breach.result()))
-        self._wall_from = None  # the agent ended: no time budget left to enforce
+        self.watch.stop_clock()  # the agent ended: no time budget left to enforce
         if watcher:
             watcher.cancel()
         killed = self.kill_reason is not None
@@ -307,10 +328,6 @@ class TrialRun(BudgetChecks):
             return await wait_task, killed
         finally:
             kill_task.cancel()
-
-    def _killed(self) -> TrialOutcome:
-        assert self.kill_reason is not None  # a kill is always asked with its reason (request_kill)
-        return record.killed_outcome(self.kill_reason)
 
     async def _verified(self, session: SandboxSession) -> TrialOutcome:
         """The task's verifier on what the agent left: the trial's outcome."""
@@ -324,7 +341,7 @@ class TrialRun(BudgetChecks):
             verifier.trajectory = await trajectory_of(self)
         verdict = await self._verify_unless_killed(verifier.verify(session), session)
         if verdict is None:  # the operator (or the runner's shutdown) stopped it while the verifier ran
-            return self._killed()
+            return self.lifecycle.killed()
         if verdict.infra_error:
             return TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: {verdict.infra_error}", verdict)
         if verdict.passed:
@@ -336,7 +353,7 @@ class TrialRun(BudgetChecks):
         like the agent (the signal ladder on every process of the trial) and gives no verdict;
         a kill the runner acknowledged must never end in a pass."""
         verify = asyncio.ensure_future(verifying)
-        kill = asyncio.ensure_future(self._kill.wait())
+        kill = asyncio.ensure_future(self.lifecycle.kill_asked())
         try:
             await asyncio.wait({verify, kill}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -366,7 +383,7 @@ class TrialRun(BudgetChecks):
             await asyncio.sleep(interval)
             if await self._read_sessions(session):
                 self._session_usage = True
-                self._check_budgets()
+                self.watch.check()
 
     async def _read_sessions(self, session: SandboxSession) -> bool:
         """Take the usage in the CLI's session files where it shows more than the stream did."""
@@ -386,7 +403,7 @@ class TrialRun(BudgetChecks):
         return bool(event.usage)
 
     def _set_status(self, status: TrialStatus, **fields: Any) -> None:
-        self.status = status
+        self.lifecycle.move(status)
         assert self.id is not None  # execute made the row before any status change
         self.ctx.writer.update_trial(self.id, {"status": status.value, **fields})
         self.ctx.sink.trial_changed(self)
@@ -395,7 +412,8 @@ class TrialRun(BudgetChecks):
         ctx = self.ctx
         assert self.id is not None  # execute made the row first
         status, reason = outcome.status, outcome.reason
-        self.status, self.reason = status, reason
+        self.watch.stop_clock()  # stopped when the agent ended, unless our side failed before
+        self.lifecycle.end(outcome)
         self.finished_at = utcnow()
         try:
             fields = await self._final_fields(outcome)

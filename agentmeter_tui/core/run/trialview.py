@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..harnesses.base import HarnessAdapter, StreamParser
     from ..proxy.calls import Route
     from ..suites.suite import Configuration, Suite, Task
-    from ..suites.taskfolders import Budget
+    from ..suites.budget import Budget
     from ..usage import TokenUsage
     from ..vocab import TrialStatus
 
@@ -54,6 +54,20 @@ class HoldView(Protocol):
     def remaining(self) -> float | None: ...
 
 
+class LifecycleView(Protocol):
+    """A trial's lifecycle as its meter reads it (:class:`~.lifecycle.TrialLifecycle`, moved by
+    the trial alone). Not imported: sandboxes import this module through placement, and the
+    lifecycle's outcome names the verifiers' verdict, which sandboxes may not import."""
+
+    @property
+    def status(self) -> TrialStatus: ...
+
+    @property
+    def reason(self) -> str | None: ...
+
+    def elapsed(self) -> float | None: ...
+
+
 class TrialView(CallSink, Protocol):
     """A trial as the sink, the run context and the final row read it (:class:`~.trial.TrialRun`);
     the context routes its model calls through the proxy to it (a ``CallSink``)."""
@@ -71,12 +85,12 @@ class TrialView(CallSink, Protocol):
     scripted_key: str | None
     scripted_url: str | None
     proxy_route: Route | None
-    status: TrialStatus
-    reason: str | None
     budget: Budget
-    started: float  # time.monotonic() when made
     seq: int  # the last event's seq
     node: str | None
+
+    @property
+    def lifecycle(self) -> LifecycleView: ...
 
     @property
     def hold(self) -> HoldView: ...

@@ -15,7 +15,8 @@ from pathlib import Path
 from ..harbor.taskfile import HARBOR
 from ..tomlerrors import InputError
 from .suitefile import CliEntry, ModelEntry, Provider, SuiteFile
-from .taskfolders import Budget, TaskFile, VerifierSection
+from .budget import Budget
+from .taskfolders import TaskFile, VerifierSection
 
 
 

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..capabilities import capability_name
 from ..wire import provider_kinds
-from ..vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL, Tier
+from ..vocab import Tier
+from .budget import Budget
 
 
 class Open(BaseModel):
@@ -58,19 +59,6 @@ class EnvironmentSection(Open):
 class Strict(BaseModel):
     # Numbers are finite: an `inf` grace or budget would wait for ever, a `nan` compares false.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-class Budget(Strict):
-    """Per-trial limits; crossing one kills the trial with reason ``budget:<name>``."""
-
-    wall_seconds: float | None = Field(None, gt=0, le=MAX_BUDGET_WALL, allow_inf_nan=False)
-    tokens: int | None = Field(None, gt=0, le=MAX_BUDGET_TOKENS)
-    usd: float | None = Field(None, gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)
-
-    def merged(self, override: Budget | None) -> Budget:
-        if override is None:
-            return self
-        return Budget(**{**self.model_dump(), **override.model_dump(exclude_none=True)})
 
 
 class TaskSection(Strict):
