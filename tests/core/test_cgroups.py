@@ -92,7 +92,7 @@ def test_trials_asking_at_once_all_get_the_hierarchy_one_alone_gets(monkeypatch)
             start = threading.Barrier(8)
             found: list[cgroups.Hierarchy | None] = []
 
-            def ask() -> None:
+            def ask(start: threading.Barrier = start, found: list = found) -> None:  # this round's
                 start.wait()
                 found.append(cgroups.hierarchy())
 
