@@ -35,7 +35,7 @@ from ..vocab import EventKind, KillReason, ParsedEvent, TrialStatus
 from . import record
 from .budget_hold import BudgetHold, BudgetWatch
 from .control import Meter
-from .lifecycle import TrialLifecycle, TrialOutcome
+from .lifecycle import IllegalTransition, TrialLifecycle, TrialOutcome
 from .provider_errors import ProviderErrors
 from .trialview import TrialPlan
 
@@ -413,7 +413,10 @@ class TrialRun:
         assert self.id is not None  # execute made the row first
         status, reason = outcome.status, outcome.reason
         self.watch.stop_clock()  # stopped when the agent ended, unless our side failed before
-        self.lifecycle.end(outcome)
+        try:
+            self.lifecycle.end(outcome)
+        except IllegalTransition as exc:  # a bug on our side must not cost the trial its final row
+            ctx.log(f"trial {self.id}: {exc}")
         self.finished_at = utcnow()
         try:
             fields = await self._final_fields(outcome)
