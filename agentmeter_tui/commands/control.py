@@ -214,7 +214,7 @@ def wait_cap(args: argparse.Namespace) -> int:
     try:
         with ControlClient(Path(args.db)) as client:
             for message in client.subscribe(events=False):
-                progress = message.get("progress") or {}
+                progress = (message.get("progress") if message["type"] != "preparing" else None) or {}
                 caps = progress.get("caps") or []
                 hit = [c for c in caps if c["share"] >= 1]
                 held = progress.get("cap_held")
