@@ -153,7 +153,7 @@ class AgentMeterApp(App):
     def _feed_message(self, message: FeedMessage) -> None:
         summary = self.session.apply(message)
         self.feed_signal.publish(summary)
-        if message.get("type") == "snapshot":  # (re)attached: what did the store get meanwhile?
+        if message["type"] == "snapshot":  # (re)attached: what did the store get meanwhile?
             self._refresh_from_store()
 
     def _feed_ended(self, status: str, error: str | None) -> None:
