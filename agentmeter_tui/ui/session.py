@@ -12,11 +12,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import orjson
 
-from ..core.run.control import ControlError, FeedMessage, encode, feed_message, open_async
+from ..core.run.control import (
+    Answer,
+    BudgetReply,
+    ControlError,
+    FeedMessage,
+    HoldReply,
+    PauseReply,
+    encode,
+    feed_message,
+    open_async,
+)
 from ..core.vocab import FINAL_STATUSES
 from .data import StoreThread, SuiteOverview, grid_rows, latest_scores, overview
 from .grid_state import GridState
@@ -65,8 +75,9 @@ class FeedClient:
                 return
 
 
-async def control_request(db: Path, op: str, **fields: Any) -> dict[str, Any]:
-    """One request on its own connection (the feed connection only streams)."""
+async def control_request(db: Path, op: str, **fields: Any) -> Any:
+    """One request on its own connection (the feed connection only streams): the reply, which
+    ``UiSession.request`` types by its op; a refusal raises ControlError with its words."""
     reader, writer = await open_async(db)
     try:
         writer.write(encode({"op": op, **fields}))
@@ -139,10 +150,20 @@ class UiSession:
         return self.live.settle({row["id"]: (row["status"], row.get("reason")) for row in rows
                                  if row["status"] in FINAL_STATUSES})
 
-    async def request(self, op: str, **fields: Any) -> dict[str, Any]:
+    # The ops whose replies the screens read; the others get the generic Answer.
+    @overload
+    async def request(self, op: Literal["pause", "resume"], **fields: Any) -> PauseReply: ...
+    @overload
+    async def request(self, op: Literal["budget"], **fields: Any) -> BudgetReply: ...
+    @overload
+    async def request(self, op: Literal["hold"], **fields: Any) -> HoldReply: ...
+    @overload
+    async def request(self, op: str, **fields: Any) -> Answer: ...
+
+    async def request(self, op: str, **fields: Any) -> Any:
         return await control_request(self.db, op, **fields)
 
-    async def hold_budget(self, trial_id: int, seconds: float) -> dict[str, Any]:
+    async def hold_budget(self, trial_id: int, seconds: float) -> HoldReply:
         """Hold (``seconds`` > 0) or release (0) a trial's budget kill while its budget dialog is open."""
         return await control_request(self.db, "hold", trial=trial_id, seconds=seconds)
 

@@ -28,7 +28,7 @@ import json
 import socket
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal, Required, TypedDict, cast
+from typing import Any, Literal, Required, TypedDict, cast, overload
 
 import orjson
 
@@ -153,8 +153,10 @@ FEED_TYPES = frozenset({"snapshot", "tick", "preparing", "finished"})  # the tag
 
 
 # -- the replies to requests -----------------------------------------------------------------
-# One JSON object per request; ``ok`` tells a refusal from the rest. A client reads them as
-# plain dicts (``ControlClient.request``): another process wrote them, perhaps an older runner.
+# One JSON object per request; ``ok`` tells a refusal from the rest. A client raises on a
+# refusal and takes the rest for the reply its op gets (``ControlClient.request``, ``UiSession
+# .request``), unchecked beyond ``ok``: another process wrote them, perhaps an older runner, so
+# a client reads what it needs with ``.get`` as before.
 
 
 class Refused(TypedDict):
@@ -233,6 +235,9 @@ class RerunReply(TypedDict):
 
 Reply = (Refused | HelloReply | StatusReply | Done | PauseReply | BudgetReply | KillReply | HoldReply | CapReply
          | NodeReply | RerunReply)
+# What a request that was not refused gets: Reply without Refused (an op not known statically).
+Answer = (HelloReply | StatusReply | Done | PauseReply | BudgetReply | KillReply | HoldReply | CapReply | NodeReply
+          | RerunReply)
 
 
 class ControlError(Exception):
@@ -294,7 +299,31 @@ class ControlClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+    @overload
+    def request(self, op: Literal["hello"], **fields: Any) -> HelloReply: ...
+    @overload
+    def request(self, op: Literal["status"], **fields: Any) -> StatusReply: ...
+    @overload
+    def request(self, op: Literal["pause", "resume"], **fields: Any) -> PauseReply: ...
+    @overload
+    def request(self, op: Literal["budget"], **fields: Any) -> BudgetReply: ...
+    @overload
+    def request(self, op: Literal["kill"], **fields: Any) -> KillReply: ...
+    @overload
+    def request(self, op: Literal["hold"], **fields: Any) -> HoldReply: ...
+    @overload
+    def request(self, op: Literal["cap"], **fields: Any) -> CapReply: ...
+    @overload
+    def request(self, op: Literal["node"], **fields: Any) -> NodeReply: ...
+    @overload
+    def request(self, op: Literal["rerun"], **fields: Any) -> RerunReply: ...
+    @overload
+    def request(self, op: Literal["stop"], **fields: Any) -> Done: ...
+    @overload
+    def request(self, op: str, **fields: Any) -> Answer: ...
+
+    def request(self, op: str, **fields: Any) -> Any:
+        """The reply to ``op``; a refusal raises ControlError with its words."""
         try:
             self.sock.sendall(encode({"op": op, **fields}))
             line = self.reader.readline()
