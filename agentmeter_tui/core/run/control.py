@@ -151,7 +151,6 @@ FeedMessage = Snapshot | Tick | Preparing | Finished
 FEED_TYPES = frozenset({"snapshot", "tick", "preparing", "finished"})  # the tags of FeedMessage
 
 
-
 # -- the replies to requests -----------------------------------------------------------------
 # One JSON object per request; ``ok`` tells a refusal from the rest. A client raises on a
 # refusal and takes the rest for the reply its op gets (``ControlClient.request``, ``UiSession
