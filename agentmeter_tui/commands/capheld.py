@@ -8,12 +8,15 @@ spending nothing, so the raise applies at once and ``agentmeter run`` follows it
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..core.run.control import Progress
 
 EXIT_HELD = 7  # `run --headless`: a cap holds the schedule and nothing runs (docs/runner.md)
 
 
-def held_by_cap(progress: dict[str, Any]) -> str | None:
+def held_by_cap(progress: Progress) -> str | None:
     """Why a cap holds the schedule, when it does and nothing runs or could end to free it."""
     why = progress.get("cap_held")
     if not why or progress.get("running") or not progress.get("queued") or progress.get("stopping"):
@@ -41,7 +44,7 @@ def raise_command(cap: dict[str, Any], why: str, db: str) -> str:
     return f"agentmeter budget {option} --db {db}"
 
 
-def held_lines(progress: dict[str, Any], why: str, suite: str, db: str) -> list[str]:
+def held_lines(progress: Progress, why: str, suite: str, db: str) -> list[str]:
     cap = _held_cap(why, progress.get("caps") or [])
     how = (f"raise it (any figure above the cap; twice it here): {raise_command(cap, why, db)}"
            if cap else f"raise the cap with `agentmeter budget --db {db}` (see agentmeter budget --help)")

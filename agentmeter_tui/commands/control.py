@@ -12,7 +12,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -136,12 +136,12 @@ def _request(args: argparse.Namespace, op: str, **fields: Any) -> int:
     except ControlError as exc:
         print(f"agentmeter {op}: {exc}", file=sys.stderr)
         return 1
-    reply.pop("ok", None)
-    print(json.dumps(reply) if args.json else said(op, reply, fields, args.db))
+    told = {key: value for key, value in reply.items() if key != "ok"}
+    print(json.dumps(told) if args.json else said(op, told, fields, args.db))
     return 0
 
 
-def said(op: str, reply: dict[str, Any], fields: dict[str, Any], db: str) -> str:
+def said(op: str, reply: Mapping[str, Any], fields: dict[str, Any], db: str) -> str:
     """What the runner did, in a line."""
     scoped = " × ".join(str(fields[k]) for k in ("model", "cli") if fields.get(k))
     if op in ("pause", "resume") and scoped:
@@ -214,7 +214,7 @@ def wait_cap(args: argparse.Namespace) -> int:
     try:
         with ControlClient(Path(args.db)) as client:
             for message in client.subscribe(events=False):
-                progress = message.get("progress") or {}
+                progress = (message.get("progress") if message["type"] != "preparing" else None) or {}
                 caps = progress.get("caps") or []
                 hit = [c for c in caps if c["share"] >= 1]
                 held = progress.get("cap_held")

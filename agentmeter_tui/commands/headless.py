@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..core.inert import inert
 from ..core.paths import runner_log_path
-from ..core.run.control import ControlClient, ControlError
+from ..core.run.control import ControlClient, ControlError, Meter, Progress
 from .capheld import EXIT_HELD, held_by_cap, held_lines
 
 EXIT_NOT_STARTED = 6  # the runner's own exit code when a run cannot start (core/run/runner.py)
@@ -23,7 +23,7 @@ STATUS_STYLE = {"passed": "green", "failed": "yellow", "killed": "magenta", "err
                 "infra-invalid": "red dim"}
 
 
-def trial_line(meter: dict) -> Text:
+def trial_line(meter: Meter) -> Text:
     tokens = meter.get("tokens") or {}
     raw = sum(tokens.values())
     cost = meter.get("cost_usd")
@@ -34,15 +34,15 @@ def trial_line(meter: dict) -> Text:
     line.append(f"{meter.get('task')} · {meter.get('model')} × {meter.get('cli')} · t{meter.get('trial')}  ")
     line.append(f"{status:<13}", style=STATUS_STYLE.get(status, ""))
     line.append(f" {raw:>9,} tok  {usd:>10}")
-    if meter.get("reason"):
-        line.append(f"  {inert(meter['reason'])}", style="dim")  # a reason can quote agent output
+    if reason := meter.get("reason"):
+        line.append(f"  {inert(reason)}", style="dim")  # a reason can quote agent output
     flags = [f for f in meter.get("flags") or [] if f != "unpriced"]
     if flags:
         line.append(f"  [{', '.join(flags)}]", style="bold")
     return line
 
 
-def summary(progress: dict, totals: dict) -> Text:
+def summary(progress: Progress, totals: dict) -> Text:
     text = Text()
     text.append(f"{progress.get('done', 0)}/{progress.get('total', 0)} done", style="bold")
     text.append(f" · {progress.get('running', 0)} running · {progress.get('queued', 0)} queued")
@@ -116,7 +116,7 @@ class Follower:
         self.totals = {"tokens": 0, "usd": 0.0}
         self.printed: set[int | None] = set()
         self.told: set[str] = set()  # preparation lines printed (a snapshot repeats those said before)
-        self.progress: dict = {}
+        self.progress: Progress = {}
         self.attached = False  # a snapshot came at least once
         self.suite = "SUITE"
         self.cells: dict[tuple, str | None] = {}  # (task, model, cli, trial) -> its last attempt's status (None: not said)
@@ -126,7 +126,7 @@ class Follower:
             self.told.add(text)
             self.printer.line(Text(f"preparing: {inert(text)}", style="dim"))
 
-    def finished(self, meter: dict) -> None:
+    def finished(self, meter: Meter) -> None:
         if meter.get("id") in self.printed:
             return
         self.printed.add(meter.get("id"))
@@ -138,12 +138,12 @@ class Follower:
     def follow(self, client: ControlClient) -> tuple[str, str | None]:
         """Follow one connection: ("finished" or the run's status, its error), or ("lost", None)
         when the connection ended before the runner said the run was over."""
-        feed = client.subscribe(events=False)
+        feed = client.subscribe(events=False)  # a refusal raises ControlError here, at its first line
         snapshot = next(feed, None)
-        if snapshot is None:  # the runner ended (or dropped us) between the connection and the snapshot
+        # None: the runner ended (or dropped us) between the connection and the snapshot, which
+        # is always its first message (feed.py)
+        if snapshot is None or snapshot["type"] != "snapshot":
             return "lost", None
-        if not snapshot.get("ok", True):
-            raise ControlError(snapshot.get("error", "the runner refused to be followed"))
         self.attached = True
         self.suite = snapshot.get("suite") or self.suite
         self.progress = snapshot.get("progress", {})
@@ -156,13 +156,16 @@ class Follower:
         with self.printer.following(summary(self.progress, self.totals)):
             try:
                 for message in feed:
-                    kind = message.get("type")
-                    self.progress = message.get("progress", self.progress)
-                    self.prepared(message.get("text") if kind == "preparing" else self.progress.get("preparing"))
-                    for meter in message.get("finished", ()):
-                        self.finished(meter)
+                    if message["type"] == "preparing":
+                        self.prepared(message.get("text"))
+                    else:
+                        self.progress = message.get("progress", self.progress)
+                        self.prepared(self.progress.get("preparing"))
+                    if message["type"] == "tick":
+                        for meter in message.get("finished", ()):
+                            self.finished(meter)
                     self.printer.update(summary(self.progress, self.totals))
-                    if kind == "finished":
+                    if message["type"] == "finished":
                         return message.get("status", "finished"), message.get("error")
                     if why := held_by_cap(self.progress):
                         return "held", why

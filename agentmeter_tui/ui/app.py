@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeGuard, TypeVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -153,7 +153,7 @@ class AgentMeterApp(App):
     def _feed_message(self, message: FeedMessage) -> None:
         summary = self.session.apply(message)
         self.feed_signal.publish(summary)
-        if message.get("type") == "snapshot":  # (re)attached: what did the store get meanwhile?
+        if message["type"] == "snapshot":  # (re)attached: what did the store get meanwhile?
             self._refresh_from_store()
 
     def _feed_ended(self, status: str, error: str | None) -> None:
@@ -231,7 +231,7 @@ class AgentMeterApp(App):
         if not session.live_mode or session.live.ended:
             self.notify("No runner attached: nothing to pause.", severity="warning")
             return
-        op = "resume" if session.live.progress.get("paused") else "pause"
+        op: Literal["pause", "resume"] = "resume" if session.live.progress.get("paused") else "pause"
         try:
             reply = await session.request(op)
         except Exception as exc:

@@ -13,9 +13,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import cast
 
-from ..core.run.control import FeedMessage, Finished, LiveEvent, Meter, NodeState, Progress, Snapshot, Tick
+from ..core.run.control import FeedMessage, LiveEvent, Meter, NodeState, Progress, Snapshot, Tick
 from ..core.vocab import FINAL_STATUSES
 from .format import meter_fresh
 
@@ -125,16 +124,15 @@ class LiveState:
     # -- applying feed messages ----------------------------------------------------------------
 
     def apply(self, message: FeedMessage) -> TickSummary:
-        kind = message.get("type")
-        if kind == "snapshot":
-            return self.apply_snapshot(cast(Snapshot, message))
-        if kind == "tick":
-            return self.apply_tick(cast(Tick, message))
-        if kind == "preparing":  # before the first trial: what the runner is doing (image builds)
-            self.progress = {**self.progress, "preparing": message.get("text")}  # type: ignore[typeddict-item]
-            self.prepared = [*self.prepared[-(PREPARED_KEPT - 1):], str(message.get("text") or "")]
-        if kind == "finished":
-            message = cast(Finished, message)
+        if message["type"] == "snapshot":
+            return self.apply_snapshot(message)
+        if message["type"] == "tick":
+            return self.apply_tick(message)
+        if message["type"] == "preparing":  # before the first trial: what the runner is doing (image builds)
+            text = message.get("text") or ""
+            self.progress = {**self.progress, "preparing": text}
+            self.prepared = [*self.prepared[-(PREPARED_KEPT - 1):], text]
+        if message["type"] == "finished":
             self.progress = message.get("progress") or self.progress
             self.ended = message.get("status", "finished")
         return TickSummary()
@@ -204,7 +202,7 @@ class LiveState:
         for trial_id, (status, reason) in final.items():
             trial = self.trials.get(trial_id)
             if trial is not None and not trial.finished:
-                meter = cast(Meter, {**trial.meter, "status": status, "reason": reason, "elapsed": None})
+                meter: Meter = {**trial.meter, "status": status, "reason": reason, "elapsed": None}
                 trial.meter = meter
                 summary.changed.add(trial_id)
                 summary.finished.append(meter)

@@ -12,11 +12,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, overload
 
 import orjson
 
-from ..core.run.control import ControlError, FeedMessage, Snapshot, Tick, encode, open_async
+from ..core.run.control import (
+    Answer,
+    BudgetReply,
+    ControlError,
+    FeedMessage,
+    HoldReply,
+    PauseReply,
+    encode,
+    feed_message,
+    open_async,
+)
 from ..core.vocab import FINAL_STATUSES
 from .data import StoreThread, SuiteOverview, grid_rows, latest_scores, overview
 from .grid_state import GridState
@@ -49,13 +59,14 @@ class FeedClient:
                 writer.write(encode({"op": "subscribe"}))
                 await writer.drain()
                 while line := await reader.readline():
-                    message = orjson.loads(line)
+                    if (message := feed_message(orjson.loads(line))) is None:
+                        continue  # a type this client does not know (a newer runner's)
                     self.on_message(message)
-                    if message.get("type") == "finished":
+                    if message["type"] == "finished":
                         self.on_end(message.get("status", "finished"), None)
                         return
-            except (ConnectionError, asyncio.IncompleteReadError, orjson.JSONDecodeError, ValueError):
-                pass
+            except (ConnectionError, asyncio.IncompleteReadError, orjson.JSONDecodeError, ValueError, ControlError):
+                pass  # ControlError: refused (the door full); tried again like a drop
             finally:
                 writer.close()
             failures += 1  # dropped without "finished": a backlog drop or the runner died
@@ -64,8 +75,9 @@ class FeedClient:
                 return
 
 
-async def control_request(db: Path, op: str, **fields: Any) -> dict[str, Any]:
-    """One request on its own connection (the feed connection only streams)."""
+async def control_request(db: Path, op: str, **fields: Any) -> Any:
+    """One request on its own connection (the feed connection only streams): the reply, which
+    ``UiSession.request`` types by its op; a refusal raises ControlError with its words."""
     reader, writer = await open_async(db)
     try:
         writer.write(encode({"op": op, **fields}))
@@ -114,18 +126,15 @@ class UiSession:
     def apply(self, message: FeedMessage) -> TickSummary:
         """One feed message into both states (live and grid); returns the live state's summary of it."""
         summary = self.live.apply(message)
-        kind = message.get("type")
-        if kind == "snapshot":  # the tag says which message it is (as in LiveState.apply)
-            snapshot = cast(Snapshot, message)
+        if message["type"] == "snapshot":  # the tag says which message it is (as in LiveState.apply)
             if self.suite_id is None:
-                self.suite_id = snapshot.get("suite")
+                self.suite_id = message.get("suite")
             # ``done``: trials this run finished before we subscribed, perhaps after we read the store
-            self.grid.apply_meters(snapshot.get("done") or [])
-            self.grid.apply_meters(snapshot.get("running") or [])
-        elif kind == "tick":
-            tick = cast(Tick, message)
-            self.grid.apply_meters(tick.get("meters") or [])
-            self.grid.apply_meters(tick.get("finished") or [])
+            self.grid.apply_meters(message.get("done") or [])
+            self.grid.apply_meters(message.get("running") or [])
+        elif message["type"] == "tick":
+            self.grid.apply_meters(message.get("meters") or [])
+            self.grid.apply_meters(message.get("finished") or [])
         return summary
 
     async def refresh(self) -> TickSummary:
@@ -141,10 +150,20 @@ class UiSession:
         return self.live.settle({row["id"]: (row["status"], row.get("reason")) for row in rows
                                  if row["status"] in FINAL_STATUSES})
 
-    async def request(self, op: str, **fields: Any) -> dict[str, Any]:
+    # The ops whose replies the screens read; the others get the generic Answer.
+    @overload
+    async def request(self, op: Literal["pause", "resume"], **fields: Any) -> PauseReply: ...
+    @overload
+    async def request(self, op: Literal["budget"], **fields: Any) -> BudgetReply: ...
+    @overload
+    async def request(self, op: Literal["hold"], **fields: Any) -> HoldReply: ...
+    @overload
+    async def request(self, op: str, **fields: Any) -> Answer: ...
+
+    async def request(self, op: str, **fields: Any) -> Any:
         return await control_request(self.db, op, **fields)
 
-    async def hold_budget(self, trial_id: int, seconds: float) -> dict[str, Any]:
+    async def hold_budget(self, trial_id: int, seconds: float) -> HoldReply:
         """Hold (``seconds`` > 0) or release (0) a trial's budget kill while its budget dialog is open."""
         return await control_request(self.db, "hold", trial=trial_id, seconds=seconds)
 

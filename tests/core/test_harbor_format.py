@@ -55,6 +55,18 @@ def test_how_a_task_contract_is_chosen(tmp_path):
     assert {t.contract for t in smoke.tasks} == {"agentmeter"}
 
 
+def test_what_a_contract_answers():
+    """Each difference between the two contracts has its own name; the names (in messages) did not change."""
+    from agentmeter_tui.core.suites.taskfolders import TaskContract
+
+    assert [c.value for c in TaskContract] == ["agentmeter", "harbor"]
+    questions = ("needs_container", "image_contract", "agent_as_root", "agent_from_bundle", "reads_transcript")
+    for question in questions:
+        assert getattr(TaskContract.HARBOR, question) is True
+        assert getattr(TaskContract.AGENTMETER, question) is False
+    assert f"{TaskContract.HARBOR}" == "harbor" and TaskContract("agentmeter") is TaskContract.AGENTMETER
+
+
 def test_harbor_tasks_need_a_container_sandbox(harbor):
     toml = harbor / "agents" / "suite.toml"
     toml.write_text(toml.read_text().replace('kind = "docker"', 'kind = "local"'))

@@ -128,7 +128,7 @@ class ContractCache:
 
     async def shape(self, engine: Engine, image: str, task: Task) -> tuple[ContainerShape, ImageContract | None]:
         """The container a task's trials get, and for Harbor tasks what their image says."""
-        if task.contract != "harbor":
+        if not task.contract.image_contract:
             return ContainerShape.default(self.config, granted(task)), None
         contract, limits = await self.contract(engine, image, task)
         return container_shape(self.config, task, contract, limits, engine.local), contract

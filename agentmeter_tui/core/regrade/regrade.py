@@ -123,7 +123,7 @@ async def _regrade(store: Any, suite: Suite, sandbox: Any, row: dict) -> Regrade
                                 max(suite.spec.suite.regrade_keep_mb, 1) << 20)
         session = await sandbox.open(KeptTask(task, seed), int(row["id"]), secrets.token_hex(8))
         verifier = VERIFIERS.get(task.verifier.kind)(task, pass_threshold=suite.spec.suite.pass_threshold)
-        if task.contract == "harbor":  # Harbor's LLM-judge verifiers read the transcript
+        if task.contract.reads_transcript:  # Harbor's LLM-judge verifiers
             from ..interop.atif import trial_trajectory
 
             verifier.trajectory = trial_trajectory(store, int(row["id"])).to_json()

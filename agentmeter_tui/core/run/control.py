@@ -28,7 +28,7 @@ import json
 import socket
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal, Required, TypedDict
+from typing import Any, Literal, Required, TypedDict, cast, overload
 
 import orjson
 
@@ -41,7 +41,8 @@ LIVE_TEXT = 2000  # characters of an event's text sent to live clients; the stor
 # -- the feed's messages ---------------------------------------------------------------------
 # Sent as JSON objects (these are their shapes; the runner builds them as plain dicts, so
 # encoding stays one orjson call). ``type`` tells them apart (a tagged union: testing
-# ``message["type"]`` narrows a FeedMessage to one of them). What JSON changes on the way: the
+# ``message["type"]`` narrows a FeedMessage to one of them; a client takes a line for one only
+# through ``feed_message``, which checks that tag). What JSON changes on the way: the
 # int keys of ``events``/``skipped`` arrive as strings, a LiveEvent arrives as a list.
 
 # One transcript event as live clients get it: (seq, ts, kind, stream, text[:LIVE_TEXT]), its
@@ -147,11 +148,14 @@ class Finished(TypedDict, total=False):
 
 
 FeedMessage = Snapshot | Tick | Preparing | Finished
+FEED_TYPES = frozenset({"snapshot", "tick", "preparing", "finished"})  # the tags of FeedMessage
 
 
 # -- the replies to requests -----------------------------------------------------------------
-# One JSON object per request; ``ok`` tells a refusal from the rest. A client reads them as
-# plain dicts (``ControlClient.request``): another process wrote them, perhaps an older runner.
+# One JSON object per request; ``ok`` tells a refusal from the rest. A client raises on a
+# refusal and takes the rest for the reply its op gets (``ControlClient.request``, ``UiSession
+# .request``), unchecked beyond ``ok``: another process wrote them, perhaps an older runner, so
+# a client reads what it needs with ``.get`` as before.
 
 
 class Refused(TypedDict):
@@ -230,6 +234,9 @@ class RerunReply(TypedDict):
 
 Reply = (Refused | HelloReply | StatusReply | Done | PauseReply | BudgetReply | KillReply | HoldReply | CapReply
          | NodeReply | RerunReply)
+# What a request that was not refused gets: Reply without Refused (an op not known statically).
+Answer = (HelloReply | StatusReply | Done | PauseReply | BudgetReply | KillReply | HoldReply | CapReply | NodeReply
+          | RerunReply)
 
 
 class ControlError(Exception):
@@ -246,6 +253,23 @@ class Hangup(ControlError):
 
 def encode(message: Mapping[str, Any]) -> bytes:
     return orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+
+
+def feed_message(decoded: Any) -> FeedMessage | None:
+    """One decoded feed line as the message its ``type`` says, or None when it is not one this
+    client knows (a newer runner's type, or no type): skipped, as the UI always skipped them.
+    A refusal to be followed (``{"ok": false, "error": ...}``: the door full, bad options)
+    raises ControlError, as ``ControlClient.request`` raises for a refused request.
+
+    Only the tag is checked: the fields are the runner's to get right (``feed.py`` builds
+    them to these shapes), as they were when clients read plain dicts."""
+    if not isinstance(decoded, dict):
+        return None
+    if decoded.get("ok") is False:
+        raise ControlError(decoded.get("error") or "the runner refused to be followed")
+    if decoded.get("type") not in FEED_TYPES:
+        return None
+    return cast(FeedMessage, decoded)
 
 
 class ControlClient:
@@ -274,7 +298,31 @@ class ControlClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+    @overload
+    def request(self, op: Literal["hello"], **fields: Any) -> HelloReply: ...
+    @overload
+    def request(self, op: Literal["status"], **fields: Any) -> StatusReply: ...
+    @overload
+    def request(self, op: Literal["pause", "resume"], **fields: Any) -> PauseReply: ...
+    @overload
+    def request(self, op: Literal["budget"], **fields: Any) -> BudgetReply: ...
+    @overload
+    def request(self, op: Literal["kill"], **fields: Any) -> KillReply: ...
+    @overload
+    def request(self, op: Literal["hold"], **fields: Any) -> HoldReply: ...
+    @overload
+    def request(self, op: Literal["cap"], **fields: Any) -> CapReply: ...
+    @overload
+    def request(self, op: Literal["node"], **fields: Any) -> NodeReply: ...
+    @overload
+    def request(self, op: Literal["rerun"], **fields: Any) -> RerunReply: ...
+    @overload
+    def request(self, op: Literal["stop"], **fields: Any) -> Done: ...
+    @overload
+    def request(self, op: str, **fields: Any) -> Answer: ...
+
+    def request(self, op: str, **fields: Any) -> Any:
+        """The reply to ``op``; a refusal raises ControlError with its words."""
         try:
             self.sock.sendall(encode({"op": op, **fields}))
             line = self.reader.readline()
@@ -287,14 +335,17 @@ class ControlClient:
             raise ControlError(reply.get("error", "request failed"))
         return reply
 
-    def subscribe(self, events: bool = True, max_events: int | None = None) -> Iterator[dict[str, Any]]:
+    def subscribe(self, events: bool = True, max_events: int | None = None) -> Iterator[FeedMessage]:
         """The feed's messages until the runner closes the connection, or resets it: a runner
-        that ends while the request is still unread (a run over at once) resets, not closes."""
+        that ends while the request is still unread (a run over at once) resets, not closes.
+        Lines that are no message this client knows are skipped; a refusal raises ControlError
+        (``feed_message``)."""
         try:
             self.sock.sendall(encode({"op": "subscribe", "events": events, "max_events": max_events}))
             self.sock.settimeout(None)
             for line in self.reader:
-                yield orjson.loads(line)
+                if (message := feed_message(orjson.loads(line))) is not None:
+                    yield message
         except (ConnectionResetError, BrokenPipeError):
             return
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..paths import owner_only, runner_log_path, socket_path, suites_root
-from .control import ControlClient, ControlError, NotListening
+from .control import ControlClient, ControlError, HelloReply, NotListening
 
 
 def _stderr(text: str) -> None:
@@ -41,7 +41,7 @@ def suite_hint(name: str) -> str:
     return f" (no suite folder {name} here; the built-in suite is named by its id: {path.name})"
 
 
-def runner_hello(db: Path) -> dict | None:
+def runner_hello(db: Path) -> HelloReply | None:
     """The runner's ``hello`` reply, or None when no runner answers for ``db``."""
     try:
         with ControlClient(db, timeout=2) as client:
@@ -51,7 +51,7 @@ def runner_hello(db: Path) -> dict | None:
 
 
 def spawn_runner(suite_path: Path, db: Path, clis_root: str | None, extra: Sequence[str] = (),
-                 say: Callable[[str], None] = _stderr) -> dict | int | None:
+                 say: Callable[[str], None] = _stderr) -> HelloReply | int | None:
     """Start the runner and wait until it answers: its ``hello`` reply; its exit code if it
     died instead; None if it finished before answering (nothing was left to run). The runner
     answers as soon as it holds the store, before it prepares anything (image builds take

@@ -335,7 +335,7 @@ class TrialRun:
         self._set_status(TrialStatus.VERIFYING)
         verifier = VERIFIERS.get(plan.task.verifier.kind)(plan.task,
                                                           pass_threshold=self.ctx.suite.spec.suite.pass_threshold)
-        if plan.task.contract == "harbor":  # Harbor's LLM-judge verifiers read the transcript
+        if plan.task.contract.reads_transcript:  # Harbor's LLM-judge verifiers
             from ..harbor.verifier import trajectory_of
 
             verifier.trajectory = await trajectory_of(self)

@@ -116,7 +116,7 @@ def load_suite(folder: str | Path) -> Suite:
     for task in tasks:
         if task.id in calibrated:  # `agentmeter calibrate --write` outranks the task's own tier
             task.tier = calibrated[task.id]
-    harbor = next((t for t in tasks if t.contract == HARBOR), None)
+    harbor = next((t for t in tasks if t.contract.needs_container), None)
     if harbor is not None and not _harbor_sandbox(spec.sandbox.kind):
         from ..sandboxes import harbor_kinds, kind_choice
 

@@ -16,7 +16,7 @@ from ..harbor.taskfile import HARBOR
 from ..tomlerrors import InputError
 from .suitefile import CliEntry, ModelEntry, Provider, SuiteFile
 from .budget import Budget
-from .taskfolders import TaskFile, VerifierSection
+from .taskfolders import TaskContract, TaskFile, VerifierSection
 
 
 
@@ -47,9 +47,9 @@ class Task:
         return tests if tests.is_dir() else None
 
     @property
-    def contract(self) -> str:
-        """``harbor`` (reward files under /logs/verifier) or ``agentmeter`` (exit code, our reward file)."""
-        return HARBOR if self.spec.verifier.kind == HARBOR else "agentmeter"
+    def contract(self) -> TaskContract:
+        """Harbor's (reward files under /logs/verifier) or agentmeter's (exit code, our reward file)."""
+        return TaskContract.HARBOR if self.spec.verifier.kind == HARBOR else TaskContract.AGENTMETER
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Task folders: the ``task.toml`` models, which contract a task follows, and finding tasks.
+"""Task folders: the ``task.toml`` models, which contract a task follows (:class:`TaskContract`),
+and finding tasks.
 
 Two task contracts load side by side:
 
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 
 import os
 import re
+from enum import StrEnum
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,45 @@ class TaskFile(Strict):
     environment: EnvironmentSection = EnvironmentSection()
     solution: dict[str, Any] = {}
     budgets: Budget | None = None
+
+
+class TaskContract(StrEnum):
+    """Which contract a task follows (``Task.contract``; the value is its name in messages).
+    What differs between the two is asked by name, one property per question, so a call site
+    says why it branches rather than which contract it compares with."""
+
+    AGENTMETER = "agentmeter"  # our verifier kinds: an exit code, our reward file
+    HARBOR = "harbor"  # Harbor's tests/test.sh writing /logs/verifier/reward.* (core/harbor)
+
+    @property
+    def needs_container(self) -> bool:
+        """Its trials run only in a sandbox kind that gives Harbor's container contract
+        (``Sandbox.harbor_contract``): its tests write under /logs/verifier."""
+        return self is TaskContract.HARBOR
+
+    @property
+    def image_contract(self) -> bool:
+        """Its trials run under what its image says (WORKDIR, ENV; ``core/harbor/contract.py``):
+        one container the agent and the verifier exec into, shaped by the image."""
+        return self is TaskContract.HARBOR
+
+    @property
+    def agent_as_root(self) -> bool:
+        """Its agent runs as root, as Harbor runs agents, unless the suite names a ``[sandbox]
+        user`` (``harbor.contract.run_as``); otherwise as the sandbox's own user."""
+        return self is TaskContract.HARBOR
+
+    @property
+    def agent_from_bundle(self) -> bool:
+        """Its agent runs in the task's own image, which has no node or Python of its own: an
+        npm or PyPI CLI starts from the runtime bundle mounted into it (``check_bundle``)."""
+        return self is TaskContract.HARBOR
+
+    @property
+    def reads_transcript(self) -> bool:
+        """Its verifier is given the trial's transcript (an ATIF trajectory): Harbor's LLM-judge
+        verifiers read it."""
+        return self is TaskContract.HARBOR
 
 
 def task_folders(root: Path, include: list[str], exclude: list[str]) -> list[Path]:

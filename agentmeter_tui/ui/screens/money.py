@@ -30,6 +30,7 @@ from .base import SessionScreen
 from .dialogs import BudgetDialog, ConfirmDialog
 
 if TYPE_CHECKING:
+    from ...core.run.control import Answer
     from ..grid_state import Config, TrialSummary
     from ..session import UiSession
 
@@ -134,7 +135,7 @@ class MoneyKeys(SessionScreen):
             return False
         return True
 
-    async def _send(self, op: str, done: str, **fields: Any) -> dict[str, Any] | None:
+    async def _send(self, op: str, done: str, **fields: Any) -> Answer | None:
         try:
             reply = await self.session.request(op, **fields)
         except Exception as exc:

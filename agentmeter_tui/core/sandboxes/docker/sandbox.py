@@ -91,7 +91,7 @@ class DockerSandbox(EngineSandbox):
 
     def _with_agent_user(self, client: Any, image: str, task: Task) -> str:
         """The image a task's trials run: with a passwd entry for the agent's uid (``users``)."""
-        user = run_as(self.config) if task.contract == "harbor" else self.config.user
+        user = run_as(self.config) if task.contract.agent_as_root else self.config.user
         uid, _, gid = ("0:0" if user == "root" else user).partition(":")
         return with_agent_user(client, image, int(uid), int(gid or uid), f"{ROOT}/home")
 

@@ -187,7 +187,7 @@ class SwarmSandbox(EngineSandbox):
                 # The task's own image (its Dockerfile failed): its trials end infra-invalid with
                 # the reason, the run goes on (as in the docker sandbox).
                 self.problems.append(str(exc))
-        if any(t.contract == "harbor" for t in self.suite.tasks) and engine.local and default_clis_root().is_dir():
+        if any(t.contract.agent_from_bundle for t in self.suite.tasks) and engine.local and default_clis_root().is_dir():
             check_bundle(self.suite, self.config.clis_root, self.bundle())  # .clis is mounted into their images
 
     async def image(self, engine: engines.Engine, task: Task) -> str:
@@ -248,7 +248,7 @@ class SwarmSandbox(EngineSandbox):
         engine = await self.connect()
         await self.wall(engine)
         image = await self.image(engine, task)
-        if task.contract == "harbor":
+        if task.contract.image_contract:
             harbor = SwarmHarborSession(self, engine, image, trial_id, token)
             try:
                 await harbor.create(task)
