@@ -258,6 +258,15 @@ class TrialRun:
             ctx.log(f"trial {self.id} infra error: {exc!r}\n{traceback.format_exc()}")
             self.retryable = not getattr(exc, "final", False)
             outcome = TrialOutcome(TrialStatus.INFRA_INVALID, f"infra: {ctx.scripted_lost(self) or exc}")
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # this trial's own task was cancelled
+            # Something the trial awaited was cancelled under it (a pool shut down by another
+            # trial's cleanup): our side failed. Uncaught, the trial's row stayed "running" forever
+            # while its cell counted as done.
+            ctx.log(f"trial {self.id} infra error: a call was cancelled under it\n{traceback.format_exc()}")
+            outcome = TrialOutcome(TrialStatus.INFRA_INVALID, "infra: a call of the runner's was cancelled under it")
         await self._finish(outcome)
         return outcome.status
 

@@ -133,6 +133,7 @@ class Engine:
     local: bool  # bind mounts and this machine's files are visible to it
     executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(32, "docker"))
     info: dict[str, Any] = field(default_factory=dict)
+    closed: bool = False  # close() ran: calls still waiting for a thread were cancelled (call says so)
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn`` on the engine's pool. A connection that fails (dockerd stopped or restarting,
@@ -147,8 +148,20 @@ class Engine:
             if named is exc:
                 raise
             raise named from exc
+        except RuntimeError as exc:  # submitted after close(): the pool refuses new calls
+            if not self.closed:
+                raise
+            raise lost(self.name, ConnectionError("its connection was closed")) from exc
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not self.closed or (task is not None and task.cancelling()):
+                raise  # the caller's own task was cancelled: a real cancellation
+            # close() cancelled the call while it waited for a thread (another trial on this node
+            # lost the engine): an engine error, never a cancellation that ends the trial unrecorded
+            raise lost(self.name, ConnectionError("its connection was closed under the call")) from None
 
     def close(self) -> None:
+        self.closed = True
         self.executor.shutdown(wait=False, cancel_futures=True)
         with contextlib.suppress(*engine_errors()):
             self.client.close()
