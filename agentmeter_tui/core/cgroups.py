@@ -67,6 +67,19 @@ class Group:
         findable(argv, path_var, cwd)
         return [*self.join_prefix(), *argv]
 
+    def add(self, *pids: int) -> None:
+        """Move running processes into this group, whole (``cgroup.procs`` takes a thread group
+        in v1 and v2 alike; one open, a write each: v2 takes one pid a write). One already gone
+        is skipped: it runs nothing outside. Any other failure (the group gone, no permission)
+        raises, and the caller must not let them go on."""
+        fd = os.open(self.path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.write(fd, str(pid).encode())
+        finally:
+            os.close(fd)
+
     def pids(self) -> list[int]:
         try:
             return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
