@@ -32,7 +32,8 @@ import psutil
 
 BASE = "agentmeter"
 FORCE_VAR = "AGENTMETER_CONTAINMENT"
-#: the first thing every contained process runs: join the group, then become the command
+#: the first thing an unwalled contained process runs (a meter command, ``isolation = "none"``):
+#: join the group, then become the command (a walled trial's bwrap is moved: sandboxes/joining.py)
 JOIN = 'echo $$ > "$0" && exec "$@"'
 
 

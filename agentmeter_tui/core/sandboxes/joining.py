@@ -2,10 +2,11 @@
 
 bwrap is started with ``--info-fd`` and ``--block-fd``: it writes its child's pid (JSON
 ``child-pid``, as this pid namespace sees it) on the first right after its clone, and the
-child, its mounts made, waits on the second before it forks the command. Meanwhile the runner
-moves bwrap and the child into the group (:meth:`..cgroups.Group.add`), then lets the child
-go on: the command and everything it forks start in the group. It replaces the ``sh`` join
-(:meth:`..cgroups.Group.wrap`), one exec a trial (about 0.6 ms), which the unwalled trials
+child, its mounts made, waits on the second before it forks the command. The runner moves
+bwrap into the group (:meth:`..cgroups.Group.add`) the moment it is spawned, the child once it
+is named (mostly born there already), then lets the child go on: the command and everything it
+forks start in the group. It replaces the ``sh`` join (:meth:`..cgroups.Group.wrap`), an exec
+a trial (about half a ms of CPU, benchmarks/containment.py), which the unwalled trials
 (``isolation = "none"``) and ``agentmeter meter`` keep.
 
 Never a hang, never a process outside: a bwrap that ends before it writes (a bad option, no

@@ -2,9 +2,10 @@
 temporary root on this machine (new, or a finished trial's emptied one: :mod:`.rootpool`); the
 agent runs with a clean environment under bubblewrap, in namespaces of its own and (when the
 runner is root) as a uid of its own (:mod:`.isolation`, :mod:`.uidpool`), and every process of
-the trial (verifier included) in the trial's cgroup (:mod:`..cgroups`). Where bwrap is missing
-or the kernel refuses its namespaces, the run does not start unless the suite says
-``isolation = "none"``, and then every trial's transcript says it ran without walls.
+the trial (verifier included) in the trial's cgroup (:mod:`..cgroups`, :mod:`.joining`) before
+its command runs. Where bwrap is missing or the kernel refuses its namespaces, the run does not
+start unless the suite says ``isolation = "none"``, and then every trial's transcript says it
+ran without walls.
 
 A trial folder's name carries the runner that made it (``t<id>-r<pid>-<start time>-...``), so
 the next runner removes what one killed with kill -9 left, and leaves a live one's alone.
