@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 from contextlib import asynccontextmanager
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -133,3 +134,16 @@ async def test_a_bwrap_that_ends_early_gives_its_usual_error(tmp_path, monkeypat
         agent = await asyncio.wait_for(session.start(LaunchSpec(["true"], {}), out), FAILSAFE)
         assert await asyncio.wait_for(agent.wait(), FAILSAFE) == 1
         assert any(line.startswith("bwrap:") for line in out.lines), out.lines
+
+
+def test_the_pipes_stay_clear_of_stdio():
+    """A runner started with stdin closed gets fd 0 for a new pipe: the spawn would put its own
+    stdin there, over bwrap's pipe."""
+    saved = os.dup(0)
+    os.close(0)
+    try:
+        with joining.Handshake(cgroups.Group(cgroups.Hierarchy(2, Path("/unused")), Path("/unused"))) as handshake:
+            assert min(handshake.fds) > 2
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)

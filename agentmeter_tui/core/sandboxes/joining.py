@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -40,8 +41,8 @@ class Handshake:
 
     def __init__(self, group: Group):
         self.group = group
-        self._info_r, self._info_w = os.pipe2(os.O_CLOEXEC)
-        self._block_r, self._block_w = os.pipe2(os.O_CLOEXEC)
+        self._info_r, self._info_w = _pipe()
+        self._block_r, self._block_w = _pipe()
         self._chunks: list[bytes] = []  # what bwrap wrote on the info pipe so far
         self._moved = 0  # bwrap's pid once it is in the group
 
@@ -151,6 +152,18 @@ class Handshake:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def _pipe() -> tuple[int, int]:
+    """A pipe whose ends are above stdio: the spawn puts its own stdin, stdout and stderr on 0 to
+    2 before it keeps ``pass_fds`` (a runner started with stdin closed would get 0 here)."""
+    ends = []
+    for fd in os.pipe2(os.O_CLOEXEC):
+        if fd <= 2:
+            fd, low = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3), fd
+            os.close(low)
+        ends.append(fd)
+    return ends[0], ends[1]
 
 
 def _child_pid(info: bytes) -> int | None:
