@@ -33,6 +33,16 @@ and later on a quiet machine (load average 1), wall clock, --walls-only --trials
     main           +4.05, +3.92 ms/trial  (5.0x, 4.7x the floor, 0.81, 0.84 ms)
     netns          +4.83, +5.37 ms/trial  (5.5x, 6.6x the floor, 0.87, 0.82 ms)
 
+The join to the trial's cgroup through bwrap's info and block pipes (sandboxes/joining.py) instead
+of an ``sh`` exec before bwrap, --walls-only --trials 60 --rounds 3, main and this branch one after
+another, nine pairs (three sets of three) at load 2.4 to 14 (a CI run on the machine):
+
+    --cpu  main     +1.63 to +1.94 ms/trial, median +1.78  (2.0x to 2.6x the CPU floor, 0.69-0.88 ms)
+    --cpu  joining  +1.11 to +1.67 ms/trial, median +1.26  (1.5x to 2.1x)
+    wall   main     +7.6 to +22.4 ms/trial, median +17.1
+    wall   joining  +5.5 to +19.1 ms/trial, median +12.4   (at that load the wall clock measures the
+                                                            other work: pairs cross each other)
+
 The namespace's making (about 1.2 ms of the kernel's CPU alone) is on a thread that makes them
 ahead, and its removal in the kernel's workers; on the trial's path it is two setns, about
 6 us. On two cores both still take a core from the trial's own processes: +0.6 to +1.1 ms a

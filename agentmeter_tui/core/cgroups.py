@@ -32,7 +32,8 @@ import psutil
 
 BASE = "agentmeter"
 FORCE_VAR = "AGENTMETER_CONTAINMENT"
-#: the first thing every contained process runs: join the group, then become the command
+#: the first thing an unwalled contained process runs (a meter command, ``isolation = "none"``):
+#: join the group, then become the command (a walled trial's bwrap is moved: sandboxes/joining.py)
 JOIN = 'echo $$ > "$0" && exec "$@"'
 
 
@@ -66,6 +67,19 @@ class Group:
         as a direct spawn would, instead of becoming the shell's exit 127."""
         findable(argv, path_var, cwd)
         return [*self.join_prefix(), *argv]
+
+    def add(self, *pids: int) -> None:
+        """Move running processes into this group, whole (``cgroup.procs`` takes a thread group
+        in v1 and v2 alike; one open, a write each: v2 takes one pid a write). One already gone
+        is skipped: it runs nothing outside. Any other failure (the group gone, no permission)
+        raises, and the caller must not let them go on."""
+        fd = os.open(self.path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.write(fd, str(pid).encode())
+        finally:
+            os.close(fd)
 
     def pids(self) -> list[int]:
         try:

@@ -2,9 +2,10 @@
 temporary root on this machine (new, or a finished trial's emptied one: :mod:`.rootpool`); the
 agent runs with a clean environment under bubblewrap, in namespaces of its own and (when the
 runner is root) as a uid of its own (:mod:`.isolation`, :mod:`.uidpool`), and every process of
-the trial (verifier included) in the trial's cgroup (:mod:`..cgroups`). Where bwrap is missing
-or the kernel refuses its namespaces, the run does not start unless the suite says
-``isolation = "none"``, and then every trial's transcript says it ran without walls.
+the trial (verifier included) in the trial's cgroup (:mod:`..cgroups`, :mod:`.joining`) before
+its command runs. Where bwrap is missing or the kernel refuses its namespaces, the run does not
+start unless the suite says ``isolation = "none"``, and then every trial's transcript says it
+ran without walls.
 
 A trial folder's name carries the runner that made it (``t<id>-r<pid>-<start time>-...``), so
 the next runner removes what one killed with kill -9 left, and leaves a live one's alone.
@@ -29,7 +30,7 @@ import psutil
 
 from .. import cgroups, procs
 from ..paths import shared_tmp
-from . import hostfs, isolation, netns
+from . import hostfs, isolation, joining, netns
 from .base import (
     AgentHandle,
     ExecResult,
@@ -147,19 +148,21 @@ class LocalSession(SandboxSession):
         namespace = walls.namespace if walls is not None and self.direct is None else None
         if walls is not None and self.direct is not None:
             self.note(self._host_network())
-        procs.OWN_CHILDREN.spawning += 1
-        try:
-            if namespace is not None:
-                process = self._spawn_inside(namespace, self._contained(spec.argv, env, cwd, net=False), env, cwd,
-                                             on_output)
-            else:
-                relay = self._relayed() if walls is not None and self.direct is None else ()
-                argv = self._contained(spec.argv, env, cwd, net=walls is not None and self.direct is None,
-                                       relay=relay)
-                process = Spawned(argv, env=env, cwd=cwd, on_output=on_output)
-            procs.OWN_CHILDREN.pids.add(process.pid)
-        finally:
-            procs.OWN_CHILDREN.spawning -= 1
+        relay = self._relayed() if walls is not None and namespace is None and self.direct is None else ()
+        argv, handshake = self._contained(spec.argv, env, cwd, net=walls is not None and namespace is None
+                                          and self.direct is None, relay=relay)
+        with handshake or contextlib.nullcontext():
+            procs.OWN_CHILDREN.spawning += 1
+            try:
+                if namespace is not None:
+                    process = self._spawn_inside(namespace, argv, env, cwd, on_output, handshake)
+                else:
+                    process = _spawned(argv, env, cwd, on_output, handshake)
+                procs.OWN_CHILDREN.pids.add(process.pid)
+            finally:
+                procs.OWN_CHILDREN.spawning -= 1
+            if handshake is not None:
+                await _joined(process, handshake)
         self.agent = LocalAgent(process, self.token, self.group)
         return self.agent
 
@@ -185,7 +188,7 @@ class LocalSession(SandboxSession):
         return tuple(pairs)
 
     def _spawn_inside(self, namespace: int, argv: list[str], env: dict[str, str], cwd: str,
-                      on_output: OutputCallback) -> Spawned:
+                      on_output: OutputCallback, handshake: joining.Handshake | None) -> Spawned:
         """The agent forked in its trial's network namespace, with the runner's listener at each
         of its model's ports there, relayed to the same port of the host's loopback."""
         assert self.walls is not None and self.walls.net is not None
@@ -193,7 +196,7 @@ class LocalSession(SandboxSession):
         try:
             with self.walls.net.entered(namespace):
                 listeners += [netns.listen(port) for port in self.model_ports]
-                process = Spawned(argv, env=env, cwd=cwd, on_output=on_output)
+                process = _spawned(argv, env, cwd, on_output, handshake)
         except BaseException:
             for sock in listeners:
                 sock.close()
@@ -208,25 +211,42 @@ class LocalSession(SandboxSession):
                 "suite says proxy = false): the agent reaches every address of this machine and whatever listens there")
 
     def _contained(self, argv: list[str], env: dict[str, str], cwd: str, net: bool = True,
-                   relay: tuple[str, ...] = ()) -> list[str]:
+                   relay: tuple[str, ...] = ()) -> tuple[list[str], joining.Handshake | None]:
+        """The argv that runs ``argv`` in the trial's walls and group, and the handshake that
+        puts bwrap into the group once spawned (None: the ``sh`` join does, or there is none)."""
         if self.walls is not None and self.walls.program is not None:
             cgroups.findable(argv, env.get("PATH"), cwd)
             argv = isolation.argv_for(self.walls.program, argv, root=self.root, cwd=cwd, tools=self.walls.tools,
                                       uid=self.walls.uid, net=net, relay=relay)
-        return self.group.wrap(argv, env.get("PATH"), cwd) if self.group is not None else list(argv)
+            if self.group is None:
+                return argv, None
+            handshake = joining.Handshake(self.group)
+            return handshake.argv(argv), handshake
+        return (self.group.wrap(argv, env.get("PATH"), cwd) if self.group is not None else list(argv)), None
 
     async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
                    timeout: float | None = None) -> ExecResult:
         started = time.monotonic()
         cwd, env = cwd or self.workspace, self.environment(env or {})
-        procs.OWN_CHILDREN.spawning += 1
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *self._contained(argv, env, cwd), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
-            procs.OWN_CHILDREN.pids.add(proc.pid)
-        finally:
-            procs.OWN_CHILDREN.spawning -= 1
+        contained, handshake = self._contained(argv, env, cwd)
+        with handshake or contextlib.nullcontext():
+            procs.OWN_CHILDREN.spawning += 1
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *contained, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, start_new_session=True,
+                    pass_fds=handshake.fds if handshake is not None else ())
+                procs.OWN_CHILDREN.pids.add(proc.pid)
+            finally:
+                procs.OWN_CHILDREN.spawning -= 1
+            if handshake is not None:
+                handshake.started(proc.pid)
+                try:
+                    await handshake.join(proc.pid)
+                except BaseException:
+                    # killed: asyncio reaps it, and closes its transport once its pipes are done
+                    procs.OWN_CHILDREN.pids.discard(proc.pid)
+                    raise
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout)
             timed_out = False
@@ -387,6 +407,26 @@ class LocalSandbox(Sandbox):
 
     async def close(self) -> None:
         await asyncio.to_thread(self.pool.clear)
+
+
+def _spawned(argv: list[str], env: dict[str, str], cwd: str, on_output: OutputCallback,
+             handshake: joining.Handshake | None) -> Spawned:
+    """The agent spawned, with the handshake's pipes and its first move where it has one."""
+    if handshake is None:
+        return Spawned(argv, env=env, cwd=cwd, on_output=on_output)
+    return Spawned(argv, env=env, cwd=cwd, on_output=on_output, pass_fds=handshake.fds, joined=handshake.started)
+
+
+async def _joined(process: Spawned, handshake: joining.Handshake) -> None:
+    """The agent's bwrap in its group (:mod:`.joining`); if that fails it was killed, and is
+    reaped and forgotten before the error goes up."""
+    try:
+        await handshake.join(process.pid)
+    except BaseException:
+        await process.exited.wait()
+        process.close()
+        procs.OWN_CHILDREN.pids.discard(process.pid)
+        raise
 
 
 def _sandbox_root(settings: dict[str, Any]) -> Path:

@@ -16,6 +16,7 @@ import contextlib
 import functools
 import os
 import subprocess
+from collections.abc import Callable
 
 from ..lines import LineSplitter
 from .base import OutputCallback
@@ -25,10 +26,12 @@ READ_SIZE = 256 * 1024  # what asyncio's pipe transport reads at once
 
 class Spawned:
     """``argv`` started in a session of its own with a closed stdin (``Popen``, which uses
-    vfork: no preexec hook); ``exited`` is set when it ends, ``pipes_closed`` when both
-    pipes reached their end (a background job it left may hold them open longer)."""
+    vfork: no preexec hook) and ``pass_fds`` open, ``joined`` told its pid at once (:mod:`.joining`);
+    ``exited`` is set when it ends, ``pipes_closed`` when both pipes reached their end (a
+    background job it left may hold them open longer)."""
 
-    def __init__(self, argv: list[str], *, env: dict[str, str], cwd: str, on_output: OutputCallback):
+    def __init__(self, argv: list[str], *, env: dict[str, str], cwd: str, on_output: OutputCallback,
+                 pass_fds: tuple[int, ...] = (), joined: Callable[[int], None] | None = None):
         self.loop = asyncio.get_running_loop()
         self.on_output = on_output
         self.returncode: int | None = None
@@ -40,7 +43,7 @@ class Spawned:
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         try:
             self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w, cwd=cwd, env=env,
-                                          start_new_session=True)
+                                          start_new_session=True, pass_fds=pass_fds)
         except BaseException:
             for fd in (out_r, err_r):
                 os.close(fd)
@@ -49,6 +52,8 @@ class Spawned:
             os.close(out_w)
             os.close(err_w)
         self.pid = self._proc.pid
+        if joined is not None:
+            joined(self.pid)  # before anything else: it races the child's first steps
         self._pipes = {out_r: ("stdout", LineSplitter()), err_r: ("stderr", LineSplitter())}
         for fd in self._pipes:
             os.set_blocking(fd, False)
