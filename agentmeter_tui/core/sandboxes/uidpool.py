@@ -34,9 +34,6 @@ class UidPool:
         self._held: dict[int, int] = {}  # uid -> descriptor of its lock
         self._lock = threading.Lock()
         self._next = os.getpid() % COUNT  # runners start apart: few collisions to skip
-        # given back, tried first: a run reuses a few uids (their account lookups cached,
-        # _has_account) instead of walking the range, one new uid and lock file per trial
-        self._free: list[int] = []
 
     def _checked_folder(self) -> Path:
         with contextlib.suppress(FileExistsError):
@@ -50,8 +47,9 @@ class UidPool:
         """A uid no live trial has, held until :meth:`give_back`."""
         folder = self._checked_folder()
         with self._lock:
-            for _ in range(COUNT + len(self._free)):
-                uid = self._free.pop() if self._free else self._step()
+            for _ in range(COUNT):
+                uid = FIRST + self._next
+                self._next = (self._next + 1) % COUNT
                 if uid in self._held or _has_account(uid):
                     continue
                 fd = os.open(folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -64,18 +62,11 @@ class UidPool:
                 return uid
         raise UidPoolError(f"all {COUNT} trial uids from {FIRST} are taken")
 
-    def _step(self) -> int:
-        uid = FIRST + self._next
-        self._next = (self._next + 1) % COUNT
-        return uid
-
     def give_back(self, uid: int) -> None:
         with self._lock:
             fd = self._held.pop(uid, None)
-            if fd is not None:
-                self._free.append(uid)
         if fd is not None:
-            os.close(fd)  # unlocked: another runner may take it before we do (take's flock decides)
+            os.close(fd)
 
 
 @functools.lru_cache(maxsize=4096)
