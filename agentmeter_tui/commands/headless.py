@@ -206,6 +206,11 @@ def _follow(db: Path) -> int:
     if not follower.attached:
         if status == "finished":  # a suite with nothing left to run ends at once
             follower.printer.line("the run has finished; nothing left to follow")
+            from .runsummary import last_run
+
+            if (run := last_run(db)) is not None:  # it ended before we could follow: its table all the same
+                follower.suite = run["suite_id"]
+                _end_table(follower, db)
             return 0
         raise ControlError(f"the runner ended without finishing the run; its log: {runner_log_path(db)}")
     follower.printer.line(summary(follower.progress, follower.totals))

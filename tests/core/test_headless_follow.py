@@ -134,3 +134,21 @@ def test_a_follower_that_came_during_the_preparation_prints_its_steps_from_the_s
     assert code == 0, out
     printed = [line.split("preparing: ", 1)[1] for line in out.splitlines() if "preparing: " in line]
     assert printed == [*steps, "task images on local: 2/2"]  # each once, in order
+
+
+def test_a_run_that_ended_before_the_follower_came_still_prints_its_table(tmp_path, capsys):
+    """The runner finished between `run` finding it and following it (CI: the raised runner of a
+    capped run ended first): the follower says so and prints the run's table, from the store."""
+    from tests.conftest import agentmeter
+    from tests.core.sandbox_support import SMOKE, suite_copy, unique_id
+
+    db = tmp_path / "done.db"
+    suite_id = unique_id("ended-first")
+    suite = suite_copy(SMOKE, tmp_path / "suite", 'kind = "local"', suite_id=suite_id)
+    ran = agentmeter("run", str(suite), "--headless", "--db", str(db), timeout=300)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    capsys.readouterr()
+    assert follow_headless(db) == 0  # nothing listens: the store says the run is over
+    out = capsys.readouterr().out
+    assert "the run has finished; nothing left to follow" in out, out
+    assert f"results of suite {suite_id}, per configuration" in out and "agentmeter report --db" in out, out
