@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
+import subprocess
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import SimpleNamespace
@@ -147,3 +149,31 @@ def test_the_pipes_stay_clear_of_stdio():
     finally:
         os.dup2(saved, 0)
         os.close(saved)
+
+
+async def test_a_spawn_given_up_before_its_join_kills_what_bwrap_named(tmp_path, monkeypatch, forced):
+    """Given up between the spawn and the join (a cancel of the verifier's spawn, a failure on
+    the way out of the trial's network namespace), the info written and the child waiting on
+    the block pipe: leaving the handshake kills bwrap and the child its info names before the
+    block pipe closes, whose end of file would let the child run the command outside the group."""
+    need(isolation.bwrap() is not None, "bwrap is not on PATH")
+    killed: list[int] = []
+    kill = joining._kill
+    monkeypatch.setattr(joining, "_kill", lambda *pids: (killed.extend(pids), kill(*pids)))
+    group = cgroups.new_group(f"join{unique_id('t')[-6:]}")
+    assert group is not None
+    marker = tmp_path / "ran"
+    try:
+        with joining.Handshake(group) as handshake:
+            argv = handshake.argv([str(isolation.bwrap()), "--bind", "/", "/", "--unshare-pid", "--",
+                                   "sh", "-c", f"touch {marker}"])
+            proc = subprocess.Popen(argv, pass_fds=handshake.fds, stdin=subprocess.DEVNULL)
+            handshake.started(proc.pid)
+            readable, _, _ = select.select([handshake._info_r], [], [], FAILSAFE)  # its info is there
+            assert readable
+        assert proc.wait(FAILSAFE) == -9
+        assert len(killed) == 2, killed  # bwrap and the child its info named
+        await eventually(lambda: not any(pid_running(pid) for pid in killed), "bwrap and its child gone")
+        assert not marker.exists()
+    finally:
+        group.remove()

@@ -214,3 +214,11 @@ def test_a_refused_status_never_reaches_the_trials_row():
     assert updates == [] and trial.status == S.RUNNING
     trial._set_status(S.VERIFYING)
     assert updates == [(21, {"status": "verifying"})]
+
+
+def test_a_forced_end_ends_whatever_the_status():
+    """After an end the moves refused (a bug on our side, logged), the trial still reads as ended."""
+    lifecycle = moved(S.STARTING)
+    lifecycle.force_end(TrialOutcome(S.INFRA_INVALID, "infra: boom"))
+    assert (lifecycle.status, lifecycle.reason) == (S.INFRA_INVALID, "infra: boom")
+    assert lifecycle.elapsed() is None and not lifecycle.ask_kill(KillReason("operator"))

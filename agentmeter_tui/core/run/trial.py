@@ -426,6 +426,7 @@ class TrialRun:
             self.lifecycle.end(outcome)
         except IllegalTransition as exc:  # a bug on our side must not cost the trial its final row
             ctx.log(f"trial {self.id}: {exc}")
+            self.lifecycle.force_end(outcome)
         self.finished_at = utcnow()
         try:
             fields = await self._final_fields(outcome)

@@ -45,6 +45,8 @@ class Handshake:
         self._block_r, self._block_w = _pipe()
         self._chunks: list[bytes] = []  # what bwrap wrote on the info pipe so far
         self._moved = 0  # bwrap's pid once it is in the group
+        self._pid = 0  # bwrap's pid once spawned (started)
+        self._joined = False  # join ran: from there it kills on every failure itself
 
     @property
     def fds(self) -> tuple[int, int]:
@@ -58,6 +60,7 @@ class Handshake:
         """bwrap (``pid``) into the group the moment it is spawned: its clone comes about a ms
         later, so its child is mostly born there, and a runner killed before :meth:`join` moved
         it leaves nothing outside. A failure here is :meth:`join`'s to report (it moves both)."""
+        self._pid = pid
         with contextlib.suppress(OSError):
             self.group.add(pid)
             self._moved = pid
@@ -66,6 +69,7 @@ class Handshake:
         """bwrap (``pid``, just spawned) and its child into the group, then its command let go.
         Read on the loop, not blocking it: the info comes a few ms after the spawn (bwrap's
         start and its clone), a wait the loop's other trials should not share."""
+        self._joined = True
         self._close("_info_w", "_block_r")  # ours closed: bwrap's end closing is the end of file
         child: int | None = None
         try:
@@ -126,7 +130,8 @@ class Handshake:
         bwrap lets its child past its clone only after it wrote the info whole, so a child that
         could go on to the block pipe is named there; one that is not waits for bwrap's word
         forever, and the trial's sweep ends it (it carries the trial's token)."""
-        _kill(pid)
+        if pid > 0:  # 0: never spawned, or not known (the spawn was cut short)
+            _kill(pid)
         if child is None:
             while self._read():
                 pass
@@ -151,6 +156,11 @@ class Handshake:
         return self
 
     def __exit__(self, *_exc: object) -> None:
+        if not self._joined:  # given up between spawn and join (a cancel): kill what bwrap named
+            self._close("_info_w")
+            if self._info_r != -1:
+                os.set_blocking(self._info_r, False)  # what is in the pipe, never a wait
+            self._abort(self._pid, None)
         self.close()
 
 
