@@ -17,8 +17,8 @@ from tests.waiting import pid_running, wait_for
 FORKER = "setsid sh -c 'trap \"\" TERM INT HUP; while :; do sleep 1 & wait; done' & echo ready; wait"
 
 
-@pytest.fixture(params=["cgroup2", "cgroup1"])
-def forced(request, monkeypatch):
+@pytest.fixture(name="forced", params=["cgroup2", "cgroup1"])
+def forced_hierarchy(request, monkeypatch):  # test_joining's too
     monkeypatch.setenv(cgroups.FORCE_VAR, request.param)
     cgroups.hierarchy.cache_clear()
     found = cgroups.hierarchy()

@@ -21,19 +21,10 @@ from agentmeter_tui.core.sandboxes.base import LaunchSpec
 from agentmeter_tui.core.sandboxes.local import LocalSandbox
 from tests.conftest import need
 from tests.core.sandbox_support import unique_id
+from tests.core.test_cgroups import forced_hierarchy  # noqa: F401 - the fixture `forced`: each hierarchy in turn
 from tests.waiting import FAILSAFE, eventually, pid_running
 
 CGROUPS = "cat /proc/self/cgroup; sh -c 'cat /proc/self/cgroup'"  # the command's, and a child's
-
-
-@pytest.fixture(params=["cgroup2", "cgroup1"])
-def forced(request, monkeypatch):
-    monkeypatch.setenv(cgroups.FORCE_VAR, request.param)
-    cgroups.hierarchy.cache_clear()
-    found = cgroups.hierarchy()
-    need(found is not None and found.version == int(request.param[-1]), f"no writable {request.param} here")
-    yield found
-    cgroups.hierarchy.cache_clear()
 
 
 @asynccontextmanager

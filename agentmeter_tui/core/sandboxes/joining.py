@@ -22,12 +22,16 @@ import contextlib
 import fcntl
 import json
 import os
+import select
 import signal
+import time
 
 from ..cgroups import Group
 
 #: bwrap writes once, right after its clone (a few ms here, at a load of 5): a bound, not a wait
 INFO_WAIT = 10.0
+#: what a join given up waits for the rest of bwrap's info, to kill the child it names
+ABORT_WAIT = 1.0
 
 
 class JoinError(RuntimeError):
@@ -126,19 +130,33 @@ class Handshake:
         return data
 
     def _abort(self, pid: int, child: int | None) -> None:
-        """bwrap killed first, then its child: known, or named by the info already in the pipe.
+        """bwrap killed, then its child: known, or named by bwrap's info (read whole first).
         bwrap lets its child past its clone only after it wrote the info whole, so a child that
         could go on to the block pipe is named there; one that is not waits for bwrap's word
         forever, and the trial's sweep ends it (it carries the trial's token)."""
+        if child is None:  # read before bwrap is killed: killed mid-write, it never finishes the info
+            child = self._named_child(ABORT_WAIT)
         if pid > 0:  # 0: never spawned, or not known (the spawn was cut short)
             _kill(pid)
-        if child is None:
-            while self._read():
-                pass
-            with contextlib.suppress(ValueError):
-                child = _child_pid(b"".join(self._chunks))
         if child is not None:
             _kill(child)
+
+    def _named_child(self, wait: float) -> int | None:
+        """The child bwrap's info names: in the pipe already, or within ``wait`` seconds (it
+        writes right after its clone, in more than one write); None at the pipe's end without
+        one (bwrap ended first), or once ``wait`` is over. The child waits on the block pipe
+        meanwhile, which stays ours."""
+        deadline = time.monotonic() + wait
+        while True:
+            while data := self._read():
+                pass
+            with contextlib.suppress(ValueError):
+                if (child := _child_pid(b"".join(self._chunks))) is not None:
+                    return child
+            left = deadline - time.monotonic()
+            if data == b"" or left <= 0:
+                return None
+            select.select([self._info_r], [], [], left)
 
     def _close(self, *names: str) -> None:
         for name in names:
