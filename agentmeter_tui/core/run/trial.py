@@ -88,6 +88,11 @@ class TrialRun:
         return self.lifecycle.kill_reason
 
     @property
+    def started(self) -> float:
+        """time.monotonic() when it was made."""
+        return self.lifecycle.made
+
+    @property
     def hold(self) -> BudgetHold:
         return self.watch.hold
 
