@@ -7,17 +7,14 @@ runs, and the operator's raises arrive over the control socket.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_BUDGET_WALL
+from .strict import Strict
 
 
-class Budget(BaseModel):
+class Budget(Strict):
     """Per-trial limits; crossing one kills the trial with reason ``budget:<name>``."""
-
-    # Strict like the task and suite tables it sits in: a typo is an error, and an `inf` limit
-    # would never be reached, a `nan` never compares.
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     wall_seconds: float | None = Field(None, gt=0, le=MAX_BUDGET_WALL, allow_inf_nan=False)
     tokens: int | None = Field(None, gt=0, le=MAX_BUDGET_TOKENS)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..vocab import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, Tier
 from ..wire import provider_kinds
 from .budget import Budget
-from .taskfolders import Strict
+from .strict import Strict
 
 
 class Cap(Strict):

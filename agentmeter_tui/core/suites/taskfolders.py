@@ -30,6 +30,7 @@ from ..capabilities import capability_name
 from ..wire import provider_kinds
 from ..vocab import Tier
 from .budget import Budget
+from .strict import Strict
 
 
 class Open(BaseModel):
@@ -56,11 +57,6 @@ class EnvironmentSection(Open):
     @classmethod
     def _capabilities(cls, names: list[str]) -> list[str]:
         return [capability_name(name) for name in names]
-
-
-class Strict(BaseModel):
-    # Numbers are finite: an `inf` grace or budget would wait for ever, a `nan` compares false.
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class TaskSection(Strict):
