@@ -38,6 +38,7 @@ from .rootpool import FOLDERS as BOUND  # a trial root's folders: the agent writ
 
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 SYSTEM_BIN = ("/usr/local/bin", "/usr/bin", "/bin")
+OWN_MOUNTS = ("/proc/", "/dev/")  # the sandbox's own: a file there named in argv is its, never the host's
 NAMESPACES = ("--unshare-pid", "--unshare-ipc", "--unshare-uts")
 # programs that start others named on their command line or in a script (their own or one
 # they read): they may start our Python by any name
@@ -197,7 +198,7 @@ def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: t
     for arg in command:
         value = arg.partition("=")[2] if arg.startswith("-") else arg
         if value.startswith("/") and not _system_path(value) and not value.startswith(f"{root}/") \
-                and os.path.isfile(value):
+                and not value.startswith(OWN_MOUNTS) and os.path.isfile(value):
             view.bind(os.path.realpath(value))
             if os.path.realpath(value) != value:
                 view.bind(value)
