@@ -85,6 +85,7 @@ def clock():
 
 async def main(n, settings):
     root = tempfile.mkdtemp(prefix="containment-bench-")
+    os.chmod(root, 0o711)  # as the default sandbox folder is: a trial's uid may pass it (sandboxes/userns.py)
     sandbox = LocalSandbox(None, {"root": root, **settings})
     task = SimpleNamespace(workspace_seed=None)
     started = clock()

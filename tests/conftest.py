@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,10 +52,20 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "agentmeter.db"
 
 
+@pytest.fixture(scope="session")
+def _sandboxes() -> Iterator[Path]:
+    """Trials' workspaces, not in the shared system temp folder, and not under pytest's own
+    (0700 above the test's folders): a folder trials' uids may pass, as the default one is,
+    so that a root runner's bwrap becomes each trial's uid itself (sandboxes/userns.py)."""
+    folder = Path(tempfile.mkdtemp(prefix="agentmeter-test-sandboxes-"))
+    folder.chmod(0o711)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
-def _sandbox_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Trials' workspaces go under the test's temp dir, not the shared system temp.
-    monkeypatch.setenv("AGENTMETER_SANDBOX_ROOT", str(tmp_path_factory.getbasetemp() / "sandboxes"))
+def _sandbox_root(_sandboxes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTMETER_SANDBOX_ROOT", str(_sandboxes))
 
 
 # Real CLIs, Docker and ssh each take seconds a test: whatever is marked with one of them is

@@ -56,7 +56,7 @@ def private_folder(path: Path, mode: int = 0o700) -> Path:
     every use checked with ``lstat``: a link, something not a folder, or a folder of another
     owner is refused (:class:`ForeignFolder`, naming the path): another local user who made it
     first would otherwise hold what we put there, or swap our socket for theirs. A folder of
-    ours open to others (made by an older version) is closed to ``mode`` first."""
+    ours in another mode (an older version made it) is set to ``mode`` first."""
     try:
         os.mkdir(path, mode)
     except FileExistsError:
@@ -68,7 +68,7 @@ def private_folder(path: Path, mode: int = 0o700) -> Path:
     if info.st_uid != os.getuid():
         raise ForeignFolder(f"{path} belongs to uid {info.st_uid}, not to us (uid {os.getuid()}): refusing to "
                             "use it (remove it, or set TMPDIR elsewhere)")
-    if stat.S_IMODE(info.st_mode) & ~mode:
+    if stat.S_IMODE(info.st_mode) != mode:  # opened to others by an older version, or closed by one
         os.chmod(path, mode, follow_symlinks=False)
     return path
 

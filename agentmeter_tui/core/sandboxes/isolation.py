@@ -13,10 +13,13 @@ What the agent (and the verifier, which runs in the trial's sandbox too) gets:
   a private tmpfs stands at ``/tmp``. Binding into an empty root also means a folder the
   agent's uid could not traverse on the host (a checkout under a 0700 home) does not matter;
 - its own ipc and uts namespaces, a new session, and death with the runner;
-- when the runner is root, a uid of its own (:mod:`.uidpool`), taken inside the sandbox by
-  ``unshare -G -S`` or ``setpriv`` (:func:`_drop`: no capability left, no new privileges);
-  otherwise a user namespace that keeps the runner's uid (the namespaces hide the runner's
-  processes and files, but files the agent can reach are its user's: the uid wall needs root).
+- when the runner is root, a uid of its own (:mod:`.uidpool`): bwrap becomes it in the
+  runner's user namespace that maps the pool's uids to themselves (:mod:`.userns`), or, where
+  that cannot be had or the view's sources are out of that uid's reach, ``unshare -G -S`` or
+  ``setpriv`` does inside the sandbox (:func:`_drop`); either way no capability is left and no
+  new privilege can be had. A runner that is not root gives a user namespace that keeps its
+  uid (the namespaces hide the runner's processes and files, but files the agent can reach
+  are its user's: the uid wall needs root).
 
 - its own network namespace, holding only its loopback (:mod:`.netns`): as root one the
   runner made and entered for the spawn, with the runner's listener at its model's port;
@@ -33,8 +36,10 @@ import sys
 from pathlib import Path
 
 from ..paths import PACKAGE_ROOT
+from . import userns
 from .netns import NetPool
 from .rootpool import FOLDERS as BOUND  # a trial root's folders: the agent writes there
+from .uidpool import FIRST
 
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 SYSTEM_BIN = ("/usr/local/bin", "/usr/bin", "/bin")
@@ -68,6 +73,27 @@ def probe(program: str) -> str | None:
         said = done.stderr.decode(errors="replace").strip().splitlines()
         return f"{program}: {said[-1] if said else f'exited {done.returncode}'}"
     return None
+
+
+@functools.lru_cache(maxsize=4)
+def pool_namespace(program: str) -> int | None:
+    """The runner's user namespace (:mod:`.userns`) if bwrap ``program`` starts a sandbox in
+    it as trials get it (None: not root, no user namespace, or a bwrap that cannot: trials get
+    the exec drop). Tried once per runner and program."""
+    handle = userns.pool_namespace()
+    if handle is None:
+        return None
+    argv = [program, *_as(handle, FIRST), *_base(), "--unshare-net", *_system(), "--", "/bin/true"]
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              pass_fds=(handle,), timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return handle if done.returncode == 0 else None
+
+
+def _as(handle: int, uid: int) -> list[str]:
+    return ["--userns", str(handle), "--uid", str(uid), "--gid", str(uid)]
 
 
 def _base() -> list[str]:
@@ -139,6 +165,8 @@ class View:
         self.args: list[str] = list(base.args) if base else []
         self.made: set[str] = set(base.made) if base else {"/", "/tmp"}
         self.bound: list[str] = list(base.bound) if base else []
+        self.sources: list[str] = list(base.sources) if base else []  # what bwrap looks up on the host
+        self.passable: bool = base.passable if base else True  # the base's sources: any uid reaches them
 
     def _parents(self, path: str) -> None:
         parts = Path(path).parts
@@ -158,10 +186,17 @@ class View:
         self.args += ["--bind" if write else "--ro-bind", path, path]
         self.bound.append(path)
         self.made.add(path)
+        self.sources.append(path)
 
     def file(self, source: str, dest: str) -> None:
         self._parents(dest)
         self.args += ["--ro-bind", source, dest]
+        self.sources.append(source)
+
+    def reachable(self, uid: int, skip: int = 0) -> bool:
+        """Whether ``uid`` can look up every source after the first ``skip`` (bwrap does, as
+        that uid, in the runner's user namespace)."""
+        return all(_passable(source, uid) for source in self.sources[skip:])
 
 
 @functools.lru_cache(maxsize=64)
@@ -173,28 +208,33 @@ def _host_view(python: tuple[str, ...], tools: tuple[str, ...], needs: tuple[str
     for folder in (*python, *(f for tool in tools for f in tool_folders(tool)), *needs):
         if not _system_path(folder):
             view.bind(folder)
+    view.passable = view.reachable(-1)  # no trial's uid owns a folder of these
     return view
 
 
 def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: tuple[str, ...],
-             uid: int | None, net: bool = False, relay: tuple[str, ...] = ()) -> list[str]:
-    """``command`` in a trial's sandbox: bwrap's options, then (as root) the drop to the
-    trial's uid (:func:`_drop`), then the command. ``root`` holds the trial's folders and its
-    passwd/group. ``net``: bwrap makes a network namespace of its own (the caller did not
-    spawn it in one: :mod:`.netns`); ``relay``: the arguments of :mod:`.netrelay`, which
-    runs first, on our Python, and then becomes the command.
+             uid: int | None, net: bool = False, relay: tuple[str, ...] = (), space: int | None = None) -> list[str]:
+    """``command`` in a trial's sandbox: bwrap's options, then (as root) the trial's uid, then
+    the command. ``root`` holds the trial's folders and its passwd/group. ``net``: bwrap makes
+    a network namespace of its own (the caller did not spawn it in one: :mod:`.netns`);
+    ``relay``: the arguments of :mod:`.netrelay`, which runs first, on our Python, and then
+    becomes the command. ``space``: the runner's user namespace (:func:`pool_namespace`),
+    passed to bwrap by the caller: bwrap becomes the uid in it where the uid can reach every
+    source of the view, and the exec drop (:func:`_drop`) does otherwise.
 
     Each mount costs bwrap about 0.1 ms (it rereads the mount table for each), so the view
     has as few as the walls allow (benchmarks/containment.py): with a uid of its own, the
     trial's root is one bind (the root is the runner's, mode 0750, group the trial's: the
-    agent passes it but writes only in its folders, which are its own), and nothing needs
-    the empty root made read-only (its folders are the host root's, 0755). Without a uid of
-    its own the agent owns the root and bwrap's folders: each folder is bound alone, and the
-    root made read-only."""
+    agent passes it but writes only in its folders, which are its own). With the exec drop
+    nothing needs the empty root made read-only (bwrap made it and its folders as root,
+    0755); where bwrap became the uid first they are the agent's, and the root is made
+    read-only. Without a uid of its own the agent owns the root and bwrap's folders too:
+    each folder is bound alone, and the root made read-only."""
     exe = shutil.which(command[0], path=os.pathsep.join(SYSTEM_BIN)) if "/" not in command[0] else command[0]
     real = os.path.realpath(exe) if exe else ""
     python = _python() if relay or _may_run_python(command, real) else ()
-    view = View(_host_view(python, tools, interpreter_folders(real) if exe else ()))
+    shared = _host_view(python, tools, interpreter_folders(real) if exe else ())
+    view = View(shared)
     for arg in command:
         value = arg.partition("=")[2] if arg.startswith("-") else arg
         if value.startswith("/") and not _system_path(value) and not value.startswith(f"{root}/") \
@@ -206,12 +246,15 @@ def argv_for(program: str, command: list[str], *, root: Path, cwd: str, tools: t
         view.bind(folder, write=True)
     view.file(str(root / "passwd"), "/etc/passwd")
     view.file(str(root / "group"), "/etc/group")
-    seal = [] if uid is not None else ["--remount-ro", "/"]
+    own = uid is not None and space is not None and view.passable and view.reachable(uid, len(shared.sources))
+    # bwrap made the view as the uid (own): the root and the folders it made are the agent's
+    seal = [] if uid is not None and not own else ["--remount-ro", "/"]
     unshare = ["--unshare-net"] if net else []
     # -S -E: no site, no PYTHON* variables: the relay needs the standard library only, and
     # starts in half the time (16 ms here, 34 with site's .pth files)
     wrapper = [sys.executable, "-S", "-E", RELAY, *relay, "--"] if relay else []
-    return [program, *_base(), *unshare, *_system(), *view.args, *seal, "--chdir", cwd, "--", *_drop(uid),
+    become, drop = (_as(space, uid), []) if own and space is not None and uid is not None else ([], _drop(uid))
+    return [program, *become, *_base(), *unshare, *_system(), *view.args, *seal, "--chdir", cwd, "--", *drop,
             *wrapper, *command]
 
 
@@ -266,6 +309,25 @@ def _droppers() -> tuple[str | None, str | None]:
     return unshare, shutil.which("setpriv", path=search)
 
 
+def _passable(path: str, uid: int) -> bool:
+    """Whether ``uid`` (a trial's, with no supplementary group) can look ``path`` up: every
+    folder above it, as written and as resolved, lets it pass (as owner, group or other)."""
+    for name in {path, os.path.realpath(path)}:
+        folder = os.path.dirname(name)
+        while True:
+            try:
+                info = os.stat(folder)
+            except OSError:
+                return False
+            who = 0o100 if info.st_uid == uid else 0o010 if info.st_gid == uid else 0o001
+            if not info.st_mode & who:
+                return False
+            if folder == "/":
+                break
+            folder = os.path.dirname(folder)
+    return True
+
+
 def _system_path(path: str) -> bool:
     return any(path == s or path.startswith(s + "/") for s in SYSTEM)
 
@@ -274,7 +336,8 @@ class Walls:
     """One trial's walls: ``program`` is bwrap (None: ``isolation = "none"``), ``uid`` the uid
     of its own (None: the runner's, when the runner is not root), ``tools`` the CLIs' roots,
     ``net`` the runner's pool of network namespaces and ``namespace`` the trial's (None: not
-    root, bwrap makes one where the trial has no model on this machine)."""
+    root, bwrap makes one where the trial has no model on this machine), ``space`` the user
+    namespace bwrap becomes the uid in (None: the exec drop does)."""
 
     def __init__(self, program: str | None, uid: int | None, tools: tuple[str, ...], give_back=None,
                  net: NetPool | None = None):
@@ -282,6 +345,13 @@ class Walls:
         self._give_back = give_back
         self.net = net
         self.namespace = net.take() if net is not None else None
+        self.space = pool_namespace(program) if program is not None and uid is not None else None
+
+    @property
+    def fds(self) -> tuple[int, ...]:
+        """What bwrap's spawn passes on (the user namespace: bwrap does not close it, and the
+        agent holding it gains nothing, as it has no capability there)."""
+        return (self.space,) if self.space is not None else ()
 
     def describe(self) -> str:
         if self.program is None:

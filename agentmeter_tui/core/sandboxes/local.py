@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import psutil
 
 from .. import cgroups, procs
-from ..paths import shared_tmp
+from ..paths import private_folder
 from . import hostfs, isolation, joining, netns
 from .base import (
     AgentHandle,
@@ -157,7 +157,7 @@ class LocalSession(SandboxSession):
                 if namespace is not None:
                     process = self._spawn_inside(namespace, argv, env, cwd, on_output, handshake)
                 else:
-                    process = _spawned(argv, env, cwd, on_output, handshake)
+                    process = _spawned(argv, env, cwd, on_output, handshake, self._fds())
                 procs.OWN_CHILDREN.pids.add(process.pid)
             finally:
                 procs.OWN_CHILDREN.spawning -= 1
@@ -196,7 +196,7 @@ class LocalSession(SandboxSession):
         try:
             with self.walls.net.entered(namespace):
                 listeners += [netns.listen(port) for port in self.model_ports]
-                process = _spawned(argv, env, cwd, on_output, handshake)
+                process = _spawned(argv, env, cwd, on_output, handshake, self._fds())
         except BaseException:
             for sock in listeners:
                 sock.close()
@@ -217,12 +217,16 @@ class LocalSession(SandboxSession):
         if self.walls is not None and self.walls.program is not None:
             cgroups.findable(argv, env.get("PATH"), cwd)
             argv = isolation.argv_for(self.walls.program, argv, root=self.root, cwd=cwd, tools=self.walls.tools,
-                                      uid=self.walls.uid, net=net, relay=relay)
+                                      uid=self.walls.uid, net=net, relay=relay, space=self.walls.space)
             if self.group is None:
                 return argv, None
             handshake = joining.Handshake(self.group)
             return handshake.argv(argv), handshake
         return (self.group.wrap(argv, env.get("PATH"), cwd) if self.group is not None else list(argv)), None
+
+    def _fds(self) -> tuple[int, ...]:
+        """What a walled spawn passes to bwrap besides the handshake's pipes."""
+        return self.walls.fds if self.walls is not None and self.walls.program is not None else ()
 
     async def exec(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
                    timeout: float | None = None) -> ExecResult:
@@ -235,7 +239,7 @@ class LocalSession(SandboxSession):
                 proc = await asyncio.create_subprocess_exec(
                     *contained, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, start_new_session=True,
-                    pass_fds=handshake.fds if handshake is not None else ())
+                    pass_fds=(*(handshake.fds if handshake is not None else ()), *self._fds()))
                 procs.OWN_CHILDREN.pids.add(proc.pid)
             finally:
                 procs.OWN_CHILDREN.spawning -= 1
@@ -338,6 +342,8 @@ class LocalSandbox(Sandbox):
             fix = "install bubblewrap, or say" if program is None else "allow namespaces here, or say"
             raise RuntimeError(f"the local sandbox cannot wall its trials in ({why}); {fix} "
                                'isolation = "none" under [sandbox] to run them without walls')
+        if os.geteuid() == 0:  # the trials' user namespace made now, off the loop, not by the first trial
+            await asyncio.to_thread(isolation.pool_namespace, program)
         self.program = program
 
     def _walls(self) -> Walls:
@@ -410,11 +416,13 @@ class LocalSandbox(Sandbox):
 
 
 def _spawned(argv: list[str], env: dict[str, str], cwd: str, on_output: OutputCallback,
-             handshake: joining.Handshake | None) -> Spawned:
-    """The agent spawned, with the handshake's pipes and its first move where it has one."""
+             handshake: joining.Handshake | None, fds: tuple[int, ...]) -> Spawned:
+    """The agent spawned, with the handshake's pipes and its first move where it has one, and
+    ``fds`` passed on."""
     if handshake is None:
-        return Spawned(argv, env=env, cwd=cwd, on_output=on_output)
-    return Spawned(argv, env=env, cwd=cwd, on_output=on_output, pass_fds=handshake.fds, joined=handshake.started)
+        return Spawned(argv, env=env, cwd=cwd, on_output=on_output, pass_fds=fds)
+    return Spawned(argv, env=env, cwd=cwd, on_output=on_output, pass_fds=(*handshake.fds, *fds),
+                   joined=handshake.started)
 
 
 async def _joined(process: Spawned, handshake: joining.Handshake) -> None:
@@ -431,7 +439,10 @@ async def _joined(process: Spawned, handshake: joining.Handshake) -> None:
 
 def _sandbox_root(settings: dict[str, Any]) -> Path:
     root = settings.get("root") or os.environ.get("AGENTMETER_SANDBOX_ROOT")
-    return Path(root) if root else shared_tmp("agentmeter")  # the default is in a shared place: checked
+    # the default is in a shared place: checked; as root others may pass it (not list it), so
+    # that a trial's uid can reach its root there (userns.py): each root is closed to all but its trial
+    mode = 0o711 if os.geteuid() == 0 else 0o700
+    return Path(root) if root else private_folder(Path(tempfile.gettempdir()) / "agentmeter", mode)
 
 
 def remove_dead_owners(base: Path) -> list[Path]:
