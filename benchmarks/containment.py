@@ -43,6 +43,19 @@ another, nine pairs (three sets of three) at load 2.4 to 14 (a CI run on the mac
     wall   joining  +5.5 to +19.1 ms/trial, median +12.4   (at that load the wall clock measures the
                                                             other work: pairs cross each other)
 
+bwrap becoming the trial's uid itself in the runner's user namespace (sandboxes/userns.py)
+instead of an exec of ``unshare -G -S`` in the sandbox, --walls-only --trials 100 --rounds 5,
+the tree before and this one one after another, eight pairs at load 0.7 to 2.2:
+
+    wall   before   +3.83 to +4.56 ms/trial, median +4.40  (4.5x to 5.6x the floor, 0.82-0.85 ms)
+    wall   userns   +3.29 to +3.63 ms/trial, median +3.48  (3.8x to 4.4x, 0.82-0.86 ms)
+    --cpu  before   +1.35, +1.36, +1.18 ms/trial           (the exec was a wait, not work:
+    --cpu  userns   +1.37, +1.45, +1.48 ms/trial            the CPU is the same)
+
+Its trials' root is made 0711 here, as the default sandbox folder is: under a folder the
+trial's uid cannot pass (mkdtemp's 0700), bwrap could not look the root up as that uid, and
+the trial would take the exec drop.
+
 The namespace's making (about 1.2 ms of the kernel's CPU alone) is on a thread that makes them
 ahead, and its removal in the kernel's workers; on the trial's path it is two setns, about
 6 us. On two cores both still take a core from the trial's own processes: +0.6 to +1.1 ms a

@@ -2,7 +2,7 @@
 concurrency 8 through the whole engine (fresh sandbox, launch, parse, store writes, verifier,
 cleanup), divided by the number of trials.
 
-    python benchmarks/overhead.py [--trials 400] [--concurrency 8]
+    python benchmarks/overhead.py [--trials 400] [--concurrency 8] [--isolation none] [--private]
 
 Peer (research/peer-baselines.md, same machine kind): Inspect AI 14.3 ms/sample headless.
 Target (issue 28): the overhead within 5x the floor, the spawn and wait of ``/bin/true`` at the
@@ -51,13 +51,24 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--verifier", choices=("none", "command"), default="none",
                         help="none: harness only; command: plus a `true` verifier process per trial")
+    parser.add_argument("--isolation", choices=("namespaces", "none"), default="namespaces",
+                        help='none: the local sandbox without bwrap (isolation = "none"): the harness alone, '
+                             "for before/after pairs of trees whose walls differ")
+    parser.add_argument("--private", action="store_true",
+                        help="the suite in a 0700 folder, which trials' uids cannot pass: a root runner's "
+                             "walls then take the uid drop's exec (sandboxes/userns.py)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="overhead-"))
+    if not args.private:  # a suite others may pass, as in a checkout under /srv or a 0755 home
+        folder.chmod(0o711)
     try:
         verifier = '[verifier]\nkind = "none"\n' if args.verifier == "none" else '[verifier]\ncommand = "true"\n'
         suite = write_suite(folder, "overhead", trials=args.trials, concurrency=args.concurrency,
                             args=["/bin/cat", "{suite}/stream.jsonl"], verifier=verifier)
         (suite / "stream.jsonl").write_text(STREAM)
+        if args.isolation == "none":
+            with open(suite / "suite.toml", "a") as toml:
+                toml.write('[sandbox]\nkind = "local"\nisolation = "none"\n')
         db = folder / "o.db"
         run_headless(suite, db)
         store = Store(db)
