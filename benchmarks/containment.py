@@ -48,7 +48,7 @@ instead of an exec of ``unshare -G -S`` in the sandbox, --walls-only --trials 10
 the tree before and this one one after another, eight pairs at load 0.7 to 2.2:
 
     wall   before   +3.83 to +4.56 ms/trial, median +4.40  (4.5x to 5.6x the floor, 0.82-0.85 ms)
-    wall   userns   +3.29 to +3.63 ms/trial, median +3.48  (3.8x to 4.4x, 0.82-0.86 ms)
+    wall   userns   +3.29 to +3.63 ms/trial, median +3.50  (3.8x to 4.4x, 0.82-0.86 ms)
     --cpu  before   +1.35, +1.36, +1.18 ms/trial           (the exec was a wait, not work:
     --cpu  userns   +1.37, +1.45, +1.48 ms/trial            the CPU is the same)
 
