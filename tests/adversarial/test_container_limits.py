@@ -36,6 +36,21 @@ except OSError as exc:
 print("FORKED", made, flush=True)
 os.close(w)
 """
+# Writes its work, then forks until the kernel refuses, and leaves every child running (each
+# holds the pipe's write end too): the job's container has no pid left for anything else.
+LEFT_AT_THE_LIMIT = r"""
+import os, sys
+open("work.txt", "w").write("done before the bomb\n")
+r, w = os.pipe()
+made = 0
+try:
+    while made < 600:
+        if os.fork() == 0:
+            os.read(r, 1); os._exit(0)
+        made += 1
+except OSError as exc:
+    print("REFUSED", exc.errno, flush=True)
+"""
 ROOT_POWERS = r"""
 import os, socket
 def attempt(name, action):
@@ -103,6 +118,18 @@ async def test_a_fork_bomb_stops_at_the_pids_limit(tmp_path, kind):
         code, output = await run(session, ["python3", f"{session.scratch}/bomb.py"])
         assert "REFUSED" in output, output
         assert int(output.rsplit("FORKED", 1)[1].split()[0]) < 64, output
+
+
+@pytest.mark.parametrize("kind", kinds("swarm"))
+async def test_a_job_left_at_its_pids_limit_still_sends_its_files_back(tmp_path, kind):
+    """The agent's work comes back to the verifier even when what it left running holds every
+    pid of the job's container: the job ends those first (before, its tar could not fork, its
+    files came back empty, and reading them raised tarfile's ReadError out of the trial)."""
+    async with trial(tmp_path, kind) as session:
+        await session.write_files("scratch", {"bomb.py": LEFT_AT_THE_LIMIT.encode()})
+        code, output = await run(session, ["python3", f"{session.scratch}/bomb.py"])
+        assert "REFUSED" in output, output
+        assert (session.mirror / "workspace" / "work.txt").read_text() == "done before the bomb\n"
 
 
 @pytest.mark.parametrize("kind", kinds("docker-copy", "swarm"))

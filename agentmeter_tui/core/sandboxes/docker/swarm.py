@@ -342,6 +342,9 @@ class SwarmSession(SandboxSession):
         data = job.files()
         if data is None:
             return
+        if not data:  # the job could not archive them: the mirror keeps what it had, and the trial says so
+            raise RuntimeError(f"swarm job {job.service_id}: its files came back empty (its container could "
+                               "not run tar after the command)")
 
         def replace() -> None:
             for folder in ("workspace", "home", "scratch"):

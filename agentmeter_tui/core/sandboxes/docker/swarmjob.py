@@ -44,6 +44,7 @@ wait $pid; rc=$?
 while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done
 echo "$m-exit $rc" >&2
 echo "$m-exit $rc"
+kill -9 -1 2>/dev/null  # what the command left running ends with it, and frees the pids the archive needs
 (cd /agentmeter && tar -czf - workspace home scratch | base64)
 echo "$m-end"
 """
