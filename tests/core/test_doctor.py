@@ -6,6 +6,7 @@ of the grid runs."""
 from __future__ import annotations
 
 import os
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -129,3 +130,32 @@ def test_without_a_suite_the_oracle_is_not_checked():
 
     names = [plan.adapter.name for plan in plans_for(None)]
     assert "oracle" not in names and "claude-code" in names
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root runner's trials have a uid of their own")
+async def test_the_local_sandbox_says_how_its_trials_get_their_uid(tmp_path, monkeypatch):
+    """doctor names the folder that keeps bwrap from setting the trials' uid itself (a CLIs' root
+    under a 0700 folder), and says so when nothing does."""
+    from agentmeter_tui.core.sandboxes import isolation
+    from agentmeter_tui.core.sandboxes.local import LocalSandbox
+
+    need(isolation.bwrap() is not None, "bwrap is not on PATH")
+    need(isolation.pool_namespace(str(isolation.bwrap())) is not None, "no user namespace here")
+    roots = Path(tempfile.mkdtemp(dir=os.environ["AGENTMETER_SANDBOX_ROOT"]))
+    roots.chmod(0o711)
+    private = roots / "private"
+    (private / "clis").mkdir(parents=True)
+    private.chmod(0o700)
+    shared = roots / "shared" / "clis"
+    shared.mkdir(parents=True)
+    monkeypatch.setattr(isolation, "_python", lambda: ())  # this machine's own Python may sit under /root
+    sandbox = LocalSandbox(None, {"root": str(roots)})
+    sandbox.tool_roots = [str(private / "clis")]
+    (blocked,) = await sandbox.check_hosts()
+    assert blocked.ok is True and blocked.subject == "trials' uid", blocked
+    assert f"holds {private / 'clis'}, and {private} lets no other user pass" in blocked.detail, blocked
+    assert "unshare -G -S" in blocked.detail and "/usr" in blocked.fix, blocked
+    sandbox.tool_roots = [str(shared)]
+    (clear,) = await sandbox.check_hosts()
+    assert clear.detail == "set by bwrap itself (no exec in the sandbox)", clear
+    assert await LocalSandbox(None, {"root": str(roots), "isolation": "none"}).check_hosts() == []

@@ -310,22 +310,38 @@ def _droppers() -> tuple[str | None, str | None]:
 
 
 def _passable(path: str, uid: int) -> bool:
-    """Whether ``uid`` (a trial's, with no supplementary group) can look ``path`` up: every
-    folder above it, as written and as resolved, lets it pass (as owner, group or other)."""
-    for name in {path, os.path.realpath(path)}:
+    """Whether ``uid`` (a trial's, with no supplementary group) can look ``path`` up."""
+    return _blocker(path, uid) is None
+
+
+def _blocker(path: str, uid: int) -> str | None:
+    """The first folder above ``path`` (as written, then as resolved) that ``uid`` cannot pass
+    as owner, group or other; None: it passes them all."""
+    for name in dict.fromkeys((path, os.path.realpath(path))):
         folder = os.path.dirname(name)
         while True:
             try:
                 info = os.stat(folder)
             except OSError:
-                return False
+                return folder
             who = 0o100 if info.st_uid == uid else 0o010 if info.st_gid == uid else 0o001
             if not info.st_mode & who:
-                return False
+                return folder
             if folder == "/":
                 break
             folder = os.path.dirname(folder)
-    return True
+    return None
+
+
+def blocked(tools: tuple[str, ...], roots: Path) -> tuple[str, str] | None:
+    """What sends a root runner's CLI trials to the exec drop (``agentmeter doctor``): the first
+    source of their view (our Python's folders, the CLIs' roots and the interpreters they link
+    to, a trial root in ``roots``) that a trial's uid cannot look up, and the folder in the way;
+    None: bwrap can become the uid for them."""
+    for source in (*_host_view(_python(), tools, ()).sources, str(roots / "t0")):
+        if (folder := _blocker(source, FIRST)) is not None:
+            return source, folder
+    return None
 
 
 def _system_path(path: str) -> bool:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import psutil
 
 from .. import cgroups, procs
-from ..paths import private_folder
+from ..paths import default_clis_root, private_folder
 from . import hostfs, isolation, joining, netns
 from .base import (
     AgentHandle,
@@ -361,6 +361,31 @@ class LocalSandbox(Sandbox):
             if uid is not None:
                 self.uids.give_back(uid)
             raise RuntimeError(f"the local sandbox cannot wall its trials in ({exc})") from exc
+
+    async def check_hosts(self) -> list[HostCheck]:
+        """How a root runner's trials get their uid of its own here (``doctor``, ``hosts check``):
+        bwrap sets it, or an exec in the sandbox does, and which folder makes it so. Nothing
+        for a runner that is not root or a suite without walls (their trials have no uid of
+        their own), nor without a working bwrap (the run's preflight refuses, naming why)."""
+        program = isolation.bwrap()
+        if os.geteuid() != 0 or self.settings.get("isolation") == "none" or program is None:
+            return []
+        check = await asyncio.to_thread(self._uid_check, program)
+        return [check] if check is not None else []
+
+    def _uid_check(self, program: str) -> HostCheck | None:
+        if isolation.probe(program) is not None:
+            return None
+        subject, drop = "trials' uid", "an exec in each trial's sandbox (unshare -G -S, about 0.9 ms a trial)"
+        if isolation.pool_namespace(program) is None:
+            return HostCheck(subject, True, f"{drop}: no user namespace here for bwrap to set it in")
+        found = isolation.blocked(tuple(self.tool_roots) or (str(default_clis_root()),), self.root)
+        if found is None:
+            return HostCheck(subject, True, "set by bwrap itself (no exec in the sandbox)")
+        source, folder = found
+        return HostCheck(subject, True, f"{drop}: a CLI trial's view holds {source}, and {folder} lets no other user "
+                         "pass", "for bwrap to set it: Python and the CLIs' interpreters where other users may read "
+                         "them (/usr, /opt, /usr/local)")
 
     @classmethod
     def clean_leftovers(cls, suite: Any) -> list[HostCheck]:
