@@ -263,6 +263,56 @@ def read_file(parent: int, name: str, rel: str, limit: int, notes: list[str]) ->
         os.close(fd)
 
 
+def blocks_under(root: Path) -> int:
+    """The bytes of the blocks everything under ``root`` takes, following no link and entering no
+    other mount, however deep the agent nested its folders: a stack, not os.walk's recursion
+    (RecursionError at a thousand levels), and each folder opened from a descriptor of an
+    ancestor less than a path's length away (a path beyond PATH_MAX cannot be opened whole, and
+    what lies under it must count too)."""
+    top = os.open(root, _DIR)
+    device, total = os.fstat(top).st_dev, 0
+    users = {top: 1}  # an open folder -> the entries of the stack that name a folder from it
+    stack: list[tuple[int, str]] = [(top, ".")]
+    try:
+        while stack:
+            base, rel = stack.pop()
+            with contextlib.suppress(OSError):
+                fd = os.open(rel, _DIR, dir_fd=base)
+                users[fd] = users.get(fd, 0)
+                total += _count_folder(fd, device, users, stack, rel if len(rel) < 2048 else None, base)
+                if not users[fd]:
+                    del users[fd]
+                    os.close(fd)
+            users[base] -= 1
+            if not users[base]:
+                del users[base]
+                os.close(base)
+    finally:
+        for fd in users:
+            os.close(fd)
+    return total
+
+
+def _count_folder(fd: int, device: int, users: dict[int, int], stack: list[tuple[int, str]],
+                  rel: str | None, base: int) -> int:
+    """The blocks of one folder's entries; its subfolders on the same device go on ``stack``,
+    named from ``base`` while their path stays short (``rel`` is this folder's), else from
+    ``fd`` itself, which then stays open until they are counted."""
+    total = 0
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if info.st_dev != device:
+                    continue
+                total += info.st_blocks * 512
+                if stat.S_ISDIR(info.st_mode):
+                    parent, name = (base, f"{rel}/{entry.name}") if rel is not None else (fd, entry.name)
+                    users[parent] += 1
+                    stack.append((parent, name))
+    return total
+
+
 def remove_tree(root: Path) -> None:
     """Remove ``root`` and everything under it, following no link, however deep the agent nested
     its folders (``shutil.rmtree`` recurses once per level and gave up at a thousand, leaving the

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 KEPT = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL")  # sorted, as granted() gives them
@@ -104,14 +104,13 @@ def written_rootfs(api: Any, container: str) -> Callable[[], int | None]:
 
 
 def written_folder(root: str) -> Callable[[], int | None]:
-    """The blocks the files under ``root`` take (links not followed, other mounts not entered)."""
-    def measure() -> int:
-        total, device = 0, os.lstat(root).st_dev
-        for folder, subdirs, files in os.walk(root):
-            for name in (*files, *subdirs):
-                with contextlib.suppress(OSError):
-                    info = os.lstat(os.path.join(folder, name))
-                    if info.st_dev == device:
-                        total += info.st_blocks * 512
-        return total
+    """The blocks the files under ``root`` take (links not followed, other mounts not entered,
+    any depth: :func:`hostfs.blocks_under`); None once ``root`` is gone."""
+    from ..hostfs import blocks_under
+
+    def measure() -> int | None:
+        try:
+            return blocks_under(Path(root))
+        except OSError:
+            return None
     return measure
