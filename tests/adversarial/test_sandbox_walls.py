@@ -16,7 +16,7 @@ import pytest
 from agentmeter_tui.core.sandboxes.archive import extract
 from agentmeter_tui.core.store import Store
 from agentmeter_tui.core.verifiers.command import CommandVerifier
-from tests.adversarial.walls_support import SECRET, agent_does, host_files, kinds, session_of
+from tests.adversarial.walls_support import SECRET, agent_does, host_files, kinds, nest, session_of
 from tests.conftest import FIXTURES, agentmeter
 from tests.core.sandbox_support import docker_client, unique_id
 
@@ -193,26 +193,21 @@ def test_the_bind_folders_disk_watch_counts_a_tree_deeper_than_a_path_can_name(t
     """Docker's bind mode watches the workspace folder's size while the agent runs. An agent that
     nested 1,200 folders made os.walk raise RecursionError in the watch (the trial's cleanup then
     failed: seen in CI); one nested past PATH_MAX could hide what it wrote below from any walk by
-    path. 3,000 levels, a MiB at the bottom and a link to / beside it: every block is counted,
+    path. 3,000 levels, a MiB at the bottom and a link to / at the top: every block is counted,
     none outside, as du counts them."""
     from agentmeter_tui.core.sandboxes.docker.limits import written_folder
+    from agentmeter_tui.core.sandboxes.hostfs import remove_tree
 
     root = tmp_path / "watched"
-    root.mkdir()
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    for _ in range(3000):
-        os.mkdir("d", dir_fd=fd)
-        fd, parent = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
-        os.close(parent)
-    out = os.open("bottom", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)
-    os.write(out, b"x" * (1 << 20))
-    os.close(out)
-    os.symlink("/", "up", dir_fd=fd)
-    os.close(fd)
-    du = subprocess.run(["du", "-s", "-B1", "-P", "-x", str(root)], capture_output=True, text=True, check=True)
-    expected = int(du.stdout.split()[0]) - os.lstat(root).st_blocks * 512
-    assert expected > 3000 * 512 + (1 << 20)
-    assert written_folder(str(root))() == expected
+    nest(root, 3000, {"bottom": b"x" * (1 << 20)})
+    os.symlink("/", root / "up")
+    try:
+        du = subprocess.run(["du", "-s", "-B1", "-P", "-x", str(root)], capture_output=True, text=True, check=True)
+        expected = int(du.stdout.split()[0]) - os.lstat(root).st_blocks * 512
+        assert expected > 3000 * 512 + (1 << 20)
+        assert written_folder(str(root))() == expected
+    finally:  # pytest's own removal of old temporary folders recurses, and would fail on it
+        remove_tree(root)
 
 
 def test_a_dead_runners_deep_trial_folder_is_removed_when_the_next_run_cleans(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -23,6 +24,24 @@ _MARKS = {"local": (), "docker-copy": (pytest.mark.docker,), "docker-bind": (pyt
 def kinds(*names: str) -> list:
     """Sandbox kinds as test parameters, each with the marker of what it needs."""
     return [pytest.param(name, marks=_MARKS[name], id=name) for name in names or _MARKS]
+
+
+def nest(root: Path, levels: int, bottom: dict[str, bytes] | None = None) -> Path:
+    """``root/d/d/.../d`` ``levels`` deep, made by descriptor (past PATH_MAX no path names it), with
+    ``bottom``'s files (name -> bytes) in the last folder; returns ``root/d``, for the test to
+    remove with ``hostfs.remove_tree`` (pytest's own removal of old temporary folders recurses)."""
+    root.mkdir(exist_ok=True)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(levels):
+        os.mkdir("d", dir_fd=fd)
+        fd, parent = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd), fd
+        os.close(parent)
+    for name, data in (bottom or {}).items():
+        out = os.open(name, os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)
+        os.write(out, data)
+        os.close(out)
+    os.close(fd)
+    return root / "d"
 
 
 def host_files(tmp_path: Path) -> tuple[Path, Path]:

@@ -12,11 +12,11 @@ import asyncio
 import json
 import os
 import shlex
-import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from .batchrun import remove
 from .cases import Case, CaseFile
 from .executor import CaseExecutor, LocalExecutor, ToolCommand, run_process
 from .funnel import CaseVerdict, FunnelReport, class_scores, judge_case
@@ -103,7 +103,7 @@ async def evaluate(cases: CaseFile, oracle_src: Path, candidate_src: Path, comma
                 verdicts = [v for done in await asyncio.gather(*map(batch, batches)) for v in done]
     finally:
         await candidate_side.close()
-        shutil.rmtree(root, ignore_errors=True)
+        remove(str(root))
     classes = class_scores(verdicts, [cls.id for cls in cases.classes])
     return FunnelReport(metric=metric, oracle_build=oracle_build, candidate_build=candidate_build,
                         verdicts=verdicts, classes=classes, semantic_on=judge is not None)

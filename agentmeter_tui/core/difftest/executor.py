@@ -19,6 +19,7 @@ import os
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from abc import ABC, abstractmethod
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..procs import OWN_CHILDREN
+from .batchrun import remove
 from .cases import Case, FileSpec, place_files
 from .snapshot import SideEffects, snapshot
 
@@ -203,6 +205,18 @@ def batch_results(stdout: bytes) -> tuple[list[CaseRun], float]:
         raise SideError(f"the batch runner's results do not parse: {exc!r}") from None
 
 
+def copy_tool(source: Path, dest: Path) -> None:
+    """``source`` copied to ``dest``, links kept as links. ``shutil.copytree`` recurses once per
+    level: for a tool folder the agent nested a thousand deep (RecursionError), ``cp -a`` does
+    the copy, so the tool is judged as it would be in a container, whose copy is a tar."""
+    try:
+        shutil.copytree(source, dest, symlinks=True)
+    except RecursionError:
+        remove(str(dest))
+        subprocess.run(["cp", "-a", "--", str(source), str(dest)], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+
+
 class LocalExecutor(CaseExecutor):
     """Runs a side on this machine under ``root``: the installed tool in ``root/tool``, each case
     in ``root/cases/N`` (its workspace, HOME and TMPDIR), removed when the case ends."""
@@ -220,10 +234,10 @@ class LocalExecutor(CaseExecutor):
     async def build(self, source: Path) -> BuildResult:
         self.root.mkdir(parents=True, exist_ok=True)
         if self.tool.exists():
-            shutil.rmtree(self.tool)
+            await asyncio.to_thread(remove, str(self.tool))
         if not source.is_dir():
             return BuildResult(ok=False, output=f"no tool folder: {source.name or source}")
-        await asyncio.to_thread(shutil.copytree, source, self.tool, symlinks=True)
+        await asyncio.to_thread(copy_tool, source, self.tool)
         if not self.command.install:
             return BuildResult(ok=True)
         home = self.root / "build-home"
@@ -249,7 +263,7 @@ class LocalExecutor(CaseExecutor):
                                                      timeout=self.command.case_timeout)
             after = await asyncio.to_thread(snapshot, work)
         finally:
-            await asyncio.to_thread(shutil.rmtree, base, True)
+            await asyncio.to_thread(remove, str(base))
         return CaseRun(exit_code=code, stdout=self._neutral(out, work), stderr=self._neutral(err, work),
                        duration=took, side_effects=SideEffects.between(before, after), timed_out=code is None)
 
@@ -259,7 +273,7 @@ class LocalExecutor(CaseExecutor):
         return text.replace(str(work), "$WORKSPACE").replace(str(self.tool), "$TOOL")
 
     async def close(self) -> None:
-        await asyncio.to_thread(shutil.rmtree, self.root, True)
+        await asyncio.to_thread(remove, str(self.root))
 
     @classmethod
     async def for_session(cls, session: Any) -> type[LocalExecutor]:
