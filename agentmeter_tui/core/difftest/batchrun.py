@@ -99,9 +99,11 @@ def snapshot(root) -> dict:
 
 
 def remove(path: str) -> None:
-    """Remove a case's folder, however deep its tool nested folders in it: ``shutil.rmtree``
-    recurses once per level and its RecursionError is not an OSError that ``ignore_errors``
-    holds; there ``rm -rf`` (coreutils' and busybox's walk any depth) finishes the job."""
+    """Remove a case's folder in the sandbox, however deep its tool nested folders in it:
+    ``shutil.rmtree`` recurses once per level and its RecursionError is not an OSError that
+    ``ignore_errors`` holds; there ``rm -rf`` (coreutils' and busybox's walk any depth) finishes
+    the job. (The runner's side has ``hostfs.remove_tree``; this script imports the standard
+    library only.)"""
     try:
         shutil.rmtree(path, ignore_errors=True)
     except RecursionError:

@@ -16,9 +16,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from .batchrun import remove
 from .cases import Case, CaseFile
-from .executor import CaseExecutor, LocalExecutor, ToolCommand, run_process
+from .executor import CaseExecutor, LocalExecutor, ToolCommand, discard, run_process
 from .funnel import CaseVerdict, FunnelReport, class_scores, judge_case
 from .oracle import shared_oracle
 
@@ -103,7 +102,7 @@ async def evaluate(cases: CaseFile, oracle_src: Path, candidate_src: Path, comma
                 verdicts = [v for done in await asyncio.gather(*map(batch, batches)) for v in done]
     finally:
         await candidate_side.close()
-        remove(str(root))
+        discard(root)
     classes = class_scores(verdicts, [cls.id for cls in cases.classes])
     return FunnelReport(metric=metric, oracle_build=oracle_build, candidate_build=candidate_build,
                         verdicts=verdicts, classes=classes, semantic_on=judge is not None)

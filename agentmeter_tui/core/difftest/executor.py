@@ -14,6 +14,7 @@ image; a sandbox kind names its own executor (``Sandbox.differential_side``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shlex
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..procs import OWN_CHILDREN
-from .batchrun import remove
+from ..sandboxes.hostfs import remove_tree
 from .cases import Case, FileSpec, place_files
 from .snapshot import SideEffects, snapshot
 
@@ -205,6 +206,13 @@ def batch_results(stdout: bytes) -> tuple[list[CaseRun], float]:
         raise SideError(f"the batch runner's results do not parse: {exc!r}") from None
 
 
+def discard(folder: Path) -> None:
+    """A side's folder gone, however deep the tool nested folders in it (``hostfs.remove_tree``:
+    no recursion, no link followed); what cannot be removed stays, as rmtree's ignore_errors left it."""
+    with contextlib.suppress(OSError):
+        remove_tree(folder)
+
+
 def copy_tool(source: Path, dest: Path) -> None:
     """``source`` copied to ``dest``, links kept as links. ``shutil.copytree`` recurses once per
     level: for a tool folder the agent nested a thousand deep (RecursionError), ``cp -a`` does
@@ -212,7 +220,7 @@ def copy_tool(source: Path, dest: Path) -> None:
     try:
         shutil.copytree(source, dest, symlinks=True)
     except RecursionError:
-        remove(str(dest))
+        discard(dest)
         subprocess.run(["cp", "-a", "--", str(source), str(dest)], check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE)
 
@@ -234,7 +242,7 @@ class LocalExecutor(CaseExecutor):
     async def build(self, source: Path) -> BuildResult:
         self.root.mkdir(parents=True, exist_ok=True)
         if self.tool.exists():
-            await asyncio.to_thread(remove, str(self.tool))
+            await asyncio.to_thread(discard, self.tool)
         if not source.is_dir():
             return BuildResult(ok=False, output=f"no tool folder: {source.name or source}")
         await asyncio.to_thread(copy_tool, source, self.tool)
@@ -263,7 +271,7 @@ class LocalExecutor(CaseExecutor):
                                                      timeout=self.command.case_timeout)
             after = await asyncio.to_thread(snapshot, work)
         finally:
-            await asyncio.to_thread(remove, str(base))
+            await asyncio.to_thread(discard, base)
         return CaseRun(exit_code=code, stdout=self._neutral(out, work), stderr=self._neutral(err, work),
                        duration=took, side_effects=SideEffects.between(before, after), timed_out=code is None)
 
@@ -273,7 +281,7 @@ class LocalExecutor(CaseExecutor):
         return text.replace(str(work), "$WORKSPACE").replace(str(self.tool), "$TOOL")
 
     async def close(self) -> None:
-        await asyncio.to_thread(remove, str(self.root))
+        await asyncio.to_thread(discard, self.root)
 
     @classmethod
     async def for_session(cls, session: Any) -> type[LocalExecutor]:

@@ -278,7 +278,7 @@ def blocks_under(root: Path) -> int:
             base, rel = stack.pop()
             with contextlib.suppress(OSError):
                 fd = os.open(rel, _DIR, dir_fd=base)
-                users[fd] = users.get(fd, 0)
+                users[fd] = 0
                 total += _count_folder(fd, device, users, stack, rel if len(rel) < 2048 else None, base)
                 if not users[fd]:
                     del users[fd]

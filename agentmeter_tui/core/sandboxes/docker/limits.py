@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..hostfs import blocks_under
+
 KEPT = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL")  # sorted, as granted() gives them
 SIZE_PATTERN = r"^\d+[kmgKMG]?$"
 
@@ -106,8 +108,6 @@ def written_rootfs(api: Any, container: str) -> Callable[[], int | None]:
 def written_folder(root: str) -> Callable[[], int | None]:
     """The blocks the files under ``root`` take (links not followed, other mounts not entered,
     any depth: :func:`hostfs.blocks_under`); None once ``root`` is gone."""
-    from ..hostfs import blocks_under
-
     def measure() -> int | None:
         try:
             return blocks_under(Path(root))
